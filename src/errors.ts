@@ -1,0 +1,145 @@
+/**
+ * The error catalog. Every error syncmirror raises on purpose is one of these classes, with a
+ * stable `code` to branch on and a message that says what to do next. Imports nothing.
+ */
+
+export abstract class SyncmirrorError extends Error {
+  abstract readonly code: string;
+  /** Whether retrying the same operation later may succeed (network, 429, 5xx). */
+  readonly retryable: boolean = false;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** One problem in the config file: which file, which key path, what is wrong. */
+export interface ConfigIssue {
+  path: string;
+  message: string;
+}
+
+export class ConfigError extends SyncmirrorError {
+  readonly code = "CONFIG_INVALID" as const;
+  constructor(
+    readonly file: string,
+    readonly issues: readonly ConfigIssue[],
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `${file}: invalid config:\n${issues.map((i) => `  - ${i.path || "(root)"}: ${i.message}`).join("\n")}`,
+      options,
+    );
+  }
+}
+
+export class UsageError extends SyncmirrorError {
+  readonly code = "USAGE" as const;
+}
+
+/** Fields every error that comes from an HTTP exchange with the upstream API carries. */
+export interface ApiErrorFields {
+  method: string;
+  /** Templated route, never with ids: `/sync-task/{sync_id}/export`. */
+  route: string;
+  status?: number;
+  /** The response's `detail` (string or object), when there was one. */
+  detail?: unknown;
+}
+
+export abstract class ApiError extends SyncmirrorError {
+  readonly method: string;
+  readonly route: string;
+  readonly status: number | undefined;
+  readonly detail: unknown;
+
+  constructor(message: string, fields: ApiErrorFields, options?: { cause?: unknown }) {
+    super(message, options);
+    this.method = fields.method;
+    this.route = fields.route;
+    this.status = fields.status;
+    this.detail = fields.detail;
+  }
+}
+
+/** The token is missing, wrong or expired (401), or lacks rights (403 that is not the premium switch). */
+export class UnauthorizedError extends ApiError {
+  readonly code = "API_UNAUTHORIZED" as const;
+}
+
+/** Background sync (a premium feature) is turned off for the tenant. */
+export class FeatureDisabledError extends ApiError {
+  readonly code = "API_FEATURE_DISABLED" as const;
+}
+
+/** The trigger was answered 409: the service cannot start the sync now. */
+export class CannotStartError extends ApiError {
+  readonly code = "API_CANNOT_START" as const;
+}
+
+/** 400 or 422: the request was refused as invalid (for a trigger: nothing reachable, limits). */
+export class BadRequestError extends ApiError {
+  readonly code = "API_BAD_REQUEST" as const;
+}
+
+export class NotFoundError extends ApiError {
+  readonly code = "API_NOT_FOUND" as const;
+}
+
+/** 409 other than a trigger refusal: export not finished yet, nothing to continue. */
+export class ConflictError extends ApiError {
+  readonly code = "API_CONFLICT" as const;
+}
+
+/** 429, 5xx, a reset connection or a timeout, still failing after every attempt. */
+export class UnavailableError extends ApiError {
+  readonly code = "API_UNAVAILABLE" as const;
+  override readonly retryable = true;
+}
+
+/** The body was not JSON, or not the shape API.md documents. */
+export class BadResponseError extends ApiError {
+  readonly code = "API_BAD_RESPONSE" as const;
+}
+
+/** An export whose schema_version major is not 1: nothing of it is written. */
+export class UnsupportedSchemaVersionError extends SyncmirrorError {
+  readonly code = "EXPORT_SCHEMA_UNSUPPORTED" as const;
+  constructor(
+    readonly syncId: string,
+    readonly schemaVersion: unknown,
+  ) {
+    super(
+      `export of run ${syncId} has schema_version ${JSON.stringify(schemaVersion)}; this syncmirror reads major version 1 only. Upgrade syncmirror; nothing of this export was written.`,
+    );
+  }
+}
+
+/** Another process holds the database. */
+export class DatabaseLockedError extends SyncmirrorError {
+  readonly code = "DB_LOCKED" as const;
+  constructor(
+    readonly path: string,
+    readonly holder: string,
+  ) {
+    super(
+      `database ${path} is in use by another syncmirror process (${holder}); stop it first, or point this one at another database.path`,
+    );
+  }
+}
+
+/** The database cannot be opened or written (read-only file, full disk, corrupt file). */
+export class DatabaseError extends SyncmirrorError {
+  readonly code = "DB_ERROR" as const;
+}
+
+/** A run did not finish within run_timeout_minutes. */
+export class RunTimeoutError extends SyncmirrorError {
+  readonly code = "RUN_TIMEOUT" as const;
+}
+
+/** The work was stopped by an AbortSignal (shutdown). */
+export class AbortedError extends SyncmirrorError {
+  readonly code = "ABORTED" as const;
+}
