@@ -98,6 +98,23 @@ export class UnavailableError extends ApiError {
   override readonly retryable = true;
 }
 
+/**
+ * A trigger (`POST /sync-task`, not idempotent) got no usable answer after it may have reached the
+ * service (reset, timeout, a gateway 5xx, an unreadable 2xx body): runs may exist. Never retried
+ * blindly: read the run list and adopt the runs it created (SPEC "One trigger per mirror").
+ */
+export class TriggerOutcomeUnknownError extends ApiError {
+  readonly code = "API_TRIGGER_OUTCOME_UNKNOWN" as const;
+}
+
+/**
+ * A continue message (`POST /sync-task/{sync_id}/continue`) got no answer after it may have
+ * reached the service: the source may be running again. Read the run before sending another.
+ */
+export class ContinueOutcomeUnknownError extends ApiError {
+  readonly code = "API_CONTINUE_OUTCOME_UNKNOWN" as const;
+}
+
 /** The body was not JSON, or not the shape API.md documents. */
 export class BadResponseError extends ApiError {
   readonly code = "API_BAD_RESPONSE" as const;

@@ -92,9 +92,11 @@ export const SyncableSource = z.object({
   source_type: z.string(),
   rules_version: z.unknown().optional(),
 });
+export type SyncableSource = z.infer<typeof SyncableSource>;
 export const SyncableSources = z.object({ sources: z.array(SyncableSource) });
 
 export const Project = z.object({ id: z.string(), name: z.string().optional() });
+export type Project = z.infer<typeof Project>;
 export const Projects = z.array(Project);
 
 // --- trigger ----------------------------------------------------------------------------------
@@ -210,7 +212,10 @@ export const Resource = z.object({
   url: z.string().nullable().optional(),
   modified_at: z.string().nullable().optional(),
   fetched_at: z.string().nullable().optional(),
-  content: z.object({ format: z.string().nullable().optional(), text: z.string().nullable().optional() }).nullable().optional(),
+  content: z
+    .object({ format: z.string().nullable().optional(), text: z.string().nullable().optional() })
+    .nullable()
+    .optional(),
   content_status: z.string().nullable().optional(),
   fields: z.unknown().optional(),
   metadata: z.unknown().optional(),
@@ -253,6 +258,7 @@ export const ExportNotReadyDetail = z.object({
   message: z.string().optional(),
   sources: z.array(z.object({ source: z.string(), status: z.string() })).optional(),
 });
+export type ExportNotReadyDetail = z.infer<typeof ExportNotReadyDetail>;
 
 export const TranscriptMessage = z.object({
   sequence_number: z.number(),

@@ -1,0 +1,260 @@
+/**
+ * The upstream API client (API.md "Endpoints"): one method per operation the mirror uses, each
+ * body validated by schemas.ts on arrival. Retries, timeouts, status mapping and metrics live in
+ * transport.ts; the retry table in retry.ts.
+ */
+import type { Dispatcher } from "undici";
+import {
+  type ApiErrorFields,
+  BadResponseError,
+  ContinueOutcomeUnknownError,
+  TriggerOutcomeUnknownError,
+} from "../errors.js";
+import type { Logger } from "../log.js";
+import { DEFAULT_BACKOFF, isRefusedBeforeWork, isRetryableStatus } from "./retry.js";
+import { type Route, routes } from "./routes.js";
+import * as S from "./schemas.js";
+import { createTransport, type UnsafeCall } from "./transport.js";
+
+export interface ApiClientOptions {
+  /** Includes the `/api/v1` prefix. */
+  baseUrl: string;
+  token: string;
+  /** Name of the environment variable the token came from, for error advice (default SYNCMIRROR_API_TOKEN). */
+  tokenEnv?: string;
+  /** Per attempt, headers and body together. */
+  timeoutMs: number;
+  /** Total attempts per request, with backoff on 429 / 5xx / network errors / timeouts. */
+  maxAttempts: number;
+  log: Logger;
+  /** Called once per HTTP attempt, for metrics: route is templated, never with ids; code is the status or "error". */
+  onRequest?: (r: { method: string; route: string; code: string; durationSeconds: number }) => void;
+  /** Defaults: 500 ms base, 30 s cap, exponential with full jitter. */
+  backoff?: { baseMs?: number; maxMs?: number };
+  /** Injectable for tests; [0, 1). */
+  random?: () => number;
+  /** Injectable for tests; must reject (or resolve) promptly when `signal` aborts. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** A MockAgent in tests; by default the client owns one undici Agent, closed by `close()`. */
+  dispatcher?: Dispatcher;
+}
+
+export interface RunQuery {
+  trigger_id?: string;
+  sync_config_id?: string;
+}
+
+export interface ApiClient {
+  getSyncConfig(id: string, signal?: AbortSignal): Promise<S.SyncConfig>;
+  /** Every user of the config, across all pages. */
+  listAccess(id: string, signal?: AbortSignal): Promise<S.AccessItem[]>;
+  listSources(projectId: string, signal?: AbortSignal): Promise<S.SyncableSource[]>;
+  listProjects(signal?: AbortSignal): Promise<S.Project[]>;
+  /**
+   * Not idempotent: retried only on 429/503 (refused before any work) and connection failures
+   * before sending. Anything that may have reached the service without a usable answer throws
+   * TriggerOutcomeUnknownError: adopt the runs from the run list instead of triggering again.
+   */
+  trigger(body: { sync_config_id: string; since?: string }, signal?: AbortSignal): Promise<S.TriggerResponse>;
+  /** One page, newest first. */
+  listRuns(
+    query: RunQuery & { size?: number; cursor?: string },
+    signal?: AbortSignal,
+  ): Promise<S.RunListPage>;
+  /** Every run, newest first, 100 per request; stop iterating to stop fetching. */
+  listAllRuns(query: RunQuery, signal?: AbortSignal): AsyncIterable<S.RunListItem>;
+  getRun(syncId: string, signal?: AbortSignal): Promise<S.RunDetail>;
+  /** 409 (ConflictError, `detail` per ExportNotReadyDetail) until the run or source has finished. */
+  getExportPage(
+    syncId: string,
+    query: { offset: number; limit: number; source?: string },
+    signal?: AbortSignal,
+  ): Promise<S.ExportPage>;
+  /** Retried on 429/5xx; a failure that may have delivered the message throws ContinueOutcomeUnknownError. */
+  continueRun(
+    syncId: string,
+    body: { message: string; source?: string },
+    signal?: AbortSignal,
+  ): Promise<void>;
+  getTranscriptPage(
+    syncId: string,
+    query: { source?: string; cursor?: string; limit?: number },
+    signal?: AbortSignal,
+  ): Promise<S.TranscriptPage>;
+  /** Closes the client's own connection pool (not an injected dispatcher). Idempotent. */
+  close(): Promise<void>;
+}
+
+const RUN_PAGE_SIZE = 100;
+
+const triggerIsUnsafe: UnsafeCall = {
+  retryStatus: isRefusedBeforeWork,
+  outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown) =>
+    new TriggerOutcomeUnknownError(
+      `POST /sync-task may have reached the service but gave no usable answer (${reason}): runs may have been created, so it is not repeated; adopt the runs the run list shows for this sync config`,
+      fields,
+      { cause },
+    ),
+};
+
+const continueIsUnsafe: UnsafeCall = {
+  retryStatus: isRetryableStatus,
+  outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown) =>
+    new ContinueOutcomeUnknownError(
+      `the continue message may have reached the service but got no usable answer (${reason}): it is not repeated; read the run to see whether the source is running again before sending another`,
+      fields,
+      { cause },
+    ),
+};
+
+/**
+ * The cursor of the next page, or undefined at the end. A page that claims more but gives no new
+ * cursor is refused: a silently short list (e.g. of project users) would revoke access wrongly.
+ */
+function nextCursor(meta: S.RunListPage["meta"], seen: Set<string>, route: Route): string | undefined {
+  if (!meta || meta.has_next === false) return undefined;
+  const next = meta.next_cursor ?? undefined;
+  if (!next && !meta.has_next) return undefined;
+  if (!next || seen.has(next)) {
+    throw new BadResponseError(
+      `GET ${route}: the service said there are more pages but gave ${next ? "a cursor it gave before" : "no cursor"}: report it; the list was not used`,
+      { method: "GET", route, detail: { meta } },
+    );
+  }
+  seen.add(next);
+  return next;
+}
+
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  const { request, close } = createTransport({
+    baseUrl: options.baseUrl,
+    token: options.token,
+    tokenEnv: options.tokenEnv ?? "SYNCMIRROR_API_TOKEN",
+    timeoutMs: options.timeoutMs,
+    maxAttempts: Math.max(1, Math.floor(options.maxAttempts)),
+    log: options.log,
+    onRequest: options.onRequest,
+    backoff: {
+      baseMs: options.backoff?.baseMs ?? DEFAULT_BACKOFF.baseMs,
+      maxMs: options.backoff?.maxMs ?? DEFAULT_BACKOFF.maxMs,
+    },
+    random: options.random ?? Math.random,
+    sleep: options.sleep,
+    dispatcher: options.dispatcher,
+  });
+
+  const listRuns: ApiClient["listRuns"] = (query, signal) =>
+    request({
+      method: "GET",
+      route: routes.syncTasks,
+      query: {
+        trigger_id: query.trigger_id,
+        sync_config_id: query.sync_config_id,
+        size: query.size,
+        cursor: query.cursor,
+      },
+      schema: S.RunListPage,
+      signal,
+    });
+
+  return {
+    getSyncConfig: (id, signal) =>
+      request({ method: "GET", route: routes.syncConfig, params: { id }, schema: S.SyncConfig, signal }),
+
+    async listAccess(id, signal) {
+      const items: S.AccessItem[] = [];
+      const seen = new Set<string>();
+      let cursor: string | undefined;
+      do {
+        const page = await request({
+          method: "GET",
+          route: routes.syncConfigAccess,
+          params: { id },
+          query: { cursor },
+          schema: S.AccessPage,
+          signal,
+        });
+        items.push(...page.items);
+        cursor = nextCursor(page.meta, seen, routes.syncConfigAccess);
+      } while (cursor);
+      return items;
+    },
+
+    async listSources(projectId, signal) {
+      const body = await request({
+        method: "GET",
+        route: routes.syncableSources,
+        query: { project_id: projectId },
+        schema: S.SyncableSources,
+        signal,
+      });
+      return body.sources;
+    },
+
+    listProjects: (signal) => request({ method: "GET", route: routes.projects, schema: S.Projects, signal }),
+
+    trigger: (body, signal) =>
+      request({
+        method: "POST",
+        route: routes.syncTasks,
+        // The endpoint accepts only these fields: send nothing else.
+        body:
+          body.since === undefined
+            ? { sync_config_id: body.sync_config_id }
+            : { sync_config_id: body.sync_config_id, since: body.since },
+        schema: S.TriggerResponse,
+        unsafe: triggerIsUnsafe,
+        signal,
+      }),
+
+    listRuns,
+
+    async *listAllRuns(query, signal) {
+      const seen = new Set<string>();
+      let cursor: string | undefined;
+      do {
+        const page = await listRuns({ ...query, size: RUN_PAGE_SIZE, cursor }, signal);
+        yield* page.items;
+        cursor = nextCursor(page.meta, seen, routes.syncTasks);
+      } while (cursor);
+    },
+
+    getRun: (syncId, signal) =>
+      request({ method: "GET", route: routes.run, params: { sync_id: syncId }, schema: S.RunDetail, signal }),
+
+    getExportPage: (syncId, query, signal) =>
+      request({
+        method: "GET",
+        route: routes.runExport,
+        params: { sync_id: syncId },
+        query: { source: query.source, offset: query.offset, limit: query.limit },
+        schema: S.ExportPage,
+        signal,
+      }),
+
+    continueRun: (syncId, body, signal) =>
+      request<void>({
+        method: "POST",
+        route: routes.runContinue,
+        params: { sync_id: syncId },
+        body:
+          body.source === undefined
+            ? { message: body.message }
+            : { message: body.message, source: body.source },
+        unsafe: continueIsUnsafe,
+        signal,
+      }),
+
+    getTranscriptPage: (syncId, query, signal) =>
+      request({
+        method: "GET",
+        route: routes.runTranscript,
+        params: { sync_id: syncId },
+        query: { source: query.source, cursor: query.cursor, limit: query.limit },
+        schema: S.TranscriptPage,
+        signal,
+      }),
+
+    close,
+  };
+}

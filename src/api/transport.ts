@@ -1,0 +1,294 @@
+/**
+ * The one path every API call takes: undici request with the bearer token and a per-attempt
+ * timeout, the retry loop (retry.ts decides what is retryable), status mapping (status-errors.ts)
+ * and zod validation of the body. Per-attempt metrics and logs come from here.
+ *
+ * Why not undici's `interceptors.retry`: it retries inside one dispatch, so it cannot report each
+ * attempt (metrics, logs), sleeps on its own timers (no injected sleep, no abort while waiting), and
+ * drops the last response's body (the `detail` our errors keep); it also cannot tell "POST refused
+ * with 429" (safe to repeat) from "POST reset after sending" (not safe) without rebuilding this.
+ */
+import { Agent, type Dispatcher, request as undiciRequest } from "undici";
+import type { z } from "zod";
+import {
+  AbortedError,
+  type ApiError,
+  type ApiErrorFields,
+  BadResponseError,
+  UnavailableError,
+} from "../errors.js";
+import type { Logger } from "../log.js";
+import {
+  type BackoffOptions,
+  backoffDelayMs,
+  classifyTransportError,
+  sleep as defaultSleep,
+  isRetryableStatus,
+  retryDelayMs,
+  transportErrorCode,
+} from "./retry.js";
+import { fillRoute, queryString, type Route } from "./routes.js";
+import { ErrorBody } from "./schemas.js";
+import { describeDetail, errorForStatus } from "./status-errors.js";
+
+export interface TransportOptions {
+  baseUrl: string;
+  token: string;
+  tokenEnv: string;
+  timeoutMs: number;
+  maxAttempts: number;
+  log: Logger;
+  onRequest?: (r: { method: string; route: string; code: string; durationSeconds: number }) => void;
+  backoff: BackoffOptions;
+  random: () => number;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  dispatcher?: Dispatcher;
+}
+
+/** A POST that must not be repeated once it may have reached the service. */
+export interface UnsafeCall {
+  /** Statuses that prove the service did nothing, so another attempt is safe. */
+  retryStatus: (status: number) => boolean;
+  /** The error for "may have happened": `reason` is a status or an error code. */
+  outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown) => ApiError;
+}
+
+export interface Call<T> {
+  method: "GET" | "POST";
+  route: Route;
+  params?: Readonly<Record<string, string>>;
+  query?: Readonly<Record<string, string | number | undefined>>;
+  body?: unknown;
+  /** Response schema; without one the body is read and ignored. */
+  schema?: z.ZodType<T>;
+  unsafe?: UnsafeCall;
+  signal?: AbortSignal | undefined;
+}
+
+export interface Transport {
+  request<T>(call: Call<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+type Answer =
+  | { kind: "response"; status: number; retryAfter: string | string[] | undefined; text: string }
+  | { kind: "transport"; error: unknown; timedOut: boolean };
+
+/** Why an attempt failed, when another attempt may help. */
+interface Failure {
+  label: string;
+  status?: number;
+  detail?: unknown;
+  cause?: unknown;
+}
+
+const DETAIL_TEXT_CHARS = 2000;
+
+export function createTransport(options: TransportOptions): Transport {
+  const baseUrl = options.baseUrl.replace(/\/+$/, "");
+  const ownAgent = options.dispatcher ? undefined : new Agent({ keepAliveTimeout: 10_000 });
+  const dispatcher: Dispatcher = options.dispatcher ?? (ownAgent as Agent);
+  const sleep = options.sleep ?? defaultSleep;
+  const { log, timeoutMs, maxAttempts, token } = options;
+  let closed = false;
+
+  /** Error bodies are echoed into errors and logs: a proxy that reflects headers must not leak the token. */
+  const scrub = (text: string): string => (token ? text.split(token).join("[redacted]") : text);
+
+  /** One HTTP exchange, bounded by timeoutMs and the caller's signal; never throws. */
+  async function exchange(call: Call<unknown>, url: string): Promise<Answer> {
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error(`no complete response within ${timeoutMs} ms`));
+    }, timeoutMs);
+    // Linked by hand rather than AbortSignal.any: the caller's signal is often the daemon's
+    // long-lived shutdown signal, and the listener is removed as soon as the attempt ends.
+    const onCallerAbort = () => controller.abort(call.signal?.reason);
+    call.signal?.addEventListener("abort", onCallerAbort, { once: true });
+    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: "application/json" };
+    if (call.body !== undefined) headers["content-type"] = "application/json";
+    try {
+      const response = await undiciRequest(url, {
+        dispatcher,
+        method: call.method,
+        headers,
+        body: call.body === undefined ? null : JSON.stringify(call.body),
+        signal: controller.signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      const text = await response.body.text();
+      const retryAfter = response.headers["retry-after"];
+      return { kind: "response", status: response.statusCode, retryAfter, text };
+    } catch (error) {
+      return { kind: "transport", error, timedOut };
+    } finally {
+      clearTimeout(timer);
+      call.signal?.removeEventListener("abort", onCallerAbort);
+    }
+  }
+
+  /** One attempt: the exchange, its metrics and debug line; a caller's abort ends the call here. */
+  async function send(call: Call<unknown>, url: string, attempt: number): Promise<Answer> {
+    const started = performance.now();
+    const answer = await exchange(call, url);
+    const durationSeconds = (performance.now() - started) / 1000;
+    const code = answer.kind === "response" ? String(answer.status) : "error";
+    options.onRequest?.({ method: call.method, route: call.route, code, durationSeconds });
+    const errorCode =
+      answer.kind === "response" ? undefined : answer.timedOut ? "timeout" : transportErrorCode(answer.error);
+    log.debug(
+      {
+        method: call.method,
+        route: call.route,
+        status: code,
+        errorCode,
+        attempt,
+        ms: Math.round(durationSeconds * 1000),
+      },
+      "api request",
+    );
+    if (answer.kind === "transport" && call.signal?.aborted) {
+      // An aborted POST may still have reached the service: say so in the cause.
+      const cause = call.unsafe
+        ? call.unsafe.outcomeUnknown("aborted", { method: call.method, route: call.route }, answer.error)
+        : answer.error;
+      throw aborted(call, cause);
+    }
+    return answer;
+  }
+
+  /** Throws the final error for an answer, or returns why another attempt may help. */
+  function judge(call: Call<unknown>, answer: Answer): Failure {
+    const fields: ApiErrorFields = { method: call.method, route: call.route };
+    if (answer.kind === "transport") {
+      const kind = classifyTransportError(answer.error, answer.timedOut);
+      const label = answer.timedOut
+        ? `timeout after ${timeoutMs} ms`
+        : (transportErrorCode(answer.error) ?? "network error");
+      if (kind === "fatal") throw answer.error;
+      if (kind === "maybe-sent" && call.unsafe) throw call.unsafe.outcomeUnknown(label, fields, answer.error);
+      return { label, cause: answer.error };
+    }
+    const { status } = answer;
+    const detail = errorDetail(answer.text);
+    if (!isRetryableStatus(status)) {
+      throw errorForStatus({ ...fields, status, detail, tokenEnv: options.tokenEnv });
+    }
+    if (call.unsafe && !call.unsafe.retryStatus(status)) {
+      throw call.unsafe.outcomeUnknown(String(status), { ...fields, status, detail });
+    }
+    return { label: String(status), status, detail };
+  }
+
+  function errorDetail(text: string): unknown {
+    const clean = scrub(text).trim();
+    if (!clean) return undefined;
+    try {
+      const json: unknown = JSON.parse(clean);
+      const body = ErrorBody.safeParse(json);
+      return body.success && body.data.detail !== undefined ? body.data.detail : json;
+    } catch {
+      return clean.length > DETAIL_TEXT_CHARS ? `${clean.slice(0, DETAIL_TEXT_CHARS)}...` : clean;
+    }
+  }
+
+  function parseBody<T>(call: Call<T>, status: number, text: string): T {
+    if (!call.schema) return undefined as T;
+    const where = `${call.method} ${call.route}`;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (cause) {
+      const snippet = scrub(text).slice(0, 200);
+      throw new BadResponseError(
+        `${where}: the response is not JSON: check that api.base_url points at the service's /api/v1`,
+        { method: call.method, route: call.route, status, detail: snippet },
+        { cause },
+      );
+    }
+    const parsed = call.schema.safeParse(json);
+    if (parsed.success) return parsed.data;
+    const issues = parsed.error.issues
+      .slice(0, 5)
+      .map((i) => ({ path: i.path.join(".") || "(root)", message: i.message }));
+    const first = issues[0] ?? { path: "(root)", message: "invalid" };
+    throw new BadResponseError(
+      `${where}: the response does not have the documented shape at ${first.path} (${first.message}): the service's API may have changed; upgrade syncmirror or report it`,
+      { method: call.method, route: call.route, status, detail: { issues } },
+      { cause: parsed.error },
+    );
+  }
+
+  function aborted(call: Call<unknown>, cause: unknown): AbortedError {
+    return new AbortedError(`${call.method} ${call.route} was aborted`, { cause });
+  }
+
+  async function wait(ms: number, call: Call<unknown>): Promise<void> {
+    try {
+      await sleep(ms, call.signal);
+    } catch (error) {
+      if (call.signal?.aborted) throw aborted(call, error);
+      throw error;
+    }
+    if (call.signal?.aborted) throw aborted(call, call.signal.reason);
+  }
+
+  async function request<T>(call: Call<T>): Promise<T> {
+    const url = `${baseUrl}${fillRoute(call.route, call.params)}${queryString(call.query)}`;
+    for (let attempt = 1; ; attempt++) {
+      if (call.signal?.aborted) throw aborted(call, call.signal.reason);
+      const answer = await send(call, url, attempt);
+      if (answer.kind === "response" && answer.status >= 200 && answer.status < 300) {
+        try {
+          return parseBody(call, answer.status, answer.text);
+        } catch (error) {
+          // A non-idempotent POST that was answered 2xx happened: an unreadable body loses its result.
+          if (!call.unsafe) throw error;
+          throw call.unsafe.outcomeUnknown(
+            `unreadable ${answer.status} response`,
+            { method: call.method, route: call.route, status: answer.status },
+            error,
+          );
+        }
+      }
+      const failure = judge(call, answer);
+      if (attempt >= maxAttempts) throw unavailable(call, attempt, failure);
+      const delayMs =
+        answer.kind === "response"
+          ? retryDelayMs({
+              attempt,
+              retryAfter: answer.retryAfter,
+              nowMs: Date.now(),
+              backoff: options.backoff,
+              random: options.random,
+            })
+          : backoffDelayMs(attempt, options.backoff, options.random);
+      log.warn(
+        { method: call.method, route: call.route, status: failure.label, attempt, maxAttempts, delayMs },
+        "api request failed; retrying",
+      );
+      await wait(delayMs, call);
+    }
+  }
+
+  function unavailable(call: Call<unknown>, attempts: number, failure: Failure): UnavailableError {
+    const described = describeDetail(failure.detail);
+    return new UnavailableError(
+      `${call.method} ${call.route} still failed after ${attempts} attempt${attempts === 1 ? "" : "s"} (last: ${failure.label}${described ? `: ${described}` : ""}): the service is unavailable or rate-limiting; the next pass tries again. Check the service's status, or raise api.max_attempts / api.timeout_seconds`,
+      { method: call.method, route: call.route, status: failure.status, detail: failure.detail },
+      { cause: failure.cause },
+    );
+  }
+
+  return {
+    request,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await ownAgent?.close();
+    },
+  };
+}

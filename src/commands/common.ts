@@ -1,0 +1,61 @@
+/**
+ * Shared by the commands: argument parsing with the common `--config` flag, and turning the
+ * errors a command cannot recover from into a message and an exit code.
+ */
+import { type ParseArgsConfig, parseArgs } from "node:util";
+import { type Config, loadConfig, resolveConfigPath } from "../config.js";
+import { ConfigError, DatabaseError, SyncmirrorError, UsageError } from "../errors.js";
+import type { CommandIo } from "./command.js";
+
+type Options = NonNullable<ParseArgsConfig["options"]>;
+
+export function parseCommandArgs<O extends Options>(args: string[], options: O) {
+  try {
+    return parseArgs({
+      args,
+      options: { config: { type: "string" }, ...options },
+      allowPositionals: false,
+      strict: true,
+    });
+  } catch (cause) {
+    throw new UsageError((cause as Error).message, { cause });
+  }
+}
+
+export function loadCommandConfig(flag: string | undefined, io: CommandIo): Config {
+  return loadConfig(resolveConfigPath(flag, io.env), io.env);
+}
+
+/**
+ * Runs the command body; usage and config errors exit 2, other known errors exit 1, each with a
+ * message that says what to do. SQLite errors (read-only file, full disk) are named as such.
+ */
+export async function withErrors(io: CommandIo, body: () => Promise<number>): Promise<number> {
+  try {
+    return await body();
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      io.stderr.write(`syncmirror: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof SyncmirrorError) {
+      io.stderr.write(`syncmirror: ${error.message}\n`);
+      return 1;
+    }
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string" && code.startsWith("SQLITE_")) {
+      const wrapped = new DatabaseError(databaseAdvice(code, (error as Error).message), { cause: error });
+      io.stderr.write(`syncmirror: ${wrapped.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+function databaseAdvice(code: string, message: string): string {
+  if (code === "SQLITE_FULL")
+    return `the disk holding the database is full (${message}); free space, then run again: the mirror resumes where it stopped`;
+  if (code.startsWith("SQLITE_READONLY"))
+    return `the database is read-only (${message}); make the file and its directory writable by this user`;
+  return `database error ${code}: ${message}`;
+}

@@ -1,0 +1,47 @@
+/**
+ * `syncmirror status [--json]`: per-mirror state from the database. Needs no token and takes no
+ * lock, so it works beside a running daemon.
+ */
+import { openDatabase } from "../store/db.js";
+import { createStore } from "../store/store.js";
+import { buildStatus, type MirrorStatus } from "../sync/status-report.js";
+import type { Command } from "./command.js";
+import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
+
+export const status: Command = (args, io) =>
+  withErrors(io, async () => {
+    const { values } = parseCommandArgs(args, { json: { type: "boolean", default: false } });
+    const config = loadCommandConfig(values.config, io);
+    const database = openDatabase(config.database.path);
+    try {
+      const report = buildStatus(createStore(database), config.mirrors);
+      io.stdout.write(
+        values.json ? `${JSON.stringify(report, null, 2)}\n` : report.mirrors.map(formatMirror).join("\n"),
+      );
+      return 0;
+    } finally {
+      database.close();
+    }
+  });
+
+function formatMirror(s: MirrorStatus): string {
+  const lines = [
+    `${s.mirror} (sync config ${s.sync_config_id})`,
+    `  last incremental success: ${s.last_incremental_success_at ?? "never"}`,
+    `  last full success:        ${s.last_full_success_at ?? "never"}`,
+    `  last outcome:             ${s.last_outcome ?? "none"}${s.last_message ? ` (${s.last_message})` : ""}`,
+    `  next trigger:             ${s.next_mode}${s.next_since ? ` since ${s.next_since}` : " (no since)"}`,
+    `  live resources:           ${s.live_resources}`,
+    `  pairs:                    ${s.pairs} (${s.pairs_awaiting_baseline} awaiting a baseline)`,
+    `  held revocations:         ${s.held_revocations}`,
+  ];
+  if (s.in_flight) {
+    const done = s.in_flight.runs.filter((r) => r.ingest === "done").length;
+    lines.push(
+      `  in flight:                ${s.in_flight.mode} trigger ${s.in_flight.trigger_id ?? "(POST pending)"}, ${done}/${s.in_flight.runs.length} runs ingested`,
+    );
+  }
+  for (const p of s.skipped_pairs)
+    lines.push(`  skipped: ${p.user_email} on ${p.server_instance_id}: ${p.reason}`);
+  return `${lines.join("\n")}\n`;
+}

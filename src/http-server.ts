@@ -1,0 +1,127 @@
+/**
+ * The daemon's HTTP endpoints (SPEC "HTTP"): `/metrics`, `/healthz`, `/readyz`, `/status`.
+ * Read-only and content-free: GET and HEAD only, nothing else is routed, and no response ever
+ * carries an error message (it could name a file path or echo a secret).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+import type { Registry } from "prom-client";
+
+export interface HttpServerDeps {
+  registry: Registry;
+  /** True once the database is migrated and the config loaded. */
+  isReady: () => boolean;
+  /** The `status --json` object. */
+  getStatus: () => unknown | Promise<unknown>;
+  log: Logger;
+}
+
+export interface HttpServer {
+  /** Starts listening; resolves with the bound port (useful with port 0). */
+  listen(host: string, port: number): Promise<{ port: number }>;
+  /** Stops accepting, closes keep-alive connections, resolves once the server is closed. */
+  close(): Promise<void>;
+}
+
+interface Reply {
+  status: number;
+  contentType: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+const TEXT = "text/plain; charset=utf-8";
+const JSON_TYPE = "application/json; charset=utf-8";
+/** How long a request already being answered may take to finish once close() is called. */
+const CLOSE_GRACE_MS = 1000;
+
+export function createHttpServer(deps: HttpServerDeps): HttpServer {
+  const server = createServer((req, res) => {
+    route(deps, req)
+      .catch((err: unknown): Reply => {
+        deps.log.error({ err, path: pathOf(req) }, "http request failed");
+        return text(500, "internal error");
+      })
+      .then((reply) => send(req, res, reply))
+      .catch((err: unknown) => {
+        deps.log.error({ err }, "http response failed");
+        res.destroy();
+      });
+  });
+
+  return {
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => {
+          server.off("error", reject);
+          resolve({ port: (server.address() as AddressInfo).port });
+        });
+      });
+    },
+    close() {
+      if (!server.listening) return Promise.resolve();
+      return new Promise((resolve) => {
+        // A request still being answered gets a short grace; idle keep-alive sockets go now,
+        // so a scraper's open connection never holds shutdown up.
+        const force = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+        force.unref();
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+    },
+  };
+}
+
+async function route(deps: HttpServerDeps, req: IncomingMessage): Promise<Reply> {
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    return { ...text(405, "method not allowed"), headers: { Allow: "GET, HEAD" } };
+  }
+  switch (pathOf(req)) {
+    case "/metrics":
+      return { status: 200, contentType: deps.registry.contentType, body: await deps.registry.metrics() };
+    case "/healthz":
+      // Answering at all is the proof: the process is alive and its event loop turns.
+      return text(200, "ok");
+    case "/readyz":
+      return deps.isReady() ? text(200, "ready") : text(503, "not ready");
+    case "/status":
+      return status(deps);
+    default:
+      return text(404, "not found");
+  }
+}
+
+async function status(deps: HttpServerDeps): Promise<Reply> {
+  try {
+    const body = JSON.stringify(await deps.getStatus());
+    return { status: 200, contentType: JSON_TYPE, body };
+  } catch (err) {
+    deps.log.error({ err }, "building /status failed");
+    return { status: 500, contentType: JSON_TYPE, body: JSON.stringify({ error: "status unavailable" }) };
+  }
+}
+
+function send(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
+  res.writeHead(reply.status, {
+    "Content-Type": reply.contentType,
+    "Content-Length": Buffer.byteLength(reply.body),
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    ...reply.headers,
+  });
+  res.end(req.method === "HEAD" ? undefined : reply.body);
+}
+
+function text(status: number, body: string): Reply {
+  return { status, contentType: TEXT, body: `${body}\n` };
+}
+
+/** The path without the query string; exact match only, so `/metrics/` is not `/metrics`. */
+function pathOf(req: IncomingMessage): string {
+  return (req.url ?? "/").split("?", 1)[0] ?? "";
+}

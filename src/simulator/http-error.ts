@@ -1,0 +1,20 @@
+/** An error answer of the simulated service: status plus the `detail` body (string or object). */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: unknown,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(typeof detail === "string" ? detail : `HTTP ${status}`);
+    this.name = "HttpError";
+  }
+}
+
+export function notFound(what: string): HttpError {
+  return new HttpError(404, `${what} not found`);
+}
+
+/** A FastAPI-style validation error (422) for one body or query location. */
+export function invalid(loc: (string | number)[], msg: string, type = "value_error", input?: unknown): HttpError {
+  return new HttpError(422, [{ type, loc, msg, input }]);
+}

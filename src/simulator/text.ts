@@ -1,0 +1,82 @@
+/** Plausible words for generated titles and bodies. Deterministic given the `Random` passed in. */
+import type { Random } from "./random.js";
+
+const WORDS = (
+  "the a of to and in for on with by from as is are was be this that it its we our team service " +
+  "deploy release review design api client server cache queue worker retry timeout index search " +
+  "policy owner budget forecast quarter roadmap customer incident postmortem runbook escalation " +
+  "latency error rate migration schema database backup restore access token rotation audit " +
+  "onboarding handbook checklist meeting notes decision proposal draft final summary action item " +
+  "metric dashboard alert threshold capacity scaling region cluster network storage billing " +
+  "invoice contract vendor security compliance privacy retention support ticket feedback launch"
+).split(" ");
+
+const TOPICS = [
+  "Payments",
+  "Search",
+  "Onboarding",
+  "Billing",
+  "Platform",
+  "Security",
+  "Data pipeline",
+  "Mobile app",
+  "Support",
+  "Growth",
+  "Infra",
+  "Hiring",
+];
+const NOUN_BY_TYPE: Record<string, readonly string[]> = {
+  page: ["handbook", "runbook", "meeting notes", "design doc", "retro", "FAQ", "onboarding guide"],
+  database: ["tracker", "roadmap", "task board", "CRM", "directory"],
+  data_source: ["view", "table", "feed"],
+  document: ["proposal", "brief", "memo", "spec", "minutes", "report"],
+  spreadsheet: ["budget", "forecast", "headcount plan", "OKR sheet", "pricing model"],
+  file: ["contract.pdf", "diagram.png", "export.csv", "slides.pptx", "logo.svg"],
+  issue: ["fails on retry", "times out under load", "returns 500 on empty input", "leaks memory"],
+  pull_request: ["add retries", "speed up indexing", "fix flaky test", "bump dependencies"],
+};
+
+export function generateTitle(type: string, random: Random): string {
+  const topic = random.pick(TOPICS);
+  const noun = random.pick(NOUN_BY_TYPE[type] ?? NOUN_BY_TYPE.page ?? ["notes"]);
+  if (type === "issue") return `${topic}: ${noun}`;
+  if (type === "pull_request") return `${topic}: ${noun}`;
+  if (type === "spreadsheet") return `${topic} ${noun} ${2024 + random.int(0, 3)}`;
+  return `${topic} ${noun}`;
+}
+
+/** A sentence of 6 to 18 words, capitalised, with a full stop. */
+export function generateSentence(random: Random): string {
+  const count = random.int(6, 19);
+  const words: string[] = [];
+  for (let i = 0; i < count; i++) words.push(random.pick(WORDS));
+  const text = words.join(" ");
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+}
+
+/** Markdown-ish body of roughly `bytes` characters: a heading, then paragraphs and a list. */
+export function generateBody(title: string, bytes: number, random: Random): string {
+  const parts: string[] = [`# ${title}`, ""];
+  let length = title.length + 3;
+  while (length < bytes) {
+    let paragraph: string;
+    if (random.chance(0.15)) {
+      const items: string[] = [];
+      for (let i = random.int(2, 6); i > 0; i--) items.push(`- ${generateSentence(random)}`);
+      paragraph = items.join("\n");
+    } else {
+      const sentences: string[] = [];
+      for (let i = random.int(2, 7); i > 0; i--) sentences.push(generateSentence(random));
+      paragraph = sentences.join(" ");
+    }
+    parts.push(paragraph, "");
+    length += paragraph.length + 2;
+  }
+  return parts.join("\n").slice(0, Math.max(bytes, title.length + 2));
+}
+
+/** Content size in characters: log-normal, median ~3 KB, from ~200 bytes to ~60 KB. */
+export function generateSize(random: Random): number {
+  const size = Math.exp(Math.log(3000) + 0.95 * random.gauss());
+  return Math.round(Math.min(60_000, Math.max(200, size)));
+}

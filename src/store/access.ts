@@ -1,0 +1,145 @@
+/**
+ * The public `resource_access` table: which user may see which key through which mirror.
+ */
+import { and, count, countDistinct, eq, gte, isNull, lt, sql } from "drizzle-orm";
+import type { Db } from "./db.js";
+import { resourceAccess, resources } from "./schema.js";
+
+const p = (name: string) => sql.placeholder(name);
+
+export type PairRef = {
+  mirror: string;
+  userEmail: string;
+  serverInstanceId: string;
+};
+
+export function createAccessStore(db: Db) {
+  const pairWhere = and(
+    eq(resourceAccess.mirror, p("mirror")),
+    eq(resourceAccess.userEmail, p("userEmail")),
+    eq(resourceAccess.serverInstanceId, p("serverInstanceId")),
+  );
+
+  const insertNew = db
+    .insert(resourceAccess)
+    .values({
+      mirror: p("mirror"),
+      userEmail: p("userEmail"),
+      key: p("key"),
+      serverInstanceId: p("serverInstanceId"),
+      source: p("source"),
+      lastSeenAt: p("seenAt"),
+      missedFullCount: 0,
+    })
+    .onConflictDoNothing()
+    .prepare();
+
+  const refresh = db
+    .update(resourceAccess)
+    .set({
+      source: p("source") as unknown as string,
+      lastSeenAt: sql`max(${resourceAccess.lastSeenAt}, ${p("seenAt")})`,
+      missedFullCount: 0,
+    })
+    .where(
+      and(
+        eq(resourceAccess.mirror, p("mirror")),
+        eq(resourceAccess.userEmail, p("userEmail")),
+        eq(resourceAccess.key, p("key")),
+      ),
+    )
+    .prepare();
+
+  const anyAccess = db
+    .select({ one: sql<number>`1` })
+    .from(resourceAccess)
+    .where(eq(resourceAccess.key, p("key")))
+    .limit(1)
+    .prepare();
+
+  return {
+    /** Records that the user saw the key; true when the user had no access to it before. */
+    see(row: PairRef & { key: string; source: string; seenAt: string }): boolean {
+      if (insertNew.run(row).changes === 1) return true;
+      refresh.run(row);
+      return false;
+    },
+
+    hasAnyAccess(key: string): boolean {
+      return anyAccess.get({ key }) !== undefined;
+    },
+
+    countPairKeys(pair: PairRef): number {
+      return db.select({ n: count() }).from(resourceAccess).where(pairWhere).get(pair)?.n ?? 0;
+    },
+
+    /** Keys this pair holds that a snapshot created at `snapshotAt` did not see and that reached `threshold` misses. */
+    countRevocable(pair: PairRef, snapshotAt: string, threshold: number): number {
+      return (
+        db
+          .select({ n: count() })
+          .from(resourceAccess)
+          .where(
+            and(
+              pairWhere,
+              lt(resourceAccess.lastSeenAt, snapshotAt),
+              gte(resourceAccess.missedFullCount, threshold - 1),
+            ),
+          )
+          .get(pair)?.n ?? 0
+      );
+    },
+
+    /** One more miss for every key the snapshot did not see, then revokes those at `threshold`. */
+    sweepMissed(pair: PairRef, snapshotAt: string, threshold: number): string[] {
+      const missed = and(pairWhere, lt(resourceAccess.lastSeenAt, snapshotAt));
+      db.update(resourceAccess)
+        .set({ missedFullCount: sql`${resourceAccess.missedFullCount} + 1` })
+        .where(missed)
+        .run(pair);
+      return db
+        .delete(resourceAccess)
+        .where(and(missed, gte(resourceAccess.missedFullCount, threshold)))
+        .returning({ key: resourceAccess.key })
+        .all(pair)
+        .map((r) => r.key);
+    },
+
+    /** Removes every key the pair holds (user left, pair removed or past its grace). */
+    revokePair(pair: PairRef): string[] {
+      return db
+        .delete(resourceAccess)
+        .where(pairWhere)
+        .returning({ key: resourceAccess.key })
+        .all(pair)
+        .map((r) => r.key);
+    },
+
+    /** Distinct (user, server) pairs holding access through the mirror. */
+    pairsWithAccess(mirror: string): PairRef[] {
+      return db
+        .selectDistinct({
+          mirror: resourceAccess.mirror,
+          userEmail: resourceAccess.userEmail,
+          serverInstanceId: resourceAccess.serverInstanceId,
+        })
+        .from(resourceAccess)
+        .where(eq(resourceAccess.mirror, mirror))
+        .all();
+    },
+
+    /** Live resources visible through the mirror (the `syncmirror_resources` gauge). */
+    countLive(mirror: string): number {
+      return (
+        db
+          .select({ n: countDistinct(resourceAccess.key) })
+          .from(resourceAccess)
+          .innerJoin(resources, eq(resources.key, resourceAccess.key))
+          .where(and(eq(resourceAccess.mirror, mirror), isNull(resources.deletedAt)))
+          .get()?.n ?? 0
+      );
+    },
+  };
+}
+
+export type AccessStore = ReturnType<typeof createAccessStore>;

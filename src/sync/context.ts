@@ -1,0 +1,42 @@
+import type { ApiClient } from "../api/client.js";
+import type { MirrorConfig } from "../config.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics.js";
+import type { Store } from "../store/store.js";
+
+/** Named points where an env-guarded crash seam may kill the process (reliability tests only). */
+export type CrashPoint =
+  | "after-trigger-post"
+  | "mid-page"
+  | "between-pages"
+  | "before-sweep"
+  | "mid-sweep"
+  | "during-continue";
+
+/** Everything one pass needs, passed explicitly. */
+export interface SyncContext {
+  store: Store;
+  api: ApiClient;
+  log: Logger;
+  metrics: Metrics;
+  /** Local clock: timeouts, `fetched`/`at` stamps and the changes feed; never `since`. */
+  now: () => Date;
+  signal: AbortSignal;
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Called at each crash point; the CLI wires it to SYNCMIRROR_CRASH_AT, elsewhere a no-op. */
+  crashPoint: (point: CrashPoint) => void;
+  /** Runs exported at once per pass (HTTP concurrency; database writes stay serialized). */
+  ingestConcurrency: number;
+}
+
+export interface PassOptions {
+  full: boolean;
+  allowMassDelete: boolean;
+  dryRun: boolean;
+}
+
+export interface MirrorPass {
+  mirror: MirrorConfig;
+  ctx: SyncContext;
+  options: PassOptions;
+}

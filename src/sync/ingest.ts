@@ -1,0 +1,191 @@
+/**
+ * Ingesting one finished run's export, page by page (SPEC "Sync semantics", "Changes"). Each page
+ * is one transaction that upserts resources, records access and changes, and moves the
+ * checkpoint, so a killed process resumes at the next page. Memory is bounded by the page size.
+ */
+import { type ExportPage, Resource } from "../api/schemas.js";
+import { BadResponseError, UnsupportedSchemaVersionError } from "../errors.js";
+import type { ResourceInput } from "../store/resources.js";
+import type { RunRow, SourceReport, TriggerRow } from "../store/state.js";
+import type { MirrorPass, SyncContext } from "./context.js";
+import { sourceSucceeded } from "./outcome.js";
+
+export const EXPORT_PAGE_LIMIT = 500;
+
+/**
+ * The run's export pages from `offset` on, each checked for a readable schema_version and for
+ * progress; the caller handles one page before the next is fetched.
+ */
+export async function* exportPages(
+  ctx: SyncContext,
+  syncId: string,
+  offset: number | null,
+): AsyncGenerator<{ page: ExportPage; offset: number }> {
+  let engineVersion: string | null = null;
+  while (offset !== null) {
+    const page = await ctx.api.getExportPage(syncId, { offset, limit: EXPORT_PAGE_LIMIT }, ctx.signal);
+    const major = String(page.schema_version).split(".")[0];
+    if (major !== "1" || !/^1(\.\d+)*$/.test(String(page.schema_version))) {
+      throw new UnsupportedSchemaVersionError(syncId, page.schema_version);
+    }
+    const next = page.page.next_offset;
+    if (next !== null && next <= offset) {
+      throw new BadResponseError(`export of run ${syncId} did not advance (offset ${offset} -> ${next})`, {
+        method: "GET",
+        route: "/sync-task/{sync_id}/export",
+      });
+    }
+    const pageEngine = engineOf(page);
+    if (engineVersion !== null && pageEngine !== engineVersion) {
+      ctx.log.warn(
+        { sync_id: syncId, from: engineVersion, to: pageEngine },
+        "engine_version changed within one export",
+      );
+    }
+    engineVersion = pageEngine;
+    yield { page, offset };
+    offset = next;
+  }
+}
+
+/** Reads every remaining page of the run's export into the mirror, from its checkpoint on. */
+export async function ingestRun(pass: MirrorPass, trigger: TriggerRow, run: RunRow): Promise<void> {
+  for await (const { page, offset } of exportPages(pass.ctx, run.syncId, run.nextOffset)) {
+    pass.ctx.store.transaction(() => applyPage(pass, trigger, run, page, offset === 0));
+    if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
+  }
+}
+
+export function engineOf(page: ExportPage): string | null {
+  return page.engine_version == null ? null : String(page.engine_version);
+}
+
+/** The first page's per-source statuses and counts, as the run keeps them. */
+export function sourceReports(page: ExportPage): SourceReport[] {
+  return page.sources.map((s) => ({
+    source: s.source,
+    sourceType: s.source_type,
+    serverInstanceId: s.server_instance_id,
+    taskStatus: s.task_status,
+    exportStatus: s.status,
+    counts: s.counts ?? null,
+  }));
+}
+
+/** Synchronous: runs inside the page transaction. */
+function applyPage(
+  pass: MirrorPass,
+  trigger: TriggerRow,
+  run: RunRow,
+  page: ExportPage,
+  firstPage: boolean,
+): void {
+  const { ctx, mirror } = pass;
+  const { store, metrics } = ctx;
+  const at = ctx.now().toISOString();
+  const seenAt = run.createdAt as string;
+  const engineVersion = engineOf(page);
+  if (firstPage) {
+    store.state.saveFirstPage(run.syncId, {
+      schemaVersion: String(page.schema_version),
+      engineVersion,
+      diagnostics: {
+        excluded: page.excluded ?? [],
+        undecided: page.undecided ?? [],
+        unresolved_requests: page.unresolved_requests ?? [],
+        unmatched_tool_calls: page.unmatched_tool_calls ?? [],
+      },
+      sources: sourceReports(page),
+    });
+  }
+  const counts = { upserted: 0, unchanged: 0, rejected: 0 };
+  for (const raw of page.resources) {
+    const parsed = Resource.safeParse(raw);
+    if (!parsed.success) {
+      counts.rejected++;
+      const issue = parsed.error.issues[0];
+      ctx.log.warn(
+        { sync_id: run.syncId, key: keyOf(raw), path: issue?.path.join("."), reason: issue?.message },
+        "resource rejected: it does not have the documented shape",
+      );
+      continue;
+    }
+    const r = toInput(parsed.data);
+    const stored = store.resources.findState(r.key);
+    const changed = stored === undefined || stored.deletedAt !== null || stored.contentHash !== r.contentHash;
+    if (changed) {
+      store.resources.write(r, engineVersion, at);
+      counts.upserted++;
+      metrics.resourcesUpserted.inc({ mirror: mirror.name, source_type: r.sourceType });
+    } else {
+      counts.unchanged++;
+      metrics.resourcesUnchanged.inc({ mirror: mirror.name, source_type: r.sourceType });
+    }
+    const newAccess = store.access.see({
+      mirror: mirror.name,
+      userEmail: run.userEmail,
+      key: r.key,
+      serverInstanceId: r.serverInstanceId,
+      source: parsed.data.source,
+      seenAt,
+    });
+    if (changed || newAccess) {
+      store.changes.record({
+        key: r.key,
+        op: changed ? "upsert" : "access",
+        at,
+        mirror: mirror.name,
+        scope: run.syncId,
+      });
+    }
+    ctx.crashPoint("mid-page");
+  }
+  const next = page.page.next_offset;
+  store.state.checkpoint(run.syncId, next, counts);
+  if (next === null) finishRun(pass, trigger, run);
+}
+
+/** The last page is in: each source that succeeded moves its pair's watermark. */
+function finishRun({ ctx, mirror }: MirrorPass, trigger: TriggerRow, run: RunRow): void {
+  const { store, metrics } = ctx;
+  const createdAt = run.createdAt as string;
+  for (const s of store.state.sourcesOf(run.syncId)) {
+    const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
+    store.pairs.ran(pair, createdAt);
+    if (sourceSucceeded(s)) store.pairs.succeeded(pair, createdAt, trigger.mode === "full");
+    metrics.sources.inc({
+      mirror: mirror.name,
+      source_type: s.sourceType,
+      status: s.exportStatus ?? "unknown",
+    });
+  }
+  metrics.runs.inc({ mirror: mirror.name, status: run.status });
+}
+
+function keyOf(raw: unknown): string | undefined {
+  const key = (raw as { key?: unknown } | null)?.key;
+  return typeof key === "string" ? key : undefined;
+}
+
+function toInput(r: Resource): ResourceInput {
+  return {
+    key: r.key,
+    contentHash: r.content_hash,
+    contentText: r.content?.text ?? null,
+    contentFormat: r.content?.format ?? null,
+    contentStatus: r.content_status ?? null,
+    title: r.title ?? null,
+    url: r.url ?? null,
+    type: r.type ?? null,
+    sourceType: r.source_type,
+    serverInstanceId: r.server_instance_id,
+    nativeId: r.native_id,
+    modifiedAt: r.modified_at ?? null,
+    fetchedAt: r.fetched_at ?? null,
+    fields: r.fields,
+    metadata: r.metadata,
+    relations: r.relations,
+    attachments: r.attachments,
+    provenance: r.provenance,
+  };
+}

@@ -1,0 +1,18 @@
+/**
+ * What counts as success (SPEC "Pair", "Outcome and exit code").
+ */
+import type { RunSourceRow } from "../store/state.js";
+
+export type Outcome = "succeeded" | "partial" | "failed" | "refused";
+
+const GOOD_EXPORT_STATUSES = new Set(["ok", "no_results"]);
+
+/** A source succeeds when its task COMPLETED, its export is ok or no_results, and every page is in. */
+export function sourceSucceeded(s: Pick<RunSourceRow, "taskStatus" | "exportStatus">): boolean {
+  return s.taskStatus === "COMPLETED" && s.exportStatus !== null && GOOD_EXPORT_STATUSES.has(s.exportStatus);
+}
+
+/** Exit code of `sync`: 0 only when every selected mirror succeeded. */
+export function exitCodeFor(outcomes: readonly Outcome[]): 0 | 1 {
+  return outcomes.every((o) => o === "succeeded") ? 0 : 1;
+}

@@ -1,0 +1,40 @@
+/**
+ * Planning a pass (SPEC "Incremental"): which pairs are active, and the `since` to send.
+ */
+import type { MirrorConfig } from "../config.js";
+import type { PairRow } from "../store/pairs.js";
+
+export interface Plan {
+  mode: "incremental" | "full";
+  /** ISO timestamp to send, or null for a full snapshot. */
+  since: string | null;
+  /** Pairs too far behind the newest watermark: they stop holding `since` back and await a baseline. */
+  stale: PairRow[];
+}
+
+/** The newest watermark among the mirror's pairs (server clock), or null. */
+export function newestWatermark(pairs: readonly PairRow[]): string | null {
+  let newest: string | null = null;
+  for (const p of pairs)
+    if (p.watermark !== null && (newest === null || p.watermark > newest)) newest = p.watermark;
+  return newest;
+}
+
+/** How far (ms) a pair lags the mirror's newest watermark; a pair that never succeeded counts from first sight. */
+export function lagMs(pair: PairRow, newest: string | null): number {
+  if (newest === null) return 0;
+  return Date.parse(newest) - Date.parse(pair.watermark ?? pair.firstSeenAt);
+}
+
+export function planPass(pairs: readonly PairRow[], mirror: MirrorConfig, forceFull: boolean): Plan {
+  const newest = newestWatermark(pairs);
+  const graceMs = mirror.inaccessibleGraceHours * 3_600_000;
+  const live = pairs.filter((p) => p.retiredAt === null);
+  const stale = live.filter((p) => lagMs(p, newest) > graceMs);
+  const active = live.filter((p) => p.watermark !== null && lagMs(p, newest) <= graceMs);
+  if (forceFull || active.length === 0) return { mode: "full", since: null, stale };
+  let oldest = Number.POSITIVE_INFINITY;
+  for (const p of active) oldest = Math.min(oldest, Date.parse(p.watermark as string));
+  const since = new Date(oldest - mirror.sinceOverlapSeconds * 1000).toISOString();
+  return { mode: "incremental", since, stale };
+}

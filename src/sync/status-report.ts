@@ -1,0 +1,79 @@
+/**
+ * What `status` (and HTTP `/status`) shows per mirror: last incremental and full success, the
+ * since the next trigger would send, the trigger and runs in flight, live resources, pairs
+ * awaiting a baseline, and held revocations. Read-only.
+ */
+import type { MirrorConfig } from "../config.js";
+import type { Store } from "../store/store.js";
+import { planPass } from "./plan.js";
+
+export interface MirrorStatus {
+  mirror: string;
+  sync_config_id: string;
+  last_incremental_success_at: string | null;
+  last_full_success_at: string | null;
+  last_outcome: string | null;
+  last_outcome_at: string | null;
+  last_message: string | null;
+  next_since: string | null;
+  next_mode: "incremental" | "full";
+  in_flight: {
+    trigger_id: string | null;
+    mode: string;
+    state: string;
+    since: string | null;
+    runs: { sync_id: string; user_email: string; status: string; ingest: string }[];
+  } | null;
+  live_resources: number;
+  pairs: number;
+  pairs_awaiting_baseline: number;
+  skipped_pairs: { user_email: string; server_instance_id: string; reason: string }[];
+  held_revocations: number;
+}
+
+export function buildStatus(store: Store, mirrors: readonly MirrorConfig[]): { mirrors: MirrorStatus[] } {
+  return { mirrors: mirrors.map((m) => mirrorStatus(store, m)) };
+}
+
+function mirrorStatus(store: Store, mirror: MirrorConfig): MirrorStatus {
+  const state = store.state.getMirror(mirror.name);
+  const pairs = store.pairs.listForMirror(mirror.name);
+  const plan = planPass(pairs, mirror, false);
+  const trigger = store.state.findInFlight(mirror.name);
+  return {
+    mirror: mirror.name,
+    sync_config_id: mirror.syncConfigId,
+    last_incremental_success_at: state?.lastIncrementalSuccessAt ?? null,
+    last_full_success_at: state?.lastFullSuccessAt ?? null,
+    last_outcome: state?.lastOutcome ?? null,
+    last_outcome_at: state?.lastOutcomeAt ?? null,
+    last_message: state?.lastMessage ?? null,
+    next_since: plan.since,
+    next_mode: plan.mode,
+    in_flight: trigger
+      ? {
+          trigger_id: trigger.triggerId,
+          mode: trigger.mode,
+          state: trigger.state,
+          since: trigger.since,
+          runs: store.state.runsOf(trigger.id).map((r) => ({
+            sync_id: r.syncId,
+            user_email: r.userEmail,
+            status: r.status,
+            ingest: r.ingest,
+          })),
+        }
+      : null,
+    live_resources: store.access.countLive(mirror.name),
+    pairs: pairs.filter((p) => p.retiredAt === null).length,
+    pairs_awaiting_baseline: store.pairs.countAwaitingBaseline(mirror.name),
+    skipped_pairs: pairs
+      .filter((p) => p.retiredAt === null && p.skipReason !== null)
+      .map((p) => ({
+        user_email: p.userEmail,
+        server_instance_id: p.serverInstanceId,
+        reason: p.skipReason as string,
+      })),
+    held_revocations: state?.heldRevocations ?? 0,
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * Starting a trigger, or adopting the runs of one whose POST got no response (SPEC "One trigger
+ * per mirror at a time"). The intent row is written before the POST so a crash leaves a trace.
+ */
+import type { RunListItem } from "../api/schemas.js";
+import { TriggerOutcomeUnknownError } from "../errors.js";
+import type { TriggerRow } from "../store/state.js";
+import type { MirrorPass } from "./context.js";
+import type { Plan } from "./plan.js";
+import { serverTime } from "./time.js";
+
+export function recordIntent({ mirror, ctx, options }: MirrorPass, plan: Plan): TriggerRow {
+  return ctx.store.state.createIntent({
+    mirror: mirror.name,
+    mode: plan.mode,
+    since: plan.since,
+    knownBefore: ctx.store.state.newestRunCreatedAt(mirror.name),
+    intentAt: ctx.now().toISOString(),
+    allowMassDelete: options.allowMassDelete,
+  });
+}
+
+/**
+ * Turns an intent into an active trigger: adopts orphaned runs if a previous POST created some,
+ * else POSTs. A POST whose outcome is unknown is followed by one adoption attempt, never a re-POST.
+ */
+export async function establishTrigger(
+  pass: MirrorPass,
+  intent: TriggerRow,
+  resumed: boolean,
+): Promise<TriggerRow> {
+  const { ctx } = pass;
+  if (resumed && (await adoptOrphans(pass, intent))) return ctx.store.state.getTrigger(intent.id);
+  try {
+    await postTrigger(pass, intent);
+  } catch (error) {
+    if (!(error instanceof TriggerOutcomeUnknownError)) throw error;
+    ctx.log.warn(
+      { err: error.message },
+      "trigger POST got no response; looking for the runs it may have created",
+    );
+    if (!(await adoptOrphans(pass, intent))) throw error;
+  }
+  return ctx.store.state.getTrigger(intent.id);
+}
+
+async function postTrigger({ mirror, ctx }: MirrorPass, intent: TriggerRow): Promise<void> {
+  const response = await ctx.api.trigger(
+    { sync_config_id: mirror.syncConfigId, ...(intent.since ? { since: intent.since } : {}) },
+    ctx.signal,
+  );
+  ctx.crashPoint("after-trigger-post");
+  ctx.store.state.activate(
+    intent.id,
+    {
+      triggerId: response.trigger_id,
+      skipped: response.skipped,
+      skippedCount: response.skipped_count ?? response.skipped.length,
+      adopted: false,
+      startedAt: ctx.now().toISOString(),
+    },
+    response.runs.map((r) => ({
+      syncId: r.sync_id,
+      userEmail: r.user_email,
+      status: "pending",
+      createdAt: null,
+    })),
+    mirror.name,
+  );
+  ctx.log.info(
+    {
+      trigger_id: response.trigger_id,
+      runs: response.runs.length,
+      skipped: response.skipped_count ?? 0,
+      since: intent.since,
+    },
+    "triggered",
+  );
+}
+
+/**
+ * Runs of this sync config that the mirror does not know, created after its newest known run and
+ * sent the same `since`, belong to the lost POST. The list is newest first, so it stops early.
+ */
+async function adoptOrphans({ mirror, ctx }: MirrorPass, intent: TriggerRow): Promise<boolean> {
+  const candidates = new Map<string, RunListItem[]>();
+  for await (const run of ctx.api.listAllRuns({ sync_config_id: mirror.syncConfigId }, ctx.signal)) {
+    const createdAt = serverTime(run.created_at);
+    if (intent.knownBefore !== null && createdAt <= intent.knownBefore) break;
+    if (ctx.store.state.isKnownRun(run.sync_id) || !sameSince(run.since ?? null, intent.since)) continue;
+    const group = candidates.get(run.trigger_id) ?? [];
+    group.push(run);
+    candidates.set(run.trigger_id, group);
+  }
+  // The list is newest first: the first group found is the newest trigger.
+  const [first] = candidates;
+  if (!first) return false;
+  const [triggerId, orphans] = first;
+  ctx.store.state.activate(
+    intent.id,
+    { triggerId, skipped: null, skippedCount: 0, adopted: true, startedAt: ctx.now().toISOString() },
+    orphans.map((r) => ({
+      syncId: r.sync_id,
+      userEmail: r.user_email,
+      status: r.status,
+      createdAt: serverTime(r.created_at),
+    })),
+    mirror.name,
+  );
+  ctx.log.warn(
+    { trigger_id: triggerId, runs: orphans.length },
+    "adopted the runs of a trigger whose response was lost",
+  );
+  return true;
+}
+
+function sameSince(a: string | null, b: string | null): boolean {
+  if (a === null || b === null) return a === b;
+  return Date.parse(a) === Date.parse(b);
+}

@@ -1,0 +1,207 @@
+/**
+ * Waiting for a trigger's runs (SPEC "A run is exported as soon as it finishes"): one listing by
+ * `trigger_id` per round (100 runs a request), backing off from poll_initial to poll_max, exporting
+ * each run as soon as it finishes while the others keep running, and continuing INCOMPLETE
+ * sources up to `continue_incomplete` times.
+ */
+import { FINISHED_RUN_STATUSES, type RunListItem, type RunStatus } from "../api/schemas.js";
+import {
+  AbortedError,
+  ConflictError,
+  ContinueOutcomeUnknownError,
+  FeatureDisabledError,
+  NotFoundError,
+  UnauthorizedError,
+} from "../errors.js";
+import type { RunRow, TriggerRow } from "../store/state.js";
+import type { MirrorPass } from "./context.js";
+import { ingestRun } from "./ingest.js";
+import { serverTime } from "./time.js";
+
+export interface WaitResult {
+  timedOut: boolean;
+}
+
+const PROGRESS_EVERY_MS = 30_000;
+
+/** Reads one finished run's export; `ingestRun` for a real pass. */
+export type RunReader = (pass: MirrorPass, trigger: TriggerRow, run: RunRow) => Promise<void>;
+
+export async function waitAndIngest(
+  pass: MirrorPass,
+  trigger: TriggerRow,
+  read: RunReader = ingestRun,
+): Promise<WaitResult> {
+  const { ctx, mirror } = pass;
+  const deadline = Date.parse(trigger.startedAt ?? trigger.intentAt) + mirror.runTimeoutMinutes * 60_000;
+  const ingesting = new Map<string, Promise<void>>();
+  let fatal: unknown;
+  let delayMs = mirror.pollInitialSeconds * 1000;
+  let lastProgress = ctx.now().getTime();
+  for (;;) {
+    const listed = await listTriggerRuns(pass, trigger);
+    await markVanished(pass, trigger, listed);
+    for (const run of ctx.store.state.runsOf(trigger.id)) {
+      if (
+        !isFinished(run.status) ||
+        !["waiting", "ingesting"].includes(run.ingest) ||
+        ingesting.has(run.syncId)
+      )
+        continue;
+      const item = listed.get(run.syncId);
+      if (run.status === "incomplete" && run.continuesSent < mirror.continueIncomplete && item) {
+        await sendContinue(pass, run, item);
+        continue;
+      }
+      if (ingesting.size >= ctx.ingestConcurrency) continue;
+      const job = readOrFail(pass, trigger, run, read)
+        .catch((error: unknown) => {
+          fatal ??= error;
+        })
+        .finally(() => ingesting.delete(run.syncId));
+      ingesting.set(run.syncId, job);
+    }
+    if (fatal !== undefined) {
+      await Promise.allSettled(ingesting.values());
+      throw fatal;
+    }
+    const runs = ctx.store.state.runsOf(trigger.id);
+    const open = runs.filter((r) => r.ingest === "waiting" || r.ingest === "ingesting");
+    if (open.length === 0 && ingesting.size === 0) return { timedOut: false };
+    const now = ctx.now().getTime();
+    if (now > deadline) {
+      await Promise.allSettled(ingesting.values());
+      for (const r of ctx.store.state.runsOf(trigger.id)) {
+        if (r.ingest === "waiting")
+          ctx.store.state.setIngest(r.syncId, "failed", "run_timeout_minutes reached");
+      }
+      ctx.log.error(
+        { run_timeout_minutes: mirror.runTimeoutMinutes },
+        "runs did not finish in time; giving up on them",
+      );
+      return { timedOut: true };
+    }
+    if (now - lastProgress >= PROGRESS_EVERY_MS) {
+      lastProgress = now;
+      logProgress(pass, runs);
+    }
+    // Wake early when an export finishes, so the next finished run starts without a full poll delay.
+    await Promise.race([ctx.sleep(delayMs, ctx.signal).catch(() => {}), ...ingesting.values()]);
+    if (ctx.signal.aborted) {
+      await Promise.allSettled(ingesting.values());
+      throw new AbortedError("sync stopped by shutdown; the trigger will be resumed on the next start");
+    }
+    delayMs = Math.min(delayMs * 2, mirror.pollMaxSeconds * 1000);
+  }
+}
+
+/** All the trigger's runs, 100 per request; new ones (adopted triggers) are recorded. */
+async function listTriggerRuns(
+  { ctx, mirror }: MirrorPass,
+  trigger: TriggerRow,
+): Promise<Map<string, RunListItem>> {
+  const listed = new Map<string, RunListItem>();
+  for await (const item of ctx.api.listAllRuns({ trigger_id: trigger.triggerId as string }, ctx.signal)) {
+    listed.set(item.sync_id, item);
+  }
+  ctx.store.transaction(() => {
+    ctx.store.state.insertRuns(
+      trigger.id,
+      mirror.name,
+      [...listed.values()].map((i) => ({
+        syncId: i.sync_id,
+        userEmail: i.user_email,
+        status: i.status,
+        createdAt: serverTime(i.created_at),
+      })),
+    );
+    for (const i of listed.values())
+      ctx.store.state.updateRunStatus(i.sync_id, i.status, serverTime(i.created_at));
+  });
+  return listed;
+}
+
+/** A known run missing from the listing is read directly; a 404 means it vanished upstream. */
+async function markVanished(
+  { ctx }: MirrorPass,
+  trigger: TriggerRow,
+  listed: Map<string, RunListItem>,
+): Promise<void> {
+  for (const run of ctx.store.state.runsOf(trigger.id)) {
+    if (listed.has(run.syncId) || run.ingest !== "waiting") continue;
+    try {
+      const detail = await ctx.api.getRun(run.syncId, ctx.signal);
+      ctx.store.state.updateRunStatus(run.syncId, detail.status, serverTime(detail.created_at));
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error;
+      ctx.store.state.setIngest(run.syncId, "failed", "the run no longer exists upstream (404)");
+      ctx.log.error(
+        { sync_id: run.syncId },
+        "run vanished upstream (404); its pairs do not advance this pass",
+      );
+    }
+  }
+}
+
+async function sendContinue({ ctx, mirror }: MirrorPass, run: RunRow, item: RunListItem): Promise<void> {
+  const sources = item.sources.filter((s) => s.status === "INCOMPLETE").map((s) => s.source);
+  ctx.store.state.countContinue(run.syncId);
+  ctx.crashPoint("during-continue");
+  const log = ctx.log.child({ sync_id: run.syncId });
+  for (const source of sources) {
+    try {
+      await ctx.api.continueRun(run.syncId, { message: mirror.continueMessage, source }, ctx.signal);
+      log.info({ source, attempt: run.continuesSent + 1 }, "continued an INCOMPLETE source");
+    } catch (error) {
+      if (error instanceof ConflictError || error instanceof ContinueOutcomeUnknownError) {
+        log.warn({ source, err: error.message }, "continue not accepted; the source stays as it is");
+        continue;
+      }
+      throw error;
+    }
+  }
+  // Until the next listing says otherwise, the run is running again.
+  ctx.store.state.updateRunStatus(run.syncId, "running", null);
+}
+
+/**
+ * A run whose export cannot be read (unsupported schema, 404, retries exhausted) fails alone: its
+ * pairs do not advance and the pass is partial. Token or feature problems stop the whole pass.
+ */
+async function readOrFail(
+  pass: MirrorPass,
+  trigger: TriggerRow,
+  run: RunRow,
+  read: RunReader,
+): Promise<void> {
+  const { ctx } = pass;
+  try {
+    await read(pass, trigger, run);
+  } catch (error) {
+    if (
+      error instanceof AbortedError ||
+      error instanceof UnauthorizedError ||
+      error instanceof FeatureDisabledError ||
+      ctx.signal.aborted
+    ) {
+      throw error;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    ctx.store.state.setIngest(run.syncId, "failed", message);
+    ctx.log.error(
+      { sync_id: run.syncId, err: message },
+      "export of run could not be read; its pairs do not advance",
+    );
+  }
+}
+
+function isFinished(status: string): boolean {
+  return FINISHED_RUN_STATUSES.has(status as RunStatus);
+}
+
+function logProgress({ ctx }: MirrorPass, runs: RunRow[]): void {
+  const finished = runs.filter((r) => isFinished(r.status)).length;
+  const ingested = runs.filter((r) => r.ingest === "done").length;
+  const resources = runs.reduce((n, r) => n + r.upserted + r.unchanged, 0);
+  ctx.log.info({ runs: runs.length, finished, ingested, resources }, "progress");
+}
