@@ -26,7 +26,9 @@ export const simulate: Command = async (args, io) => {
       docs: intOption("docs", values.docs, 0, 10_000_000),
     };
   } catch (error) {
-    io.stderr.write(`syncmirror simulate: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    io.stderr.write(
+      `syncmirror simulate: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`,
+    );
     return 2;
   }
   if (io.signal.aborted) return 0;

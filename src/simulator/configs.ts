@@ -18,7 +18,8 @@ interface ConfigFields {
 /** POST /sync-configs: validates the body and stores a new config. */
 export function createConfig(state: SimState, body: unknown): ConfigRecord {
   const input = asObject(body);
-  if (typeof input.project_id !== "string") throw invalid(["body", "project_id"], "Field required", "missing");
+  if (typeof input.project_id !== "string")
+    throw invalid(["body", "project_id"], "Field required", "missing");
   if (input.project_id !== state.project.id) throw notFound("project");
   const fields = validateFields(state, input, "create");
   assertNameFree(state, fields.name, undefined);
@@ -99,13 +100,21 @@ export function accessItems(state: SimState, record: ConfigRecord) {
       servers: record.serverIds.map((serverId) => {
         const server = state.serverById(serverId);
         const status = server ? state.people.authOf(user, server.index) : "not_syncable";
-        return { server_instance_id: serverId, auth_status: status, accessible: projectUser && isAccessible(status) };
+        return {
+          server_instance_id: serverId,
+          auth_status: status,
+          accessible: projectUser && isAccessible(status),
+        };
       }),
     };
   });
 }
 
-function validateFields(state: SimState, input: Record<string, unknown>, mode: "create" | "replace"): ConfigFields {
+function validateFields(
+  state: SimState,
+  input: Record<string, unknown>,
+  mode: "create" | "replace",
+): ConfigFields {
   const name = requireString(input, "name");
   if (name.trim() === "") throw invalid(["body", "name"], "String should have at least 1 character");
   const instructions = requireString(input, "instructions");
@@ -116,24 +125,33 @@ function validateFields(state: SimState, input: Record<string, unknown>, mode: "
   if (serverIds.length < 1 || serverIds.length > MAX_SERVERS_PER_CONFIG) {
     throw new HttpError(400, `server_instance_ids must list 1 to ${MAX_SERVERS_PER_CONFIG} servers`);
   }
-  if (new Set(serverIds).size !== serverIds.length) throw new HttpError(400, "server_instance_ids has duplicates");
+  if (new Set(serverIds).size !== serverIds.length)
+    throw new HttpError(400, "server_instance_ids has duplicates");
   const unknown = serverIds.filter((id) => !state.serverById(id));
   if (unknown.length > 0) throw new HttpError(400, `unknown server_instance_ids: ${unknown.join(", ")}`);
   if (mode === "replace" && (input.all_users === undefined || input.user_emails === undefined)) {
-    throw invalid(["body", input.all_users === undefined ? "all_users" : "user_emails"], "Field required", "missing");
+    throw invalid(
+      ["body", input.all_users === undefined ? "all_users" : "user_emails"],
+      "Field required",
+      "missing",
+    );
   }
   if (input.all_users !== undefined && typeof input.all_users !== "boolean") {
     throw invalid(["body", "all_users"], "Input should be a valid boolean");
   }
   const allUsers = input.all_users === true;
-  const userEmails = input.user_emails === undefined || input.user_emails === null ? [] : requireStringArray(input, "user_emails");
+  const userEmails =
+    input.user_emails === undefined || input.user_emails === null
+      ? []
+      : requireStringArray(input, "user_emails");
   validateUsers(state, allUsers, userEmails);
   return { name, instructions, serverIds, allUsers, userEmails };
 }
 
 function validateUsers(state: SimState, allUsers: boolean, emails: string[]): void {
   if (allUsers && emails.length > 0) throw new HttpError(400, "give all_users or user_emails, not both");
-  if (!allUsers && emails.length === 0) throw new HttpError(400, "user_emails is empty and all_users is false");
+  if (!allUsers && emails.length === 0)
+    throw new HttpError(400, "user_emails is empty and all_users is false");
   if (new Set(emails.map((e) => e.toLowerCase())).size !== emails.length) {
     throw new HttpError(400, "user_emails has duplicates");
   }
@@ -162,7 +180,8 @@ function asObject(body: unknown): Record<string, unknown> {
 function requireString(input: Record<string, unknown>, field: string): string {
   const value = input[field];
   if (value === undefined) throw invalid(["body", field], "Field required", "missing");
-  if (typeof value !== "string") throw invalid(["body", field], "Input should be a valid string", "string_type", value);
+  if (typeof value !== "string")
+    throw invalid(["body", field], "Input should be a valid string", "string_type", value);
   return value;
 }
 

@@ -1,5 +1,5 @@
 /** The programmatic controls behind `sim.people`, `sim.configs` and `sim.runs`. */
-import { configView, createConfig, getConfig } from "./configs.js";
+import { configView, createConfig, getConfig, MAX_SERVERS_PER_CONFIG } from "./configs.js";
 import { HttpError } from "./http-error.js";
 import { stepRun } from "./lifecycle.js";
 import { newestFirst } from "./paging.js";
@@ -25,7 +25,8 @@ export function createConfigsApi(state: SimState): SimulatorConfigs {
         project_id: state.project.id,
         name: options.name ?? `Config ${state.configs.size + 1}`,
         instructions: options.instructions ?? "Collect everything useful for search.",
-        server_instance_ids: options.serverIds ?? state.dataset.servers.map((s) => s.server_instance_id),
+        server_instance_ids:
+          options.serverIds ?? state.dataset.servers.slice(0, MAX_SERVERS_PER_CONFIG).map((s) => s.server_instance_id),
         all_users: allUsers,
         user_emails: options.userEmails ?? [],
       };
@@ -35,7 +36,8 @@ export function createConfigsApi(state: SimState): SimulatorConfigs {
     list: () => [...state.configs.values()].sort(newestFirst).map((c) => configView(state, c)),
     setServerAvailable(configId, serverId, available) {
       const config = withPlainErrors(() => getConfig(state, configId));
-      if (!config.serverIds.includes(serverId)) throw new Error(`server ${serverId} is not in config ${configId}`);
+      if (!config.serverIds.includes(serverId))
+        throw new Error(`server ${serverId} is not in config ${configId}`);
       if (available) config.unavailable.delete(serverId);
       else config.unavailable.add(serverId);
     },

@@ -130,9 +130,9 @@ export class Dataset {
 
   sortAll(): void {
     for (const list of this.byServer) {
-      const ids = new Map<number, string>();
-      for (const index of list) ids.set(index, this.nativeId(index));
-      list.sort((a, b) => compare(ids.get(a) ?? "", ids.get(b) ?? ""));
+      const keyed = list.map((index) => ({ id: this.nativeId(index), index }));
+      keyed.sort((a, b) => compare(a.id, b.id));
+      for (let i = 0; i < keyed.length; i++) list[i] = keyed[i]?.index ?? 0;
     }
   }
 
@@ -210,7 +210,8 @@ export class Dataset {
 
   title(index: number, version = Number.MAX_SAFE_INTEGER): string {
     return (
-      this.pinned(index, version)?.title ?? generateTitle(this.type(index), randomFor(this.seed, "title", index))
+      this.pinned(index, version)?.title ??
+      generateTitle(this.type(index), randomFor(this.seed, "title", index))
     );
   }
 

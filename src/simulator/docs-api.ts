@@ -74,7 +74,12 @@ export function createDocsApi(state: SimState): SimulatorDocs {
       if (options.contentBytes !== undefined) pin.contentBytes = options.contentBytes;
       if (options.fields !== undefined) pin.fields = options.fields;
       if (options.type !== undefined) pin.type = options.type;
-      const index = dataset.insert(server.index, modifiedAtOf(options.modifiedAt), usersOf(options.visibleTo), pin);
+      const index = dataset.insert(
+        server.index,
+        modifiedAtOf(options.modifiedAt),
+        usersOf(options.visibleTo),
+        pin,
+      );
       return dataset.info(index).docId;
     },
     remove(docId) {

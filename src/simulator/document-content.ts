@@ -50,7 +50,10 @@ export function fieldsOf(dataset: Dataset, index: number, version: number): unkn
     case "page":
       return { status: random.pick(["Draft", "Published", "In review"]), tags: pickTags(random) };
     case "database":
-      return { properties: { Name: "title", Status: "select", Owner: "people" }, row_count: random.int(3, 400) };
+      return {
+        properties: { Name: "title", Status: "select", Owner: "people" },
+        row_count: random.int(3, 400),
+      };
     case "data_source":
       return { view: random.pick(["Table", "Board", "Calendar"]), filters: random.int(0, 4) };
     case "issue":

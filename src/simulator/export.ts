@@ -64,7 +64,12 @@ function resourcesBetween(state: SimState, ordered: readonly SourceRecord[], sta
       };
       for (let i = Math.max(0, start - base); i < Math.min(size, end - base); i++) {
         resources.push(
-          buildResource(ctx, snapshot.index[i] ?? 0, snapshot.version[i] ?? 1, snapshot.modifiedAt[i] ?? Number.NaN),
+          buildResource(
+            ctx,
+            snapshot.index[i] ?? 0,
+            snapshot.version[i] ?? 1,
+            snapshot.modifiedAt[i] ?? Number.NaN,
+          ),
         );
       }
     }

@@ -62,7 +62,8 @@ export function createFaults(): FaultController {
     inject(route, fault) {
       const times = fault.times ?? 1;
       if (!(times > 0)) throw new RangeError("fault.times must be > 0");
-      if (route !== "*" && !/^[A-Z]+ \//.test(route)) throw new Error(`route must be "METHOD /path" or "*": ${route}`);
+      if (route !== "*" && !/^[A-Z]+ \//.test(route))
+        throw new Error(`route must be "METHOD /path" or "*": ${route}`);
       faults.push({ route, fault, remaining: times });
     },
     clear() {

@@ -15,6 +15,11 @@ export function notFound(what: string): HttpError {
 }
 
 /** A FastAPI-style validation error (422) for one body or query location. */
-export function invalid(loc: (string | number)[], msg: string, type = "value_error", input?: unknown): HttpError {
+export function invalid(
+  loc: (string | number)[],
+  msg: string,
+  type = "value_error",
+  input?: unknown,
+): HttpError {
   return new HttpError(422, [{ type, loc, msg, input }]);
 }

@@ -17,7 +17,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { createSimClock } from "./clock.js";
-import { createConfig } from "./configs.js";
+import { createConfig, MAX_SERVERS_PER_CONFIG } from "./configs.js";
 import { createConfigsApi, createPeopleApi, createRunsApi } from "./control.js";
 import { createDocsApi } from "./docs-api.js";
 import { createFaults } from "./faults.js";
@@ -63,7 +63,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     project_id: project.id,
     name: "All servers, all users",
     instructions: "Collect every page, document and issue that is useful for search.",
-    server_instance_ids: workspace.dataset.servers.map((s) => s.server_instance_id),
+    // A config holds at most 10 servers: with more, the default config takes the first 10.
+    server_instance_ids: workspace.dataset.servers.slice(0, MAX_SERVERS_PER_CONFIG).map((s) => s.server_instance_id),
     all_users: true,
   });
   const faults = createFaults();

@@ -53,7 +53,8 @@ export function continueRun(state: SimState, run: RunRecord, body: unknown): voi
   if (label !== undefined) {
     const source = findSource(run, label);
     if (!isFinished(source.status)) throw new HttpError(409, `source ${label} is still running`);
-    if (source.status === "FAILED") throw new HttpError(409, `source ${label} failed and cannot be continued`);
+    if (source.status === "FAILED")
+      throw new HttpError(409, `source ${label} failed and cannot be continued`);
     if (source.status !== "INCOMPLETE") throw new HttpError(409, `source ${label} has nothing to continue`);
     targets = [source];
   } else {
@@ -88,7 +89,8 @@ function parseContinueBody(body: unknown): { message: string; source: string | u
   const { message, source } = body as Record<string, unknown>;
   if (typeof message !== "string") throw invalid(["body", "message"], "Field required", "missing");
   if (message.trim() === "") throw invalid(["body", "message"], "String should have at least 1 character");
-  if (message.length > MAX_TEXT_CHARS) throw new HttpError(400, `message exceeds ${MAX_TEXT_CHARS} characters`);
+  if (message.length > MAX_TEXT_CHARS)
+    throw new HttpError(400, `message exceeds ${MAX_TEXT_CHARS} characters`);
   if (source !== undefined && source !== null && typeof source !== "string") {
     throw invalid(["body", "source"], "Input should be a valid string");
   }

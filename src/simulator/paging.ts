@@ -19,7 +19,10 @@ export function encodeCursor(value: unknown): string {
 }
 
 /** Decodes a cursor this service issued; 400 for anything else. */
-export function decodeCursor<T>(raw: string | undefined, isValid: (value: unknown) => value is T): T | undefined {
+export function decodeCursor<T>(
+  raw: string | undefined,
+  isValid: (value: unknown) => value is T,
+): T | undefined {
   if (raw === undefined || raw === "") return undefined;
   try {
     const value: unknown = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
@@ -64,7 +67,10 @@ export function keysetPage<T extends { createdAtMs: number; seq: number }>(
 }
 
 /** Newest first: later created_at, then later creation order. */
-export function newestFirst(a: { createdAtMs: number; seq: number }, b: { createdAtMs: number; seq: number }) {
+export function newestFirst(
+  a: { createdAtMs: number; seq: number },
+  b: { createdAtMs: number; seq: number },
+) {
   return b.createdAtMs - a.createdAtMs || b.seq - a.seq;
 }
 

@@ -12,31 +12,47 @@ export interface Random {
 }
 
 /** mulberry32: tiny, fast and good enough for fixtures. */
-export function createRandom(seed: number): Random {
-  let state = seed >>> 0;
-  const uint32 = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
+class Mulberry32 implements Random {
+  private state: number;
+
+  constructor(seed: number) {
+    this.state = seed >>> 0;
+  }
+
+  uint32(): number {
+    this.state = (this.state + 0x6d2b79f5) >>> 0;
+    let t = this.state;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return (t ^ (t >>> 14)) >>> 0;
-  };
-  const next = () => uint32() / 4294967296;
-  return {
-    next,
-    uint32,
-    int: (min, maxExclusive) => min + Math.floor(next() * (maxExclusive - min)),
-    chance: (probability) => next() < probability,
-    pick<T>(items: readonly T[]): T {
-      const item = items[Math.floor(next() * items.length)];
-      if (item === undefined) throw new RangeError("pick from an empty list");
-      return item;
-    },
-    gauss() {
-      const u = 1 - next();
-      return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * next());
-    },
-  };
+  }
+
+  next(): number {
+    return this.uint32() / 4294967296;
+  }
+
+  int(min: number, maxExclusive: number): number {
+    return min + Math.floor(this.next() * (maxExclusive - min));
+  }
+
+  chance(probability: number): boolean {
+    return this.next() < probability;
+  }
+
+  pick<T>(items: readonly T[]): T {
+    const item = items[Math.floor(this.next() * items.length)];
+    if (item === undefined) throw new RangeError("pick from an empty list");
+    return item;
+  }
+
+  gauss(): number {
+    const u = 1 - this.next();
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * this.next());
+  }
+}
+
+export function createRandom(seed: number): Random {
+  return new Mulberry32(seed);
 }
 
 /** A well-mixed 32-bit hash of numbers and strings (FNV-1a, then murmur3's finaliser). */

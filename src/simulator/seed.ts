@@ -1,5 +1,5 @@
 /** Builds the seeded workspace: servers, users and documents, all from one PRNG seed. */
-import { Dataset, SOURCE_TYPES, type ServerRecord, type SourceType } from "./dataset.js";
+import { Dataset, type ServerRecord, SOURCE_TYPES, type SourceType } from "./dataset.js";
 import { People } from "./people.js";
 import { createRandom, hash32, type Random, randomUuid } from "./random.js";
 

@@ -64,12 +64,18 @@ export async function listen(deps: HttpServerDeps, port: number): Promise<Runnin
   };
 }
 
-async function handle(deps: HttpServerDeps, req: IncomingMessage, res: ServerResponse, waits: Set<() => void>) {
+async function handle(
+  deps: HttpServerDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  waits: Set<() => void>,
+) {
   const url = new URL(req.url ?? "/", "http://127.0.0.1");
   const method = req.method ?? "GET";
   const path = url.pathname.startsWith(API_PREFIX) ? url.pathname.slice(API_PREFIX.length) || "/" : null;
   const match = path === null ? { kind: "none" as const } : matchRoute(deps.routes, method, path);
-  const template = match.kind === "found" ? match.route.template : match.kind === "wrong-method" ? match.template : null;
+  const template =
+    match.kind === "found" ? match.route.template : match.kind === "wrong-method" ? match.template : null;
   const entry: RequestLogEntry = {
     method,
     route: template,
@@ -105,7 +111,8 @@ async function handle(deps: HttpServerDeps, req: IncomingMessage, res: ServerRes
     res.end('{"items": [{"sync_id": <html><body>upstream hiccup</body></html>');
     return;
   }
-  if (fault?.kind === "missing-field" && reply.status < 300) reply = { ...reply, body: dropField(reply.body, fault.field) };
+  if (fault?.kind === "missing-field" && reply.status < 300)
+    reply = { ...reply, body: dropField(reply.body, fault.field) };
   entry.status = reply.status;
   if (reply.body === undefined) res.writeHead(reply.status).end();
   else sendJson(res, reply.status, reply.body);

@@ -130,7 +130,8 @@ export class SimState {
       if (!rule || rule.left <= 0) continue;
       const { user, server_instance_id } = rule.match;
       if (user !== undefined && user.toLowerCase() !== run.userEmail.toLowerCase()) continue;
-      if (server_instance_id !== undefined && server_instance_id !== source.server.server_instance_id) continue;
+      if (server_instance_id !== undefined && server_instance_id !== source.server.server_instance_id)
+        continue;
       rule.left -= 1;
       return rule.outcome;
     }

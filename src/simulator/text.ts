@@ -1,5 +1,5 @@
 /** Plausible words for generated titles and bodies. Deterministic given the `Random` passed in. */
-import type { Random } from "./random.js";
+import { createRandom, type Random } from "./random.js";
 
 const WORDS = (
   "the a of to and in for on with by from as is are was be this that it its we our team service " +
@@ -48,10 +48,21 @@ export function generateTitle(type: string, random: Random): string {
 /** A sentence of 6 to 18 words, capitalised, with a full stop. */
 export function generateSentence(random: Random): string {
   const count = random.int(6, 19);
-  const words: string[] = [];
-  for (let i = 0; i < count; i++) words.push(random.pick(WORDS));
-  const text = words.join(" ");
-  return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+  const first = random.pick(WORDS);
+  let text = `${first.charAt(0).toUpperCase()}${first.slice(1)}`;
+  for (let i = 1; i < count; i++) text += ` ${random.pick(WORDS)}`;
+  return `${text}.`;
+}
+
+let sentencePool: string[] | undefined;
+
+/** 1024 fixed sentences: bodies are assembled from these, which is ~10x faster than word by word. */
+function pooledSentence(random: Random): string {
+  if (!sentencePool) {
+    const poolRandom = createRandom(0x5e17e);
+    sentencePool = Array.from({ length: 1024 }, () => generateSentence(poolRandom));
+  }
+  return sentencePool[random.uint32() & 1023] ?? "";
 }
 
 /** Markdown-ish body of roughly `bytes` characters: a heading, then paragraphs and a list. */
@@ -62,11 +73,11 @@ export function generateBody(title: string, bytes: number, random: Random): stri
     let paragraph: string;
     if (random.chance(0.15)) {
       const items: string[] = [];
-      for (let i = random.int(2, 6); i > 0; i--) items.push(`- ${generateSentence(random)}`);
+      for (let i = random.int(2, 6); i > 0; i--) items.push(`- ${pooledSentence(random)}`);
       paragraph = items.join("\n");
     } else {
       const sentences: string[] = [];
-      for (let i = random.int(2, 7); i > 0; i--) sentences.push(generateSentence(random));
+      for (let i = random.int(2, 7); i > 0; i--) sentences.push(pooledSentence(random));
       paragraph = sentences.join(" ");
     }
     parts.push(paragraph, "");

@@ -27,7 +27,10 @@ export function transcriptPage(state: SimState, run: RunRecord, query: Query) {
     throw new HttpError(400, `source is required: this run has several sources (${labels})`);
   }
   const limit = intParam(query, "limit", TRANSCRIPT_DEFAULT_LIMIT, 1, TRANSCRIPT_MAX_LIMIT);
-  const after = decodeCursor(query.cursor, (v): v is { n: number } => typeof (v as { n?: unknown })?.n === "number");
+  const after = decodeCursor(
+    query.cursor,
+    (v): v is { n: number } => typeof (v as { n?: unknown })?.n === "number",
+  );
   const all = messagesOf(state, run, source);
   const from = after?.n ?? 0;
   const messages = all.slice(from, from + limit);

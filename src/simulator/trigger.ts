@@ -3,8 +3,8 @@ import { configUsers, getConfig } from "./configs.js";
 import type { ServerRecord } from "./dataset.js";
 import { HttpError, invalid } from "./http-error.js";
 import { isAccessible } from "./people.js";
-import type { ConfigRecord, RunRecord, SimState, SourceRecord } from "./state.js";
 import { premiumRefusal } from "./premium.js";
+import type { ConfigRecord, RunRecord, SimState, SourceRecord } from "./state.js";
 
 export const MAX_PAIRS_PER_TRIGGER = 500;
 export const MAX_SKIPPED_LISTED = 100;
@@ -27,7 +27,10 @@ export function triggerSync(state: SimState, body: unknown) {
   const servers = config.serverIds.flatMap((id) => state.serverById(id) ?? []);
   const pairs = users.length * servers.length;
   if (pairs > MAX_PAIRS_PER_TRIGGER) {
-    throw new HttpError(400, `this trigger would start ${pairs} user x server pairs; the limit is ${MAX_PAIRS_PER_TRIGGER}`);
+    throw new HttpError(
+      400,
+      `this trigger would start ${pairs} user x server pairs; the limit is ${MAX_PAIRS_PER_TRIGGER}`,
+    );
   }
   const labels = sourceLabels(servers);
   const skipped: Skipped[] = [];
@@ -35,29 +38,40 @@ export function triggerSync(state: SimState, body: unknown) {
   for (const { email, user } of users) {
     const reachable = servers.filter((server) => {
       const reason = skipReason(state, config, user, server);
-      if (reason) skipped.push({ user_email: email, server_instance_id: server.server_instance_id, server_name: server.server_name, ...reason });
+      if (reason)
+        skipped.push({
+          user_email: email,
+          server_instance_id: server.server_instance_id,
+          server_name: server.server_name,
+          ...reason,
+        });
       return reason === undefined;
     });
     if (reachable.length > 0) runnable.push({ email, user, servers: reachable });
   }
-  if (runnable.length === 0) throw new HttpError(400, "no user of this sync config can reach any of its servers");
+  if (runnable.length === 0)
+    throw new HttpError(400, "no user of this sync config can reach any of its servers");
 
   const triggerId = state.newId();
   const createdAtMs = state.clock.tick();
-  const runs = runnable.map(({ email, user, servers: reachable }): RunRecord => ({
-    syncId: state.newId(),
-    triggerId,
-    configId: config.id,
-    projectId: config.projectId,
-    userEmail: email,
-    user,
-    instructions: config.instructions,
-    since: input.since,
-    sinceMs: input.sinceMs,
-    createdAtMs,
-    seq: state.nextSeq(),
-    sources: reachable.map((server) => newSource(state, server, labels.get(server.server_instance_id) ?? "")),
-  }));
+  const runs = runnable.map(
+    ({ email, user, servers: reachable }): RunRecord => ({
+      syncId: state.newId(),
+      triggerId,
+      configId: config.id,
+      projectId: config.projectId,
+      userEmail: email,
+      user,
+      instructions: config.instructions,
+      since: input.since,
+      sinceMs: input.sinceMs,
+      createdAtMs,
+      seq: state.nextSeq(),
+      sources: reachable.map((server) =>
+        newSource(state, server, labels.get(server.server_instance_id) ?? ""),
+      ),
+    }),
+  );
   for (const run of runs) state.runs.set(run.syncId, run);
   state.triggers.set(triggerId, { configId: config.id, runIds: runs.map((r) => r.syncId) });
   return {
@@ -68,11 +82,17 @@ export function triggerSync(state: SimState, body: unknown) {
     runs: runs.map((run) => ({
       sync_id: run.syncId,
       user_email: run.userEmail,
-      sources: run.sources.map((s) => ({ ...sourceIdentity(s), resolved_by: "explicit", config_warnings: [], task_id: s.taskId })),
+      sources: run.sources.map((s) => ({
+        ...sourceIdentity(s),
+        resolved_by: "explicit",
+        config_warnings: [],
+        task_id: s.taskId,
+      })),
     })),
     skipped: skipped.slice(0, MAX_SKIPPED_LISTED),
     skipped_count: skipped.length,
-    resolved_skill: input.skillRef === null ? null : { skill_ref: input.skillRef, name: input.skillRef, version: 1 },
+    resolved_skill:
+      input.skillRef === null ? null : { skill_ref: input.skillRef, name: input.skillRef, version: 1 },
     skill_warning: null,
   };
 }
@@ -94,7 +114,8 @@ export function sourceLabels(servers: readonly ServerRecord[]): Map<string, stri
   const labels = new Map<string, string>();
   const used = new Set<string>();
   for (const s of servers) {
-    const base = (perType.get(s.source_type) ?? 0) > 1 ? `${s.source_type}-${slug(s.server_name)}` : s.source_type;
+    const base =
+      (perType.get(s.source_type) ?? 0) > 1 ? `${s.source_type}-${slug(s.server_name)}` : s.source_type;
     let label = base;
     for (let n = 2; used.has(label); n++) label = `${base}-${n}`;
     used.add(label);
@@ -104,7 +125,12 @@ export function sourceLabels(servers: readonly ServerRecord[]): Map<string, stri
 }
 
 function slug(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "server";
+  return (
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "") || "server"
+  );
 }
 
 function skipReason(state: SimState, config: ConfigRecord, user: number, server: ServerRecord) {
@@ -140,16 +166,25 @@ function parseTriggerBody(body: unknown) {
   if (extra.length > 0) {
     throw new HttpError(
       422,
-      extra.map((key) => ({ type: "extra_forbidden", loc: ["body", key], msg: "Extra inputs are not permitted", input: input[key] })),
+      extra.map((key) => ({
+        type: "extra_forbidden",
+        loc: ["body", key],
+        msg: "Extra inputs are not permitted",
+        input: input[key],
+      })),
     );
   }
-  if (typeof input.sync_config_id !== "string") throw invalid(["body", "sync_config_id"], "Field required", "missing");
+  if (typeof input.sync_config_id !== "string")
+    throw invalid(["body", "sync_config_id"], "Field required", "missing");
   const since = input.since ?? null;
-  if (since !== null && typeof since !== "string") throw invalid(["body", "since"], "Input should be a valid datetime");
+  if (since !== null && typeof since !== "string")
+    throw invalid(["body", "since"], "Input should be a valid datetime");
   const sinceMs = since === null ? null : parseIsoDate(since);
-  if (Number.isNaN(sinceMs)) throw invalid(["body", "since"], "Input should be a valid datetime", "datetime_parsing", since);
+  if (Number.isNaN(sinceMs))
+    throw invalid(["body", "since"], "Input should be a valid datetime", "datetime_parsing", since);
   const skillRef = input.skill_ref ?? null;
-  if (skillRef !== null && typeof skillRef !== "string") throw invalid(["body", "skill_ref"], "Input should be a valid string");
+  if (skillRef !== null && typeof skillRef !== "string")
+    throw invalid(["body", "skill_ref"], "Input should be a valid string");
   return { syncConfigId: input.sync_config_id, since, sinceMs, skillRef };
 }
 

@@ -43,7 +43,7 @@ export interface ConfigCreateOptions {
   /** Default "Config N". */
   name?: string;
   instructions?: string;
-  /** Default: every server. */
+  /** Default: every server (the first 10). */
   serverIds?: string[];
   /** Default: true unless `userEmails` is given. */
   allUsers?: boolean;
@@ -90,7 +90,7 @@ export interface Simulator {
   baseUrl: string;
   token: string;
   projectId: string;
-  /** A config over every server and all users (all_users: true). */
+  /** A config over every server (the first 10 when there are more) and all users (all_users: true). */
   syncConfigId: string;
   /** Workspace user emails. */
   users: string[];

@@ -22,7 +22,7 @@ export async function dryRunSweep(
   for (const run of ctx.store.state.runsOf(trigger.id)) {
     if (run.ingest !== "done") continue;
     for (const s of ctx.store.state.sourcesOf(run.syncId)) {
-      if (!sourceSucceeded(s)) continue;
+      if (!sourceSucceeded(run, s)) continue;
       ctx.store.dryRun.collectPair({
         mirror: mirror.name,
         userEmail: run.userEmail,

@@ -149,10 +149,12 @@ function applyPage(
 function finishRun({ ctx, mirror }: MirrorPass, trigger: TriggerRow, run: RunRow): void {
   const { store, metrics } = ctx;
   const createdAt = run.createdAt as string;
+  // Re-read: the checkpoint just marked it done and added this page's rejections.
+  const finished = store.state.getRun(run.syncId);
   for (const s of store.state.sourcesOf(run.syncId)) {
     const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
     store.pairs.ran(pair, createdAt);
-    if (sourceSucceeded(s)) store.pairs.succeeded(pair, createdAt, trigger.mode === "full");
+    if (sourceSucceeded(finished, s)) store.pairs.succeeded(pair, createdAt, trigger.mode === "full");
     metrics.sources.inc({
       mirror: mirror.name,
       source_type: s.sourceType,

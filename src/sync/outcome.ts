@@ -1,15 +1,28 @@
 /**
  * What counts as success (SPEC "Pair", "Outcome and exit code").
  */
-import type { RunSourceRow } from "../store/state.js";
+import type { RunRow, RunSourceRow } from "../store/state.js";
 
 export type Outcome = "succeeded" | "partial" | "failed" | "refused";
 
 const GOOD_EXPORT_STATUSES = new Set(["ok", "no_results"]);
 
-/** A source succeeds when its task COMPLETED, its export is ok or no_results, and every page is in. */
-export function sourceSucceeded(s: Pick<RunSourceRow, "taskStatus" | "exportStatus">): boolean {
-  return s.taskStatus === "COMPLETED" && s.exportStatus !== null && GOOD_EXPORT_STATUSES.has(s.exportStatus);
+/**
+ * A source succeeds when its task COMPLETED, its export is ok or no_results, and every page is in.
+ * A run with a resource refused for its shape counts as a page not fully read: a key missing from
+ * the snapshot for that reason must not be swept as a crawl miss.
+ */
+export function sourceSucceeded(
+  run: Pick<RunRow, "ingest" | "rejected">,
+  s: Pick<RunSourceRow, "taskStatus" | "exportStatus">,
+): boolean {
+  return (
+    run.ingest === "done" &&
+    run.rejected === 0 &&
+    s.taskStatus === "COMPLETED" &&
+    s.exportStatus !== null &&
+    GOOD_EXPORT_STATUSES.has(s.exportStatus)
+  );
 }
 
 /** Exit code of `sync`: 0 only when every selected mirror succeeded. */

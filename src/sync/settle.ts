@@ -36,7 +36,7 @@ export function settle(
     for (const s of store.state.sourcesOf(run.syncId)) {
       const status = s.exportStatus ?? "unknown";
       summary.sources[status] = (summary.sources[status] ?? 0) + 1;
-      if (!sourceSucceeded(s)) allSourcesSucceeded = false;
+      if (!sourceSucceeded(run, s)) allSourcesSucceeded = false;
     }
   }
   for (const s of skipped) summary.skipped[s.reason] = (summary.skipped[s.reason] ?? 0) + 1;

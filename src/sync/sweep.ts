@@ -31,7 +31,7 @@ function sweepMisses(pass: MirrorPass, trigger: TriggerRow): void {
   for (const run of store.state.runsOf(trigger.id)) {
     if (run.ingest !== "done" || run.createdAt === null) continue;
     for (const source of store.state.sourcesOf(run.syncId)) {
-      if (!sourceSucceeded(source) || source.swept !== null) continue;
+      if (!sourceSucceeded(run, source) || source.swept !== null) continue;
       const pair = {
         mirror: mirror.name,
         userEmail: run.userEmail,

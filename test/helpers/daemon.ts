@@ -1,0 +1,148 @@
+/**
+ * `syncmirror run` as a child process: spawn it, learn its HTTP port from its JSON log line,
+ * poll its endpoints until a condition holds, stop it with a signal and collect what it wrote.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import type { Harness } from "./mirror-harness.js";
+
+const CLI = join(import.meta.dirname, "..", "..", "dist", "cli.js");
+const POLL_MS = 25;
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface DaemonProcess {
+  child: ChildProcess;
+  port: number;
+  stdout(): string;
+  stderr(): string;
+  /** stderr lines parsed as JSON; throws naming the first line that is not JSON. */
+  logs(): Record<string, unknown>[];
+  get(path: string): Promise<{ status: number; body: string }>;
+  /** The value of one series of /metrics (sum over series matching `labels`), 0 when absent. */
+  metric(name: string, labels?: Record<string, string>): Promise<number>;
+  exited: Promise<Exit>;
+  /** Sends `signal` and resolves with the exit and how long it took. */
+  stop(signal?: NodeJS.Signals): Promise<Exit & { ms: number }>;
+}
+
+/** Resolves once `condition` holds; polls, never sleeps a fixed time. */
+export async function until<T>(
+  condition: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await condition();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}
+
+/** Spawns `syncmirror run --config <h.configPath>` and resolves once its HTTP port is known. */
+export async function startDaemon(h: Harness, extraEnv: Record<string, string> = {}): Promise<DaemonProcess> {
+  const child = spawn(process.execPath, [CLI, "run", "--config", h.configPath], {
+    env: { ...h.env, LOG_LEVEL: "info", ...extraEnv },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  let exit: Exit | undefined;
+  const exited = new Promise<Exit>((resolve) => {
+    child.on("exit", (code, signal) => {
+      exit = { code, signal };
+      resolve(exit);
+    });
+  });
+  const port = await until(() => {
+    if (exit) throw new Error(`daemon exited (${JSON.stringify(exit)}) before listening:\n${stderr}`);
+    return listeningPort(stderr);
+  }, "the daemon's http listening log line");
+  const base = `http://127.0.0.1:${port}`;
+  const get = async (path: string) => {
+    const res = await fetch(`${base}${path}`);
+    return { status: res.status, body: await res.text() };
+  };
+  return {
+    child,
+    port,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    logs: () => parseLogLines(stderr),
+    get,
+    async metric(name, labels = {}) {
+      return sumSeries((await get("/metrics")).body, name, labels);
+    },
+    exited,
+    async stop(signal = "SIGTERM") {
+      const startedAt = Date.now();
+      if (!exit) child.kill(signal);
+      const result = await exited;
+      return { ...result, ms: Date.now() - startedAt };
+    },
+  };
+}
+
+function listeningPort(stderr: string): number | undefined {
+  for (const line of stderr.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    const entry = JSON.parse(line) as { msg?: string; port?: number };
+    if (entry.msg?.startsWith("http listening") && typeof entry.port === "number") return entry.port;
+  }
+  return undefined;
+}
+
+export function parseLogLines(stderr: string): Record<string, unknown>[] {
+  return stderr
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => {
+      try {
+        return JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        throw new Error(`stderr line is not JSON: ${line}`);
+      }
+    });
+}
+
+export interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Samples of a Prometheus text exposition (comments skipped). */
+export function parseMetrics(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split("\n")) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[l[1] as string] = l[2] as string;
+    samples.push({ name: m[1] as string, labels, value: Number(m[3]) });
+  }
+  return samples;
+}
+
+export function sumSeries(text: string, name: string, labels: Record<string, string> = {}): number {
+  return parseMetrics(text)
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
+}
+
+/** Number of requests the simulator logged for "METHOD /template". */
+export function requestCount(h: Harness, method: string, route: string): number {
+  return h.sim.requests.filter((r) => r.method === method && r.route === route).length;
+}
