@@ -9,6 +9,7 @@ import { run } from "./commands/run.js";
 import { simulate } from "./commands/simulate.js";
 import { status } from "./commands/status.js";
 import { sync } from "./commands/sync.js";
+import { AbortedError } from "./errors.js";
 
 const COMMANDS: Record<string, Command> = { run, sync, status, check, demo, simulate };
 
@@ -37,10 +38,9 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const controller = new AbortController();
+  // Commands log the stop themselves: stderr carries JSON log lines only (SPEC "Logs").
   const stop = (signal: NodeJS.Signals) => {
-    if (controller.signal.aborted) return;
-    process.stderr.write(`syncmirror: ${signal} received, finishing the current page and stopping\n`);
-    controller.abort();
+    if (!controller.signal.aborted) controller.abort(new AbortedError(`${signal} received`));
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);

@@ -14,7 +14,7 @@ import { createMetrics, type Metrics } from "./metrics.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import { buildStatus } from "./sync/status-report.js";
-import { syncMirror } from "./sync/sync-mirror.js";
+import { recordSkippedGauge, syncMirror } from "./sync/sync-mirror.js";
 
 const LOCK_RETRY_MS = 2000;
 const OUTCOMES = ["succeeded", "partial", "failed", "refused"] as const;
@@ -37,6 +37,13 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
     getStatus: () => (runtime ? buildStatus(runtime.store, config.mirrors) : { mirrors: [], ready: false }),
     log,
   });
+
+  io.signal.addEventListener(
+    "abort",
+    () =>
+      log.info({ reason: reasonOf(io.signal) }, "stopping: the current page commits, then the daemon exits"),
+    { once: true },
+  );
 
   return {
     async start() {
@@ -76,6 +83,10 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   };
 }
 
+function reasonOf(signal: AbortSignal): string {
+  return signal.reason instanceof Error ? signal.reason.message : "stop requested";
+}
+
 /**
  * Another process may still hold the database (an old container draining): wait for it, not
  * ready meanwhile, rather than exit and be restarted in a loop.
@@ -110,6 +121,10 @@ function restoreMetrics(runtime: Runtime, metrics: Metrics): void {
     metrics.resources.set(labels, runtime.store.access.countLive(mirror.name));
     metrics.pairsAwaitingBaseline.set(labels, runtime.store.pairs.countAwaitingBaseline(mirror.name));
     metrics.heldRevocations.set(labels, state?.heldRevocations ?? 0);
+    // The gauge describes the latest trigger: the one in flight once its POST was answered.
+    const inFlight = runtime.store.state.findInFlight(mirror.name);
+    const latest = inFlight?.state === "active" ? inFlight : runtime.store.state.lastFinished(mirror.name);
+    recordSkippedGauge(metrics, mirror.name, latest);
     for (const mode of MODES) {
       for (const outcome of OUTCOMES) metrics.triggers.inc({ ...labels, mode, outcome }, 0);
       const last = mode === "full" ? state?.lastFullSuccessAt : state?.lastIncrementalSuccessAt;

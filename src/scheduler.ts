@@ -163,6 +163,11 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     try {
       await deps.runPass(config, mode, controller.signal);
     } catch (err) {
+      // Shutdown is not a failure: the trigger stays in flight and the next start resumes it.
+      if (err instanceof AbortedError && controller.signal.aborted) {
+        deps.log.info({ mirror: config.name, mode }, "pass stopped by shutdown; the next start resumes it");
+        return;
+      }
       deps.log.error({ err, mirror: config.name, mode }, "sync pass failed");
     }
   }

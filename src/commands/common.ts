@@ -55,6 +55,8 @@ export async function withErrors(io: CommandIo, body: () => Promise<number>): Pr
 function databaseAdvice(code: string, message: string): string {
   if (code === "SQLITE_FULL")
     return `the disk holding the database is full (${message}); free space, then run again: the mirror resumes where it stopped`;
+  if (code.startsWith("SQLITE_IOERR"))
+    return `the database could not be written (${message}): check that the disk is not full (or over a file-size quota) and healthy, then run again: the mirror resumes where it stopped`;
   if (code.startsWith("SQLITE_READONLY"))
     return `the database is read-only (${message}); make the file and its directory writable by this user`;
   return `database error ${code}: ${message}`;

@@ -1,12 +1,20 @@
 /** `syncmirror simulate`: the simulated upstream service alone, until SIGTERM / SIGINT. */
 import { parseArgs } from "node:util";
-import { startSimulator } from "../simulator/index.js";
+import { type SourceType, startSimulator } from "../simulator/index.js";
 import type { Command } from "./command.js";
 
-const USAGE = "usage: syncmirror simulate [--port N] [--seed N] [--users N] [--docs N]\n";
+const USAGE =
+  "usage: syncmirror simulate [--port N] [--seed N] [--users N] [--docs N] [--servers TYPE=N,...]\n";
+const SOURCE_TYPES: readonly SourceType[] = ["notion", "google_drive", "google_docs", "github"];
 
 export const simulate: Command = async (args, io) => {
-  let options: { port: number; seed: number; users: number; docs: number };
+  let options: {
+    port: number;
+    seed: number;
+    users: number;
+    docs: number;
+    serversPerType?: Partial<Record<SourceType, number>>;
+  };
   try {
     const { values } = parseArgs({
       args,
@@ -15,6 +23,7 @@ export const simulate: Command = async (args, io) => {
         seed: { type: "string", default: "1" },
         users: { type: "string", default: "3" },
         docs: { type: "string", default: "50" },
+        servers: { type: "string" },
       },
       strict: true,
       allowPositionals: false,
@@ -25,6 +34,7 @@ export const simulate: Command = async (args, io) => {
       users: intOption("users", values.users, 1, 10_000),
       docs: intOption("docs", values.docs, 0, 10_000_000),
     };
+    if (values.servers !== undefined) options.serversPerType = serversOption(values.servers);
   } catch (error) {
     io.stderr.write(
       `syncmirror simulate: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`,
@@ -42,6 +52,7 @@ export const simulate: Command = async (args, io) => {
       `project_id: ${sim.projectId}`,
       `sync_config_id: ${sim.syncConfigId}`,
       `users: ${sim.users.length}, servers: ${sim.servers.length}, docs: ${options.docs} (ready in ${startMs} ms)`,
+      `admin: ${new URL(sim.baseUrl).origin}/_sim (POST /docs/edit-random {fraction}, GET|DELETE /requests; same token)`,
       `try: curl -H "Authorization: Bearer ${sim.token}" ${sim.baseUrl}/projects`,
       "",
     ].join("\n"),
@@ -53,6 +64,22 @@ export const simulate: Command = async (args, io) => {
   await sim.close();
   return 0;
 };
+
+/** `notion=1,github=2`: servers per source type (the default is one notion and one github server). */
+function serversOption(raw: string): Partial<Record<SourceType, number>> {
+  const perType: Partial<Record<SourceType, number>> = {};
+  for (const part of raw.split(",")) {
+    const [type, count] = part.split("=");
+    if (!SOURCE_TYPES.includes(type as SourceType)) {
+      throw new Error(
+        `--servers takes TYPE=N pairs with TYPE one of ${SOURCE_TYPES.join(", ")}, got "${raw}"`,
+      );
+    }
+    perType[type as SourceType] = intOption("servers", count, 0, 100);
+  }
+  if (Object.values(perType).every((n) => n === 0)) throw new Error("--servers needs at least one server");
+  return perType;
+}
 
 function intOption(name: string, raw: string | undefined, min: number, max: number): number {
   const value = Number(raw);

@@ -25,6 +25,12 @@ export const sync: Command = (args, io) =>
     const config = loadCommandConfig(values.config, io);
     const mirrors = selectMirrors(config, values.mirror ?? []);
     const runtime = createRuntime(config, io, { lock: true });
+    const onStop = () =>
+      runtime.log.warn(
+        { reason: io.signal.reason instanceof Error ? io.signal.reason.message : "stop requested" },
+        "stopping: the current page commits; run sync again to resume",
+      );
+    io.signal.addEventListener("abort", onStop, { once: true });
     try {
       const summaries: MirrorSummary[] = [];
       for (const mirror of mirrors) {
@@ -41,6 +47,7 @@ export const sync: Command = (args, io) =>
       print(io, summaries, values.json ?? false, code);
       return code;
     } finally {
+      io.signal.removeEventListener("abort", onStop);
       await runtime.close();
     }
   });

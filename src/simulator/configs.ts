@@ -1,6 +1,6 @@
 /** Sync configs: validation of create/replace bodies, storage, and the shapes they are read back in. */
 import { formatOffsetIso } from "./clock.js";
-import { HttpError, invalid, notFound } from "./http-error.js";
+import { HttpError, invalid, notFound, requireObject } from "./http-error.js";
 import { isAccessible } from "./people.js";
 import type { ConfigRecord, SimState } from "./state.js";
 
@@ -17,7 +17,7 @@ interface ConfigFields {
 
 /** POST /sync-configs: validates the body and stores a new config. */
 export function createConfig(state: SimState, body: unknown): ConfigRecord {
-  const input = asObject(body);
+  const input = requireObject(body);
   if (typeof input.project_id !== "string")
     throw invalid(["body", "project_id"], "Field required", "missing");
   if (input.project_id !== state.project.id) throw notFound("project");
@@ -40,7 +40,7 @@ export function createConfig(state: SimState, body: unknown): ConfigRecord {
 /** PUT /sync-configs/{id}: every field is replaced; only future triggers see the change. */
 export function replaceConfig(state: SimState, id: string, body: unknown): ConfigRecord {
   const record = getConfig(state, id);
-  const input = asObject(body);
+  const input = requireObject(body);
   if (input.project_id !== undefined && input.project_id !== record.projectId) {
     throw new HttpError(400, "project_id cannot change");
   }
@@ -168,13 +168,6 @@ function assertNameFree(state: SimState, name: string, selfId: string | undefine
       throw new HttpError(409, `a sync config named "${name}" already exists in this project`);
     }
   }
-}
-
-function asObject(body: unknown): Record<string, unknown> {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw invalid(["body"], "Input should be a valid dictionary or object", "dict_type", body);
-  }
-  return body as Record<string, unknown>;
 }
 
 function requireString(input: Record<string, unknown>, field: string): string {

@@ -26,7 +26,8 @@ export function createConfigsApi(state: SimState): SimulatorConfigs {
         name: options.name ?? `Config ${state.configs.size + 1}`,
         instructions: options.instructions ?? "Collect everything useful for search.",
         server_instance_ids:
-          options.serverIds ?? state.dataset.servers.slice(0, MAX_SERVERS_PER_CONFIG).map((s) => s.server_instance_id),
+          options.serverIds ??
+          state.dataset.servers.slice(0, MAX_SERVERS_PER_CONFIG).map((s) => s.server_instance_id),
         all_users: allUsers,
         user_emails: options.userEmails ?? [],
       };
@@ -79,6 +80,9 @@ export function createRunsApi(state: SimState): SimulatorRuns {
     },
     get held() {
       return state.held;
+    },
+    remove(syncId) {
+      state.runs.delete(getRun(syncId).syncId);
     },
     list: () => [...state.runs.values()].sort(newestFirst).map((run) => runDetail(state, run)),
     get: (syncId) => runDetail(state, getRun(syncId)),

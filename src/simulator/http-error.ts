@@ -23,3 +23,11 @@ export function invalid(
 ): HttpError {
   return new HttpError(422, [{ type, loc, msg, input }]);
 }
+
+/** The JSON body as an object; 422 for anything else (missing, array, scalar). */
+export function requireObject(body: unknown): Record<string, unknown> {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw invalid(["body"], "Input should be a valid dictionary or object", "dict_type", body);
+  }
+  return body as Record<string, unknown>;
+}

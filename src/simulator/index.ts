@@ -14,8 +14,12 @@
  * unfinished source one step, so a poller sees pending, running, then finished. In "manual" mode
  * only `runs.advance()` / `runs.finishAll()` move them. `runs.hold()` freezes both.
  * What a source collects is fixed when it finishes (see `setOutcome`).
+ *
+ * Another process (`syncmirror simulate` driven by `npm run bench`) reaches a few test controls
+ * through the `/_sim` routes of admin.ts, outside the API prefix and behind the same token.
  */
 import { randomBytes } from "node:crypto";
+import { createAdminRoutes } from "./admin.js";
 import { createSimClock } from "./clock.js";
 import { createConfig, MAX_SERVERS_PER_CONFIG } from "./configs.js";
 import { createConfigsApi, createPeopleApi, createRunsApi } from "./control.js";
@@ -64,13 +68,16 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     name: "All servers, all users",
     instructions: "Collect every page, document and issue that is useful for search.",
     // A config holds at most 10 servers: with more, the default config takes the first 10.
-    server_instance_ids: workspace.dataset.servers.slice(0, MAX_SERVERS_PER_CONFIG).map((s) => s.server_instance_id),
+    server_instance_ids: workspace.dataset.servers
+      .slice(0, MAX_SERVERS_PER_CONFIG)
+      .map((s) => s.server_instance_id),
     all_users: true,
   });
   const faults = createFaults();
   const requests: RequestLogEntry[] = [];
   const logLimit = options.requestLogLimit ?? DEFAULT_LOG_LIMIT;
   const token = options.token ?? randomBytes(24).toString("base64url");
+  const docs = createDocsApi(state);
   const server = await listen(
     {
       routes: createRoutes(state, faults),
@@ -81,6 +88,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         requests.push(entry);
         if (requests.length > logLimit) requests.splice(0, requests.length - logLimit);
       },
+      admin: createAdminRoutes(state, docs, requests),
     },
     options.port ?? 0,
   );
@@ -97,7 +105,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       source_type: s.source_type,
     })),
     clock: { now: clock.now, advance: clock.advance, set: clock.set },
-    docs: createDocsApi(state),
+    docs,
     people: createPeopleApi(state),
     configs: createConfigsApi(state),
     runs: createRunsApi(state),

@@ -1,6 +1,6 @@
 /** How runs move: PENDING -> RUNNING -> COMPLETED / INCOMPLETE / FAILED, one step at a time. */
 import { MAX_TEXT_CHARS } from "./configs.js";
-import { HttpError, invalid } from "./http-error.js";
+import { HttpError, invalid, requireObject } from "./http-error.js";
 import { collectSnapshot } from "./snapshot.js";
 import { isFinished, type RunRecord, type SimState, type SourceRecord } from "./state.js";
 
@@ -83,10 +83,7 @@ export function findSource(run: RunRecord, label: string): SourceRecord {
 }
 
 function parseContinueBody(body: unknown): { message: string; source: string | undefined } {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw invalid(["body"], "Input should be a valid dictionary or object", "dict_type", body);
-  }
-  const { message, source } = body as Record<string, unknown>;
+  const { message, source } = requireObject(body);
   if (typeof message !== "string") throw invalid(["body", "message"], "Field required", "missing");
   if (message.trim() === "") throw invalid(["body", "message"], "String should have at least 1 character");
   if (message.length > MAX_TEXT_CHARS)

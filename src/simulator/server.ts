@@ -2,16 +2,18 @@
  * The HTTP side: node:http on 127.0.0.1, bearer auth, JSON in and out, fault injection and the
  * request log. Routing and behaviour live in routes.ts and below.
  */
-import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { formatZuluIso } from "./clock.js";
 import type { Fault, FaultController, FaultKind } from "./faults.js";
 import { HttpError } from "./http-error.js";
-import { matchRoute, type Reply, type Route } from "./router.js";
+import { dropField, isAuthorized, readJson, sendJson } from "./http-io.js";
+import type { Query } from "./paging.js";
+import { matchRoute, type Reply, type Route, type RouteMatch } from "./router.js";
 
 export const API_PREFIX = "/api/v1";
-const MAX_BODY_BYTES = 1024 * 1024;
+/** Test-infrastructure routes (admin.ts): outside the API, same token, never logged or faulted. */
+export const ADMIN_PREFIX = "/_sim";
 
 /** One request as the simulator saw it. The Authorization header is never recorded. */
 export interface RequestLogEntry {
@@ -34,6 +36,8 @@ export interface HttpServerDeps {
   token: string;
   nowMs: () => number;
   log: (entry: RequestLogEntry) => void;
+  /** Routes served under ADMIN_PREFIX (templates relative to it). */
+  admin?: readonly Route[];
 }
 
 export interface RunningServer {
@@ -72,15 +76,21 @@ async function handle(
 ) {
   const url = new URL(req.url ?? "/", "http://127.0.0.1");
   const method = req.method ?? "GET";
+  const query = Object.fromEntries(url.searchParams);
+  if (deps.admin && url.pathname.startsWith(`${ADMIN_PREFIX}/`)) {
+    const match = matchRoute(deps.admin, method, url.pathname.slice(ADMIN_PREFIX.length));
+    respond(res, await dispatch(deps.token, match, req, query));
+    return;
+  }
   const path = url.pathname.startsWith(API_PREFIX) ? url.pathname.slice(API_PREFIX.length) || "/" : null;
-  const match = path === null ? { kind: "none" as const } : matchRoute(deps.routes, method, path);
+  const match: RouteMatch = path === null ? { kind: "none" } : matchRoute(deps.routes, method, path);
   const template =
     match.kind === "found" ? match.route.template : match.kind === "wrong-method" ? match.template : null;
   const entry: RequestLogEntry = {
     method,
     route: template,
     path: url.pathname,
-    query: Object.fromEntries(url.searchParams),
+    query,
     status: null,
     at: formatZuluIso(deps.nowMs()),
   };
@@ -89,18 +99,7 @@ async function handle(
   const fault = deps.faults.take(`${method} ${template ?? url.pathname}`);
   if (fault) entry.fault = fault.kind;
   if (fault && (await answeredByFault(fault, req, res, entry, waits))) return;
-
-  let reply: Reply;
-  try {
-    if (!isAuthorized(req.headers.authorization, deps.token)) throw new HttpError(401, "Not authenticated");
-    if (match.kind === "none") throw new HttpError(404, "Not Found");
-    if (match.kind === "wrong-method") throw new HttpError(405, "Method Not Allowed");
-    const body = method === "POST" || method === "PUT" ? await readJson(req) : undefined;
-    reply = match.route.handler({ params: match.params, query: entry.query, body });
-  } catch (error) {
-    if (!(error instanceof HttpError)) throw error;
-    reply = { status: error.status, body: { detail: error.detail } };
-  }
+  let reply = await dispatch(deps.token, match, req, query);
   if (fault?.kind === "drop-after") {
     req.socket.destroy();
     return;
@@ -111,9 +110,33 @@ async function handle(
     res.end('{"items": [{"sync_id": <html><body>upstream hiccup</body></html>');
     return;
   }
-  if (fault?.kind === "missing-field" && reply.status < 300)
+  if (fault?.kind === "missing-field" && reply.status < 300) {
     reply = { ...reply, body: dropField(reply.body, fault.field) };
+  }
   entry.status = reply.status;
+  respond(res, reply);
+}
+
+/** Auth, route match, body, handler: the reply, with HttpErrors turned into `{detail}` answers. */
+async function dispatch(
+  token: string,
+  match: RouteMatch,
+  req: IncomingMessage,
+  query: Query,
+): Promise<Reply> {
+  try {
+    if (!isAuthorized(req.headers.authorization, token)) throw new HttpError(401, "Not authenticated");
+    if (match.kind === "none") throw new HttpError(404, "Not Found");
+    if (match.kind === "wrong-method") throw new HttpError(405, "Method Not Allowed");
+    const body = req.method === "POST" || req.method === "PUT" ? await readJson(req) : undefined;
+    return match.route.handler({ params: match.params, query, body });
+  } catch (error) {
+    if (!(error instanceof HttpError)) throw error;
+    return { status: error.status, body: { detail: error.detail } };
+  }
+}
+
+function respond(res: ServerResponse, reply: Reply): void {
   if (reply.body === undefined) res.writeHead(reply.status).end();
   else sendJson(res, reply.status, reply.body);
 }
@@ -157,50 +180,4 @@ async function answeredByFault(
     default:
       return false;
   }
-}
-
-function isAuthorized(header: string | undefined, token: string): boolean {
-  const match = /^Bearer\s+(.+)$/i.exec(header ?? "");
-  if (!match?.[1]) return false;
-  const given = Buffer.from(match[1].trim());
-  const expected = Buffer.from(token);
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
-
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new HttpError(413, "request body too large");
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
-  if (text.trim() === "") return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new HttpError(422, [{ type: "json_invalid", loc: ["body"], msg: "JSON decode error" }]);
-  }
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(text),
-    ...headers,
-  });
-  res.end(text);
-}
-
-/** Removes `field` (default: the first field) from an object, or from each object of an array. */
-function dropField(body: unknown, field: string | undefined): unknown {
-  const strip = (value: unknown) => {
-    if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
-    const copy = { ...(value as Record<string, unknown>) };
-    delete copy[field ?? Object.keys(copy)[0] ?? ""];
-    return copy;
-  };
-  return Array.isArray(body) ? body.map(strip) : strip(body);
 }

@@ -1,4 +1,4 @@
-/** Everything the simulated service remembers: configs, triggers, runs, and the tenant's switches. */
+/** Everything the simulated service remembers: configs, runs (each knows its trigger), and the tenant's switches. */
 import type { InternalClock } from "./clock.js";
 import type { Dataset, ServerRecord } from "./dataset.js";
 import type { People } from "./people.js";
@@ -93,7 +93,6 @@ export interface Project {
 export class SimState {
   readonly configs = new Map<string, ConfigRecord>();
   readonly runs = new Map<string, RunRecord>();
-  readonly triggers = new Map<string, { configId: string; runIds: string[] }>();
   readonly outcomes: { match: OutcomeMatch; outcome: Outcome; left: number }[] = [];
   premium = true;
   cannotStart: string | null = null;

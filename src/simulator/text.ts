@@ -54,36 +54,39 @@ export function generateSentence(random: Random): string {
   return `${text}.`;
 }
 
-let sentencePool: string[] | undefined;
+const CORPUS_CHARS = 512 * 1024;
+let corpus: string | undefined;
 
-/** 1024 fixed sentences: bodies are assembled from these, which is ~10x faster than word by word. */
-function pooledSentence(random: Random): string {
-  if (!sentencePool) {
-    const poolRandom = createRandom(0x5e17e);
-    sentencePool = Array.from({ length: 1024 }, () => generateSentence(poolRandom));
-  }
-  return sentencePool[random.uint32() & 1023] ?? "";
-}
-
-/** Markdown-ish body of roughly `bytes` characters: a heading, then paragraphs and a list. */
-export function generateBody(title: string, bytes: number, random: Random): string {
-  const parts: string[] = [`# ${title}`, ""];
-  let length = title.length + 3;
-  while (length < bytes) {
-    let paragraph: string;
-    if (random.chance(0.15)) {
-      const items: string[] = [];
-      for (let i = random.int(2, 6); i > 0; i--) items.push(`- ${pooledSentence(random)}`);
-      paragraph = items.join("\n");
-    } else {
-      const sentences: string[] = [];
-      for (let i = random.int(2, 7); i > 0; i--) sentences.push(pooledSentence(random));
-      paragraph = sentences.join(" ");
-    }
-    parts.push(paragraph, "");
+/** Half a MB of fixed markdown (paragraphs and lists), built once from a fixed seed. */
+function getCorpus(): string {
+  if (corpus) return corpus;
+  const random = createRandom(0x5e17e);
+  const paragraphs: string[] = [];
+  let length = 0;
+  while (length < CORPUS_CHARS) {
+    const list = random.chance(0.15);
+    const lines: string[] = [];
+    for (let i = random.int(2, list ? 6 : 7); i > 0; i--)
+      lines.push(list ? `- ${generateSentence(random)}` : generateSentence(random));
+    const paragraph = lines.join(list ? "\n" : " ");
+    paragraphs.push(paragraph);
     length += paragraph.length + 2;
   }
-  return parts.join("\n").slice(0, Math.max(bytes, title.length + 2));
+  corpus = paragraphs.join("\n\n");
+  return corpus;
+}
+
+/**
+ * Markdown body of `bytes` characters (at least the heading): a heading, then a run of the corpus
+ * starting at a random sentence. Slicing a fixed corpus keeps rendering a 500-resource page cheap.
+ */
+export function generateBody(title: string, bytes: number, random: Random): string {
+  const heading = `# ${title}\n\n`;
+  const text = getCorpus();
+  const want = Math.min(Math.max(0, bytes - heading.length), text.length / 2);
+  const from = text.indexOf(". ", random.int(0, text.length - want - 200));
+  const start = from < 0 ? 0 : from + 2;
+  return heading + text.slice(start, start + want);
 }
 
 /** Content size in characters: log-normal, median ~3 KB, from ~200 bytes to ~60 KB. */

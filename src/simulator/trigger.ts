@@ -1,7 +1,7 @@
 /** POST /sync-task: one run per user, one source per server that user can reach; all or nothing. */
 import { configUsers, getConfig } from "./configs.js";
 import type { ServerRecord } from "./dataset.js";
-import { HttpError, invalid } from "./http-error.js";
+import { HttpError, invalid, requireObject } from "./http-error.js";
 import { isAccessible } from "./people.js";
 import { premiumRefusal } from "./premium.js";
 import type { ConfigRecord, RunRecord, SimState, SourceRecord } from "./state.js";
@@ -23,59 +23,14 @@ export function triggerSync(state: SimState, body: unknown) {
   if (!state.premium) throw premiumRefusal();
   const config = getConfig(state, input.syncConfigId);
   if (state.cannotStart !== null) throw new HttpError(409, state.cannotStart);
-  const users = configUsers(state, config);
   const servers = config.serverIds.flatMap((id) => state.serverById(id) ?? []);
-  const pairs = users.length * servers.length;
-  if (pairs > MAX_PAIRS_PER_TRIGGER) {
-    throw new HttpError(
-      400,
-      `this trigger would start ${pairs} user x server pairs; the limit is ${MAX_PAIRS_PER_TRIGGER}`,
-    );
-  }
-  const labels = sourceLabels(servers);
-  const skipped: Skipped[] = [];
-  const runnable: { email: string; user: number; servers: ServerRecord[] }[] = [];
-  for (const { email, user } of users) {
-    const reachable = servers.filter((server) => {
-      const reason = skipReason(state, config, user, server);
-      if (reason)
-        skipped.push({
-          user_email: email,
-          server_instance_id: server.server_instance_id,
-          server_name: server.server_name,
-          ...reason,
-        });
-      return reason === undefined;
-    });
-    if (reachable.length > 0) runnable.push({ email, user, servers: reachable });
-  }
-  if (runnable.length === 0)
+  const { runnable, skipped } = planPairs(state, config, servers);
+  if (runnable.length === 0) {
     throw new HttpError(400, "no user of this sync config can reach any of its servers");
-
-  const triggerId = state.newId();
-  const createdAtMs = state.clock.tick();
-  const runs = runnable.map(
-    ({ email, user, servers: reachable }): RunRecord => ({
-      syncId: state.newId(),
-      triggerId,
-      configId: config.id,
-      projectId: config.projectId,
-      userEmail: email,
-      user,
-      instructions: config.instructions,
-      since: input.since,
-      sinceMs: input.sinceMs,
-      createdAtMs,
-      seq: state.nextSeq(),
-      sources: reachable.map((server) =>
-        newSource(state, server, labels.get(server.server_instance_id) ?? ""),
-      ),
-    }),
-  );
-  for (const run of runs) state.runs.set(run.syncId, run);
-  state.triggers.set(triggerId, { configId: config.id, runIds: runs.map((r) => r.syncId) });
+  }
+  const runs = startRuns(state, config, sourceLabels(servers), runnable, input);
   return {
-    trigger_id: triggerId,
+    trigger_id: runs[0]?.triggerId ?? "",
     sync_config_id: config.id,
     status: "pending",
     since: input.since,
@@ -95,6 +50,72 @@ export function triggerSync(state: SimState, body: unknown) {
       input.skillRef === null ? null : { skill_ref: input.skillRef, name: input.skillRef, version: 1 },
     skill_warning: null,
   };
+}
+
+interface RunnableUser {
+  email: string;
+  user: number;
+  servers: ServerRecord[];
+}
+
+/** Every user x server pair of the config, split into who runs where and what is skipped (why). */
+function planPairs(
+  state: SimState,
+  config: ConfigRecord,
+  servers: readonly ServerRecord[],
+): { runnable: RunnableUser[]; skipped: Skipped[] } {
+  const users = configUsers(state, config);
+  const pairs = users.length * servers.length;
+  if (pairs > MAX_PAIRS_PER_TRIGGER) {
+    throw new HttpError(
+      400,
+      `this trigger would start ${pairs} user x server pairs; the limit is ${MAX_PAIRS_PER_TRIGGER}`,
+    );
+  }
+  const skipped: Skipped[] = [];
+  const runnable: RunnableUser[] = [];
+  for (const { email, user } of users) {
+    const reachable = servers.filter((server) => {
+      const reason = skipReason(state, config, user, server);
+      if (reason) {
+        const { server_instance_id, server_name } = server;
+        skipped.push({ user_email: email, server_instance_id, server_name, ...reason });
+      }
+      return reason === undefined;
+    });
+    if (reachable.length > 0) runnable.push({ email, user, servers: reachable });
+  }
+  return { runnable, skipped };
+}
+
+/** Creates every run of one trigger at once (all or none), stamped with one created_at. */
+function startRuns(
+  state: SimState,
+  config: ConfigRecord,
+  labels: ReadonlyMap<string, string>,
+  runnable: readonly RunnableUser[],
+  input: { since: string | null; sinceMs: number | null },
+): RunRecord[] {
+  const triggerId = state.newId();
+  const createdAtMs = state.clock.tick();
+  const runs = runnable.map(
+    ({ email, user, servers }): RunRecord => ({
+      syncId: state.newId(),
+      triggerId,
+      configId: config.id,
+      projectId: config.projectId,
+      userEmail: email,
+      user,
+      instructions: config.instructions,
+      since: input.since,
+      sinceMs: input.sinceMs,
+      createdAtMs,
+      seq: state.nextSeq(),
+      sources: servers.map((server) => newSource(state, server, labels.get(server.server_instance_id) ?? "")),
+    }),
+  );
+  for (const run of runs) state.runs.set(run.syncId, run);
+  return runs;
 }
 
 /** The fields that name a source everywhere it appears. */
@@ -158,10 +179,7 @@ function newSource(state: SimState, server: ServerRecord, label: string): Source
 }
 
 function parseTriggerBody(body: unknown) {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw invalid(["body"], "Input should be a valid dictionary or object", "dict_type", body);
-  }
-  const input = body as Record<string, unknown>;
+  const input = requireObject(body);
   const extra = Object.keys(input).filter((key) => !TRIGGER_FIELDS.has(key));
   if (extra.length > 0) {
     throw new HttpError(

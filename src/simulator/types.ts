@@ -80,6 +80,8 @@ export interface SimulatorRuns {
   hold(): void;
   release(): void;
   readonly held: boolean;
+  /** The run vanishes upstream: reading it answers 404 and no list shows it (reliability tests). */
+  remove(syncId: string): void;
   /** Every run, newest first, in the run-detail shape. Reading here never moves a run. */
   list(): RunView[];
   get(syncId: string): RunView;

@@ -20,35 +20,17 @@ export function createAccessStore(db: Db) {
     eq(resourceAccess.serverInstanceId, p("serverInstanceId")),
   );
 
-  const insertNew = db
-    .insert(resourceAccess)
-    .values({
-      mirror: p("mirror"),
-      userEmail: p("userEmail"),
-      key: p("key"),
-      serverInstanceId: p("serverInstanceId"),
-      source: p("source"),
-      lastSeenAt: p("seenAt"),
-      missedFullCount: 0,
-    })
-    .onConflictDoNothing()
-    .prepare();
-
-  const refresh = db
-    .update(resourceAccess)
-    .set({
-      source: p("source") as unknown as string,
-      lastSeenAt: sql`max(${resourceAccess.lastSeenAt}, ${p("seenAt")})`,
-      missedFullCount: 0,
-    })
-    .where(
-      and(
-        eq(resourceAccess.mirror, p("mirror")),
-        eq(resourceAccess.userEmail, p("userEmail")),
-        eq(resourceAccess.key, p("key")),
-      ),
-    )
-    .prepare();
+  // `see` runs for every exported row: plain better-sqlite3 statements with positional
+  // parameters, because drizzle's per-call placeholder mapping cost more than the SQLite work.
+  const sqlite = db.$client;
+  const refresh = sqlite.prepare<[string, string, string, string, string]>(
+    `UPDATE resource_access SET source = ?, last_seen_at = max(last_seen_at, ?), missed_full_count = 0
+     WHERE mirror = ? AND user_email = ? AND key = ?`,
+  );
+  const insertNew = sqlite.prepare<[string, string, string, string, string, string]>(
+    `INSERT INTO resource_access (mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count)
+     VALUES (?, ?, ?, ?, ?, ?, 0) ON CONFLICT DO NOTHING`,
+  );
 
   const anyAccess = db
     .select({ one: sql<number>`1` })
@@ -60,9 +42,10 @@ export function createAccessStore(db: Db) {
   return {
     /** Records that the user saw the key; true when the user had no access to it before. */
     see(row: PairRef & { key: string; source: string; seenAt: string }): boolean {
-      if (insertNew.run(row).changes === 1) return true;
-      refresh.run(row);
-      return false;
+      // Refresh first: in steady state (incrementals, nightly fulls) the row exists, so one statement.
+      if (refresh.run(row.source, row.seenAt, row.mirror, row.userEmail, row.key).changes === 1) return false;
+      insertNew.run(row.mirror, row.userEmail, row.key, row.serverInstanceId, row.source, row.seenAt);
+      return true;
     },
 
     hasAnyAccess(key: string): boolean {

@@ -1,34 +1,37 @@
 /**
  * The public `changes` feed: a consumer keeps the last `seq` it processed and reads onward.
  */
-import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "./db.js";
-import { changes } from "./schema.js";
 
 export type ChangeOp = "upsert" | "delete" | "access";
 
-const p = (name: string) => sql.placeholder(name);
-
 export function createChangeStore(db: Db) {
-  const exists = db
-    .select({ one: sql<number>`1` })
-    .from(changes)
-    .where(and(eq(changes.syncId, p("scope")), eq(changes.key, p("key"))))
-    .limit(1)
-    .prepare();
-  const insert = db
-    .insert(changes)
-    .values({ key: p("key"), op: p("op"), at: p("at"), mirror: p("mirror"), syncId: p("scope") })
-    .prepare();
+  // `record` runs for most exported rows of a cold mirror: plain better-sqlite3 statements with
+  // positional parameters, because drizzle's per-call placeholder mapping cost more than the SQLite work.
+  const sqlite = db.$client;
+  const existing = sqlite.prepare<[string, string], { seq: number; op: ChangeOp }>(
+    "SELECT seq, op FROM changes WHERE sync_id = ? AND key = ? LIMIT 1",
+  );
+  const remove = sqlite.prepare<[number]>("DELETE FROM changes WHERE seq = ?");
+  const insert = sqlite.prepare<[string, ChangeOp, string, string, string]>(
+    "INSERT INTO changes (seq, key, op, at, mirror, sync_id) VALUES (NULL, ?, ?, ?, ?, ?)",
+  );
 
   return {
     /**
      * Appends a change unless the key already changed within `scope` (a run's sync_id, or a
-     * sweep's id): at most one change per key per run ingested.
+     * sweep's id): at most one change per key per run ingested. A later change that says more
+     * (a `delete` after an `access` when the last pair loses the key, an `upsert` after an
+     * `access`) replaces the earlier one and is appended anew, so a consumer that already read
+     * the earlier seq still sees it.
      */
     record(c: { key: string; op: ChangeOp; at: string; mirror: string; scope: string }): boolean {
-      if (exists.get(c) !== undefined) return false;
-      insert.run(c);
+      const prior = existing.get(c.scope, c.key);
+      if (prior !== undefined) {
+        if (prior.op === c.op || (prior.op === "upsert" && c.op === "access")) return false;
+        remove.run(prior.seq);
+      }
+      insert.run(c.key, c.op, c.at, c.mirror, c.scope);
       return true;
     },
   };

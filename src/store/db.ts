@@ -53,6 +53,12 @@ export function openDatabase(path: string, options: { lock?: boolean } = {}): Op
   }
 }
 
+/** An error raised by SQLite itself (better-sqlite3's SqliteError: disk full, read-only, I/O). */
+export function isDatabaseError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_");
+}
+
 function openSqlite(path: string): Database.Database {
   try {
     if (path !== ":memory:") {

@@ -17,6 +17,9 @@ export function createDryRunStore(open: OpenDatabase) {
     WHERE a.mirror = @mirror AND a.user_email = @userEmail AND a.server_instance_id = @serverInstanceId
       AND a.missed_full_count + 1 >= @threshold
       AND NOT EXISTS (SELECT 1 FROM dry_seen s WHERE s.user_email = a.user_email AND s.key = a.key)`);
+  const collectAll = sqlite.prepare(`INSERT OR IGNORE INTO dry_revoke (mirror, user_email, key)
+    SELECT a.mirror, a.user_email, a.key FROM resource_access a
+    WHERE a.mirror = @mirror AND a.user_email = @userEmail AND a.server_instance_id = @serverInstanceId`);
   const wouldDelete = sqlite.prepare(`SELECT count(DISTINCT d.key) AS n FROM dry_revoke d
     JOIN resources r ON r.key = d.key AND r.deleted_at IS NULL
     WHERE NOT EXISTS (SELECT 1 FROM resource_access a WHERE a.key = d.key
@@ -32,6 +35,10 @@ export function createDryRunStore(open: OpenDatabase) {
     /** Marks the pair's unseen keys that would reach the miss threshold. */
     collectPair(p: { mirror: string; userEmail: string; serverInstanceId: string; threshold: number }): void {
       collect.run(p);
+    },
+    /** Marks every key the pair holds (a user who left, a pair removed or past its grace). */
+    collectWholePair(p: { mirror: string; userEmail: string; serverInstanceId: string }): void {
+      collectAll.run(p);
     },
     totals(): { would_revoke: number; would_delete: number } {
       const revoke = (wouldRevoke.get() as { n: number }).n;

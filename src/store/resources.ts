@@ -35,66 +35,41 @@ export interface StoredResourceState {
 const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
 const p = (name: string) => sql.placeholder(name);
 
-export function createResourceStore(db: Db) {
-  const findState = db
-    .select({ contentHash: resources.contentHash, deletedAt: resources.deletedAt })
-    .from(resources)
-    .where(eq(resources.key, p("key")))
-    .prepare();
+/** Every column `write` sets, in the order of its parameters; `key` first. */
+const WRITTEN = [
+  "key",
+  "content_hash",
+  "content_text",
+  "content_format",
+  "content_status",
+  "title",
+  "url",
+  "type",
+  "source_type",
+  "server_instance_id",
+  "native_id",
+  "modified_at",
+  "fetched_at",
+  "fields",
+  "metadata",
+  "relations",
+  "attachments",
+  "provenance",
+  "engine_version",
+  "updated_at",
+] as const;
 
-  const upsert = db
-    .insert(resources)
-    .values({
-      key: p("key"),
-      contentHash: p("contentHash"),
-      contentText: p("contentText"),
-      contentFormat: p("contentFormat"),
-      contentStatus: p("contentStatus"),
-      title: p("title"),
-      url: p("url"),
-      type: p("type"),
-      sourceType: p("sourceType"),
-      serverInstanceId: p("serverInstanceId"),
-      nativeId: p("nativeId"),
-      modifiedAt: p("modifiedAt"),
-      fetchedAt: p("fetchedAt"),
-      fields: p("fields"),
-      metadata: p("metadata"),
-      relations: p("relations"),
-      attachments: p("attachments"),
-      provenance: p("provenance"),
-      deletedAt: sql`NULL`,
-      engineVersion: p("engineVersion"),
-      updatedAt: p("updatedAt"),
-    })
-    .onConflictDoUpdate({
-      target: resources.key,
-      set: Object.fromEntries(
-        [
-          "content_hash",
-          "content_text",
-          "content_format",
-          "content_status",
-          "title",
-          "url",
-          "type",
-          "source_type",
-          "server_instance_id",
-          "native_id",
-          "modified_at",
-          "fetched_at",
-          "fields",
-          "metadata",
-          "relations",
-          "attachments",
-          "provenance",
-          "deleted_at",
-          "engine_version",
-          "updated_at",
-        ].map((c) => [camel(c), sql.raw(`excluded.${c}`)]),
-      ),
-    })
-    .prepare();
+export function createResourceStore(db: Db) {
+  // The two statements every exported row runs are plain better-sqlite3 statements with
+  // positional parameters: drizzle's per-call placeholder mapping cost more than the SQLite work.
+  const sqlite = db.$client;
+  const findState = sqlite.prepare<[string], StoredResourceState>(
+    "SELECT content_hash AS contentHash, deleted_at AS deletedAt FROM resources WHERE key = ?",
+  );
+  const upsert = sqlite.prepare<unknown[]>(
+    `INSERT INTO resources (${WRITTEN.join(", ")}, deleted_at) VALUES (${WRITTEN.map(() => "?").join(", ")}, NULL)
+     ON CONFLICT (key) DO UPDATE SET ${[...WRITTEN.slice(1), "deleted_at"].map((c) => `${c} = excluded.${c}`).join(", ")}`,
+  );
 
   const tombstone = db
     .update(resources)
@@ -113,21 +88,33 @@ export function createResourceStore(db: Db) {
 
   return {
     findState(key: string): StoredResourceState | undefined {
-      return findState.get({ key });
+      return findState.get(key);
     },
 
     /** Writes the resource (new, changed, or back from a tombstone). */
     write(r: ResourceInput, engineVersion: string | null, at: string): void {
-      upsert.run({
-        ...r,
-        fields: json(r.fields),
-        metadata: json(r.metadata),
-        relations: json(r.relations),
-        attachments: json(r.attachments),
-        provenance: json(r.provenance),
+      upsert.run(
+        r.key,
+        r.contentHash,
+        r.contentText,
+        r.contentFormat,
+        r.contentStatus,
+        r.title,
+        r.url,
+        r.type,
+        r.sourceType,
+        r.serverInstanceId,
+        r.nativeId,
+        r.modifiedAt,
+        r.fetchedAt,
+        json(r.fields),
+        json(r.metadata),
+        json(r.relations),
+        json(r.attachments),
+        json(r.provenance),
         engineVersion,
-        updatedAt: at,
-      });
+        at,
+      );
     },
 
     /** Keeps the row as a tombstone: `deleted_at` set, content and JSON parts cleared. */
@@ -138,7 +125,3 @@ export function createResourceStore(db: Db) {
 }
 
 export type ResourceStore = ReturnType<typeof createResourceStore>;
-
-function camel(column: string): string {
-  return column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-}

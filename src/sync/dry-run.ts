@@ -1,7 +1,8 @@
 /**
  * `sync --full --dry-run`: the full snapshot is triggered and read, but nothing is ingested; the
  * keys each user saw are compared with the mirror to print what the sweep would revoke and delete.
- * Watermarks, resources, access and changes stay as they were. Users who left are not included.
+ * Watermarks, resources, access and changes stay as they were. Pairs that would lose all their
+ * access (users who left, pairs past their grace) are included, as the real sweep revokes them.
  */
 import { Resource } from "../api/schemas.js";
 import type { RunRow, TriggerRow } from "../store/state.js";
@@ -10,6 +11,7 @@ import { engineOf, exportPages, sourceReports } from "./ingest.js";
 import { sourceSucceeded } from "./outcome.js";
 import { settle } from "./settle.js";
 import type { MirrorSummary } from "./summary.js";
+import { findLeavingPairs } from "./sweep.js";
 import { waitAndIngest } from "./wait.js";
 
 export async function dryRunSweep(
@@ -31,6 +33,8 @@ export async function dryRunSweep(
       });
     }
   }
+  for (const { pair } of (await findLeavingPairs(pass, trigger)) ?? [])
+    ctx.store.dryRun.collectWholePair(pair);
   const dryRun = ctx.store.dryRun.totals();
   const summary = settle(pass, trigger.id, { timedOut, resumed: false, startedAtMs, dryRun: true });
   summary.dry_run = dryRun;

@@ -110,11 +110,25 @@ function applyPage(
       );
       continue;
     }
-    const r = toInput(parsed.data);
+    const { input: r, source, textRepaired } = toInput(parsed.data);
+    if (textRepaired) {
+      ctx.log.warn(
+        { sync_id: run.syncId, key: r.key },
+        "resource text held unpaired UTF-16 surrogates (not representable in UTF-8): stored with U+FFFD in their place",
+      );
+    }
     const stored = store.resources.findState(r.key);
     const changed = stored === undefined || stored.deletedAt !== null || stored.contentHash !== r.contentHash;
     if (changed) {
-      store.resources.write(r, engineVersion, at);
+      const unstorable = tryWrite(ctx, r, engineVersion, at);
+      if (unstorable !== null) {
+        counts.rejected++;
+        ctx.log.warn(
+          { sync_id: run.syncId, key: r.key, path: unstorable.path, reason: unstorable.reason },
+          "resource rejected: it cannot be stored",
+        );
+        continue;
+      }
       counts.upserted++;
       metrics.resourcesUpserted.inc({ mirror: mirror.name, source_type: r.sourceType });
     } else {
@@ -126,7 +140,7 @@ function applyPage(
       userEmail: run.userEmail,
       key: r.key,
       serverInstanceId: r.serverInstanceId,
-      source: parsed.data.source,
+      source,
       seenAt,
     });
     if (changed || newAccess) {
@@ -164,30 +178,75 @@ function finishRun({ ctx, mirror }: MirrorPass, trigger: TriggerRow, run: RunRow
   metrics.runs.inc({ mirror: mirror.name, status: run.status });
 }
 
+const JSON_PARTS = ["fields", "metadata", "relations", "attachments", "provenance"] as const;
+
+/**
+ * Writes one resource. A value JSON.stringify cannot serialize (nesting deeper than the stack
+ * allows: JSON.parse accepted it) is that resource's problem, not the page's: it is rejected alone
+ * before anything of it is written. Database errors still stop the page.
+ */
+function tryWrite(
+  ctx: SyncContext,
+  r: ResourceInput,
+  engineVersion: string | null,
+  at: string,
+): { path: string | undefined; reason: string } | null {
+  try {
+    ctx.store.resources.write(r, engineVersion, at);
+    return null;
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    const path = JSON_PARTS.find((part) => {
+      try {
+        JSON.stringify(r[part]);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    return { path, reason: `cannot be stored as JSON (${error.message}): nested too deeply or too large` };
+  }
+}
+
 function keyOf(raw: unknown): string | undefined {
   const key = (raw as { key?: unknown } | null)?.key;
   return typeof key === "string" ? key : undefined;
 }
 
-function toInput(r: Resource): ResourceInput {
-  return {
-    key: r.key,
-    contentHash: r.content_hash,
-    contentText: r.content?.text ?? null,
-    contentFormat: r.content?.format ?? null,
-    contentStatus: r.content_status ?? null,
-    title: r.title ?? null,
-    url: r.url ?? null,
-    type: r.type ?? null,
-    sourceType: r.source_type,
-    serverInstanceId: r.server_instance_id,
-    nativeId: r.native_id,
-    modifiedAt: r.modified_at ?? null,
-    fetchedAt: r.fetched_at ?? null,
+/**
+ * SQLite text is UTF-8, which cannot hold an unpaired UTF-16 surrogate (JSON allows `"\ud800"`):
+ * better-sqlite3 would write bytes that are not UTF-8, which other readers of the mirror refuse.
+ * Each one becomes U+FFFD, and the resource says so. JSON columns keep them, escaped.
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+function toInput(r: Resource): { input: ResourceInput; source: string; textRepaired: boolean } {
+  let textRepaired = false;
+  const text = <T extends string | null>(value: T): T => {
+    if (value === null || !/[\uD800-\uDFFF]/.test(value)) return value;
+    const repaired = value.replace(LONE_SURROGATE, "\uFFFD");
+    textRepaired ||= repaired !== value;
+    return repaired as T;
+  };
+  const input: ResourceInput = {
+    key: text(r.key),
+    contentHash: text(r.content_hash),
+    contentText: text(r.content?.text ?? null),
+    contentFormat: text(r.content?.format ?? null),
+    contentStatus: text(r.content_status ?? null),
+    title: text(r.title ?? null),
+    url: text(r.url ?? null),
+    type: text(r.type ?? null),
+    sourceType: text(r.source_type),
+    serverInstanceId: text(r.server_instance_id),
+    nativeId: text(r.native_id),
+    modifiedAt: text(r.modified_at ?? null),
+    fetchedAt: text(r.fetched_at ?? null),
     fields: r.fields,
     metadata: r.metadata,
     relations: r.relations,
     attachments: r.attachments,
     provenance: r.provenance,
   };
+  return { input, source: text(r.source), textRepaired };
 }

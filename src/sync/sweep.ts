@@ -72,12 +72,43 @@ function sweepMisses(pass: MirrorPass, trigger: TriggerRow): void {
 
 type LeaveReason = "left" | "removed" | "inaccessible";
 
-/**
- * Who left is read from the trigger's `skipped` list when it is complete; otherwise (more than
- * 100 skipped, or runs adopted without the response) from the access check. If that check fails,
- * nobody loses access for leaving in this pass.
- */
+/** A pair that loses all its access in this full pass, and why. */
+export interface LeavingPair {
+  pair: PairRef;
+  reason: LeaveReason;
+}
+
 async function sweepLeavers(pass: MirrorPass, trigger: TriggerRow): Promise<void> {
+  const { ctx, mirror } = pass;
+  const { store } = ctx;
+  const leaving = await findLeavingPairs(pass, trigger);
+  if (leaving === null) {
+    store.state.markLeaversSwept(trigger.id, true);
+    return;
+  }
+  const at = ctx.now().toISOString();
+  for (const { pair, reason } of leaving) {
+    store.transaction(() => {
+      const keys = store.access.revokePair(pair);
+      store.pairs.retire(pair, reason, at);
+      store.state.addSweepCounts(trigger.id, applyRevocations(ctx, mirror.name, keys, `sweep:${trigger.id}`));
+    });
+    ctx.log.info(
+      { user_email: pair.userEmail, server_instance_id: pair.serverInstanceId, reason },
+      "pair lost its access",
+    );
+  }
+  store.state.markLeaversSwept(trigger.id, false);
+}
+
+/**
+ * Pairs holding access that lose it: users who left, pairs removed from the trigger, pairs skipped
+ * past their grace. Who left is read from the trigger's `skipped` list when it is complete;
+ * otherwise (more than 100 skipped, or runs adopted without the response) from the access check.
+ * Null when that check failed: nobody loses access for leaving in this pass. Reads only, so the
+ * dry run asks the same question.
+ */
+export async function findLeavingPairs(pass: MirrorPass, trigger: TriggerRow): Promise<LeavingPair[] | null> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
   const listed: SkippedPair[] | null = trigger.skipped === null ? null : JSON.parse(trigger.skipped);
@@ -92,19 +123,27 @@ async function sweepLeavers(pass: MirrorPass, trigger: TriggerRow): Promise<void
         { err: (error as Error).message },
         "access check failed: nobody loses access for leaving in this pass",
       );
-      store.state.markLeaversSwept(trigger.id, true);
-      return;
+      return null;
     }
   }
   const runs = store.state.runsOf(trigger.id);
   const usersRan = new Set(runs.map((r) => r.userEmail));
   const ranPairs = new Set<string>();
   const usersRead = new Set<string>();
+  // This snapshot's created_at counts as the newest watermark even before it is recorded (dry run).
+  let snapshotAt: string | null = null;
   for (const run of runs) {
     if (run.ingest !== "done") continue;
     usersRead.add(run.userEmail);
-    for (const s of store.state.sourcesOf(run.syncId))
+    for (const s of store.state.sourcesOf(run.syncId)) {
       ranPairs.add(pairId(run.userEmail, s.serverInstanceId));
+      if (
+        sourceSucceeded(run, s) &&
+        run.createdAt !== null &&
+        (snapshotAt === null || run.createdAt > snapshotAt)
+      )
+        snapshotAt = run.createdAt;
+    }
   }
   const skipped = new Map<string, string>();
   for (const s of listed ?? []) skipped.set(pairId(s.user_email, s.server_instance_id), s.reason);
@@ -129,24 +168,15 @@ async function sweepLeavers(pass: MirrorPass, trigger: TriggerRow): Promise<void
   const pairRows = new Map(
     store.pairs.listForMirror(mirror.name).map((p) => [pairId(p.userEmail, p.serverInstanceId), p]),
   );
-  const newest = newestWatermark([...pairRows.values()]);
+  const recorded = newestWatermark([...pairRows.values()]);
+  const newest = snapshotAt !== null && (recorded === null || snapshotAt > recorded) ? snapshotAt : recorded;
   const graceMs = mirror.inaccessibleGraceHours * 3_600_000;
-  const at = ctx.now().toISOString();
+  const leaving: LeavingPair[] = [];
   for (const pair of store.access.pairsWithAccess(mirror.name)) {
-    const id = pairId(pair.userEmail, pair.serverInstanceId);
-    const reason = leaveReason(pair, id);
-    if (reason === null) continue;
-    store.transaction(() => {
-      const keys = store.access.revokePair(pair);
-      store.pairs.retire(pair, reason, at);
-      store.state.addSweepCounts(trigger.id, applyRevocations(ctx, mirror.name, keys, `sweep:${trigger.id}`));
-    });
-    ctx.log.info(
-      { user_email: pair.userEmail, server_instance_id: pair.serverInstanceId, reason },
-      "pair lost its access",
-    );
+    const reason = leaveReason(pair, pairId(pair.userEmail, pair.serverInstanceId));
+    if (reason !== null) leaving.push({ pair, reason });
   }
-  store.state.markLeaversSwept(trigger.id, false);
+  return leaving;
 
   function leaveReason(pair: PairRef, id: string): LeaveReason | null {
     if (left.has(pair.userEmail)) return "left";

@@ -12,6 +12,7 @@ import {
   SyncmirrorError,
   UnauthorizedError,
 } from "../errors.js";
+import type { Metrics } from "../metrics.js";
 import type { TriggerRow } from "../store/state.js";
 import type { MirrorPass, PassOptions, SyncContext } from "./context.js";
 import { dryRunSweep } from "./dry-run.js";
@@ -62,7 +63,7 @@ async function drive(pass: MirrorPass, row: TriggerRow, resumed: boolean): Promi
     if (trigger.state === "intent") trigger = await establishTrigger(pass, trigger, resumed);
     const log = ctx.log.child({ trigger_id: trigger.triggerId });
     const scoped: MirrorPass = { ...pass, ctx: { ...ctx, log } };
-    recordSkippedGauge(scoped, trigger);
+    recordSkippedGauge(ctx.metrics, mirror.name, trigger);
     if (options.dryRun && trigger.mode === "full" && !resumed)
       return await dryRunSweep(scoped, trigger, startedAtMs);
     const { timedOut } = await waitAndIngest(scoped, trigger);
@@ -112,9 +113,10 @@ function classify(
   };
 }
 
-function recordSkippedGauge({ ctx, mirror }: MirrorPass, trigger: TriggerRow): void {
+/** `syncmirror_skipped_pairs` from a trigger's skipped list (also restored by the daemon at start). */
+export function recordSkippedGauge(metrics: Metrics, mirror: string, trigger: TriggerRow | undefined): void {
   const counts = new Map(KNOWN_SKIP_REASONS.map((r) => [r, 0]));
-  const skipped: { reason: string }[] = trigger.skipped === null ? [] : JSON.parse(trigger.skipped);
+  const skipped: { reason: string }[] = trigger?.skipped ? JSON.parse(trigger.skipped) : [];
   for (const s of skipped) counts.set(s.reason, (counts.get(s.reason) ?? 0) + 1);
-  for (const [reason, n] of counts) ctx.metrics.skippedPairs.set({ mirror: mirror.name, reason }, n);
+  for (const [reason, n] of counts) metrics.skippedPairs.set({ mirror, reason }, n);
 }

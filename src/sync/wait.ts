@@ -13,6 +13,7 @@ import {
   NotFoundError,
   UnauthorizedError,
 } from "../errors.js";
+import { isDatabaseError } from "../store/db.js";
 import type { RunRow, TriggerRow } from "../store/state.js";
 import type { MirrorPass } from "./context.js";
 import { ingestRun } from "./ingest.js";
@@ -38,9 +39,15 @@ export async function waitAndIngest(
   let fatal: unknown;
   let delayMs = mirror.pollInitialSeconds * 1000;
   let lastProgress = ctx.now().getTime();
+  let timedOut = false;
+  let listed = new Map<string, RunListItem>();
+  let listNow = true;
+  let timer: Promise<"timer"> | null = null;
   for (;;) {
-    const listed = await listTriggerRuns(pass, trigger);
-    await markVanished(pass, trigger, listed);
+    if (listNow) {
+      listed = await listTriggerRuns(pass, trigger);
+      await markVanished(pass, trigger, listed);
+    }
     for (const run of ctx.store.state.runsOf(trigger.id)) {
       if (
         !isFinished(run.status) ||
@@ -49,7 +56,8 @@ export async function waitAndIngest(
       )
         continue;
       const item = listed.get(run.syncId);
-      if (run.status === "incomplete" && run.continuesSent < mirror.continueIncomplete && item) {
+      const mayContinue = run.continuesSent < mirror.continueIncomplete && ctx.now().getTime() <= deadline;
+      if (run.status === "incomplete" && mayContinue && item) {
         await sendContinue(pass, run, item);
         continue;
       }
@@ -65,33 +73,34 @@ export async function waitAndIngest(
       await Promise.allSettled(ingesting.values());
       throw fatal;
     }
+    const now = ctx.now().getTime();
+    if (now > deadline) timedOut = abandonUnfinished(pass, trigger) || timedOut;
     const runs = ctx.store.state.runsOf(trigger.id);
     const open = runs.filter((r) => r.ingest === "waiting" || r.ingest === "ingesting");
-    if (open.length === 0 && ingesting.size === 0) return { timedOut: false };
-    const now = ctx.now().getTime();
-    if (now > deadline) {
-      await Promise.allSettled(ingesting.values());
-      for (const r of ctx.store.state.runsOf(trigger.id)) {
-        if (r.ingest === "waiting")
-          ctx.store.state.setIngest(r.syncId, "failed", "run_timeout_minutes reached");
-      }
-      ctx.log.error(
-        { run_timeout_minutes: mirror.runTimeoutMinutes },
-        "runs did not finish in time; giving up on them",
-      );
-      return { timedOut: true };
-    }
+    if (open.length === 0 && ingesting.size === 0) return { timedOut };
     if (now - lastProgress >= PROGRESS_EVERY_MS) {
       lastProgress = now;
       logProgress(pass, runs);
     }
-    // Wake early when an export finishes, so the next finished run starts without a full poll delay.
-    await Promise.race([ctx.sleep(delayMs, ctx.signal).catch(() => {}), ...ingesting.values()]);
+    // An export finishing wakes the loop to start the next finished run at once; only the poll
+    // timer lists the runs again, so a round costs ceil(runs / 100) list calls however many finish.
+    timer ??= ctx
+      .sleep(delayMs, ctx.signal)
+      .catch(() => {})
+      .then(() => "timer" as const);
+    const woke = await Promise.race([
+      timer,
+      ...[...ingesting.values()].map((p) => p.then(() => "ingest" as const)),
+    ]);
     if (ctx.signal.aborted) {
       await Promise.allSettled(ingesting.values());
       throw new AbortedError("sync stopped by shutdown; the trigger will be resumed on the next start");
     }
-    delayMs = Math.min(delayMs * 2, mirror.pollMaxSeconds * 1000);
+    listNow = woke === "timer";
+    if (listNow) {
+      timer = null;
+      delayMs = Math.min(delayMs * 2, mirror.pollMaxSeconds * 1000);
+    }
   }
 }
 
@@ -119,6 +128,24 @@ async function listTriggerRuns(
       ctx.store.state.updateRunStatus(i.sync_id, i.status, serverTime(i.created_at));
   });
   return listed;
+}
+
+/**
+ * Past run_timeout_minutes, runs still unfinished are given up on (their pairs do not advance);
+ * runs that did finish are still exported.
+ */
+function abandonUnfinished({ ctx, mirror }: MirrorPass, trigger: TriggerRow): boolean {
+  const abandoned = ctx.store.state
+    .runsOf(trigger.id)
+    .filter((r) => r.ingest === "waiting" && !isFinished(r.status));
+  for (const r of abandoned) ctx.store.state.setIngest(r.syncId, "failed", "run_timeout_minutes reached");
+  if (abandoned.length > 0) {
+    ctx.log.error(
+      { runs: abandoned.length, run_timeout_minutes: mirror.runTimeoutMinutes },
+      "runs did not finish in time; giving up on them",
+    );
+  }
+  return abandoned.length > 0;
 }
 
 /** A known run missing from the listing is read directly; a 404 means it vanished upstream. */
@@ -178,10 +205,13 @@ async function readOrFail(
   try {
     await read(pass, trigger, run);
   } catch (error) {
+    // A local database error (disk full, read-only) says nothing about the export: the pass stops
+    // with the trigger in flight, and the next one resumes from the last committed page.
     if (
       error instanceof AbortedError ||
       error instanceof UnauthorizedError ||
       error instanceof FeatureDisabledError ||
+      isDatabaseError(error) ||
       ctx.signal.aborted
     ) {
       throw error;

@@ -1,6 +1,7 @@
 /**
- * `syncmirror run` as a child process: spawn it, learn its HTTP port from its JSON log line,
- * poll its endpoints until a condition holds, stop it with a signal and collect what it wrote.
+ * The CLI as a child process (`spawnCli`), and `syncmirror run` in particular (`startDaemon`):
+ * learn its HTTP port from its JSON log line, poll its endpoints until a condition holds
+ * (`until`), read `/metrics`, stop it with a signal and collect what it wrote.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
@@ -14,42 +15,43 @@ export interface Exit {
   signal: NodeJS.Signals | null;
 }
 
-export interface DaemonProcess {
-  child: ChildProcess;
+export interface DaemonProcess extends CliProcess {
   port: number;
-  stdout(): string;
-  stderr(): string;
   /** stderr lines parsed as JSON; throws naming the first line that is not JSON. */
   logs(): Record<string, unknown>[];
   get(path: string): Promise<{ status: number; body: string }>;
   /** The value of one series of /metrics (sum over series matching `labels`), 0 when absent. */
   metric(name: string, labels?: Record<string, string>): Promise<number>;
-  exited: Promise<Exit>;
-  /** Sends `signal` and resolves with the exit and how long it took. */
-  stop(signal?: NodeJS.Signals): Promise<Exit & { ms: number }>;
 }
 
-/** Resolves once `condition` holds; polls, never sleeps a fixed time. */
+/** Resolves with the first truthy value of `condition` (0 and "" are not); polls, never sleeps a fixed time. */
 export async function until<T>(
-  condition: () => T | undefined | false | Promise<T | undefined | false>,
+  condition: () => T | Promise<T>,
   what: string,
   timeoutMs = 15_000,
-): Promise<T> {
+): Promise<NonNullable<Exclude<T, false>>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await condition();
-    if (value !== undefined && value !== false) return value;
+    if (value) return value as NonNullable<Exclude<T, false>>;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }
 
-/** Spawns `syncmirror run --config <h.configPath>` and resolves once its HTTP port is known. */
-export async function startDaemon(h: Harness, extraEnv: Record<string, string> = {}): Promise<DaemonProcess> {
-  const child = spawn(process.execPath, [CLI, "run", "--config", h.configPath], {
-    env: { ...h.env, LOG_LEVEL: "info", ...extraEnv },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+export interface CliProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves once the process exited and its stdout and stderr are read to the end. */
+  exited: Promise<Exit>;
+  /** Sends `signal` (unless it has exited) and resolves with the exit and how long it took. */
+  stop(signal?: NodeJS.Signals): Promise<Exit & { ms: number }>;
+}
+
+/** `node dist/cli.js <args>` with its output collected. */
+export function spawnCli(args: string[], env: Record<string, string | undefined>): CliProcess {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (d: Buffer) => {
@@ -60,30 +62,15 @@ export async function startDaemon(h: Harness, extraEnv: Record<string, string> =
   });
   let exit: Exit | undefined;
   const exited = new Promise<Exit>((resolve) => {
-    child.on("exit", (code, signal) => {
+    child.on("close", (code, signal) => {
       exit = { code, signal };
       resolve(exit);
     });
   });
-  const port = await until(() => {
-    if (exit) throw new Error(`daemon exited (${JSON.stringify(exit)}) before listening:\n${stderr}`);
-    return listeningPort(stderr);
-  }, "the daemon's http listening log line");
-  const base = `http://127.0.0.1:${port}`;
-  const get = async (path: string) => {
-    const res = await fetch(`${base}${path}`);
-    return { status: res.status, body: await res.text() };
-  };
   return {
     child,
-    port,
     stdout: () => stdout,
     stderr: () => stderr,
-    logs: () => parseLogLines(stderr),
-    get,
-    async metric(name, labels = {}) {
-      return sumSeries((await get("/metrics")).body, name, labels);
-    },
     exited,
     async stop(signal = "SIGTERM") {
       const startedAt = Date.now();
@@ -94,9 +81,36 @@ export async function startDaemon(h: Harness, extraEnv: Record<string, string> =
   };
 }
 
+/** Spawns `syncmirror run --config <h.configPath>` and resolves once its HTTP port is known. */
+export async function startDaemon(h: Harness, extraEnv: Record<string, string> = {}): Promise<DaemonProcess> {
+  const cli = spawnCli(["run", "--config", h.configPath], { ...h.env, LOG_LEVEL: "info", ...extraEnv });
+  let exit: Exit | undefined;
+  void cli.exited.then((e) => {
+    exit = e;
+  });
+  const port = await until(() => {
+    if (exit) throw new Error(`daemon exited (${JSON.stringify(exit)}) before listening:\n${cli.stderr()}`);
+    return listeningPort(cli.stderr());
+  }, "the daemon's http listening log line");
+  const base = `http://127.0.0.1:${port}`;
+  const get = async (path: string) => {
+    const res = await fetch(`${base}${path}`);
+    return { status: res.status, body: await res.text() };
+  };
+  return {
+    ...cli,
+    port,
+    logs: () => parseLogLines(cli.stderr()),
+    get,
+    async metric(name, labels = {}) {
+      return sumSeries((await get("/metrics")).body, name, labels);
+    },
+  };
+}
+
 function listeningPort(stderr: string): number | undefined {
   for (const line of stderr.split("\n")) {
-    if (!line.startsWith("{")) continue;
+    if (!line.startsWith("{") || !line.endsWith("}")) continue; // a line still being written
     const entry = JSON.parse(line) as { msg?: string; port?: number };
     if (entry.msg?.startsWith("http listening") && typeof entry.port === "number") return entry.port;
   }

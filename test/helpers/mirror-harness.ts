@@ -29,6 +29,8 @@ export interface HarnessOptions {
   /** Extra keys for the one mirror, named `main`. */
   mirror?: Record<string, unknown>;
   maxAttempts?: number;
+  /** Merged into `api:` (e.g. `timeout_seconds`). */
+  api?: Record<string, unknown>;
 }
 
 export interface Harness {
@@ -71,6 +73,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
           token_env: TOKEN_ENV,
           timeout_seconds: 10,
           max_attempts: options.maxAttempts ?? 4,
+          ...options.api,
         },
         database: { path: dbPath },
         http: { listen: "127.0.0.1:0" },

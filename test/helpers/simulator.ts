@@ -19,11 +19,17 @@ export interface TestApi {
   post(path: string, body?: unknown): Promise<ApiResponse>;
   put(path: string, body?: unknown): Promise<ApiResponse>;
   del(path: string): Promise<ApiResponse>;
-  request(method: string, path: string, init?: { body?: string; token?: string | null }): Promise<ApiResponse>;
+  request(
+    method: string,
+    path: string,
+    init?: { body?: string; token?: string | null },
+  ): Promise<ApiResponse>;
 }
 
 /** Starts a simulator for the current test; it is closed when the test finishes. */
-export async function startTestSimulator(options?: SimulatorOptions): Promise<{ sim: Simulator; api: TestApi }> {
+export async function startTestSimulator(
+  options?: SimulatorOptions,
+): Promise<{ sim: Simulator; api: TestApi }> {
   const sim = await startSimulator(options);
   onTestFinished(() => sim.close());
   return { sim, api: createTestApi(sim) };
@@ -36,26 +42,37 @@ export function createTestApi(sim: Pick<Simulator, "baseUrl" | "token">): TestAp
     if (token !== null) headers.authorization = `Bearer ${token}`;
     const response = await fetch(`${sim.baseUrl}${path}`, { method, headers, body: init.body });
     const text = await response.text();
-    return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) };
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: text === "" ? undefined : JSON.parse(text),
+    };
   };
   return {
     request,
     get(path, query = {}) {
       const params = new URLSearchParams();
-      for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+      for (const [key, value] of Object.entries(query))
+        if (value !== undefined) params.set(key, String(value));
       const suffix = params.size > 0 ? `?${params}` : "";
       return request("GET", `${path}${suffix}`);
     },
-    post: (path, body) => request("POST", path, { body: body === undefined ? undefined : JSON.stringify(body) }),
+    post: (path, body) =>
+      request("POST", path, { body: body === undefined ? undefined : JSON.stringify(body) }),
     put: (path, body) => request("PUT", path, { body: JSON.stringify(body) }),
     del: (path) => request("DELETE", path),
   };
 }
 
 /** POST /sync-task for `syncConfigId` (extra body fields merged in); expects 201. */
-export async function trigger(api: TestApi, syncConfigId: string, extra: Record<string, unknown> = {}): Promise<Body> {
+export async function trigger(
+  api: TestApi,
+  syncConfigId: string,
+  extra: Record<string, unknown> = {},
+): Promise<Body> {
   const response = await api.post("/sync-task", { sync_config_id: syncConfigId, ...extra });
-  if (response.status !== 201) throw new Error(`trigger answered ${response.status}: ${JSON.stringify(response.body)}`);
+  if (response.status !== 201)
+    throw new Error(`trigger answered ${response.status}: ${JSON.stringify(response.body)}`);
   return response.body;
 }
 

@@ -28,7 +28,11 @@ describe("sync configs", () => {
       user_emails: ["user1@example.com", "user2@example.com"],
     });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ name: "Wiki only", all_users: false, user_emails: ["user1@example.com", "user2@example.com"] });
+    expect(created.body).toMatchObject({
+      name: "Wiki only",
+      all_users: false,
+      user_emails: ["user1@example.com", "user2@example.com"],
+    });
     const read = await api.get(`/sync-configs/${created.body.id}`);
     expect(read.body.servers).toHaveLength(1);
     expect(read.body.instructions).toBe("Only the wiki.");
@@ -44,7 +48,10 @@ describe("sync configs", () => {
       [{ ...base, server_instance_ids: ["unknown-server"] }, 400],
       [{ ...base, server_instance_ids: [ids[0], ids[0]] }, 400],
       [{ ...base, all_users: false, user_emails: [], server_instance_ids: [ids[0]] }, 400],
-      [{ ...base, all_users: false, user_emails: ["stranger@example.com"], server_instance_ids: [ids[0]] }, 400],
+      [
+        { ...base, all_users: false, user_emails: ["stranger@example.com"], server_instance_ids: [ids[0]] },
+        400,
+      ],
       [{ ...base, user_emails: ["user1@example.com"], server_instance_ids: [ids[0]] }, 400], // both
       [{ ...base, instructions: "x".repeat(50_001), server_instance_ids: [ids[0]] }, 400],
       [{ ...base, project_id: "no-such-project", server_instance_ids: [ids[0]] }, 404],
@@ -71,7 +78,11 @@ describe("sync configs", () => {
     expect(first.status).toBe(200);
     expect(first.body.items.map((c: { name: string }) => c.name)).toEqual(["three", "two"]);
     expect(first.body.meta).toMatchObject({ size: 2, total: 4, has_next: true, has_prev: false });
-    const second = await api.get("/sync-configs", { project_id: sim.projectId, size: 2, cursor: first.body.meta.next_cursor });
+    const second = await api.get("/sync-configs", {
+      project_id: sim.projectId,
+      size: 2,
+      cursor: first.body.meta.next_cursor,
+    });
     expect(second.body.items.map((c: { name: string }) => c.name)).toEqual(["one", "All servers, all users"]);
     expect(second.body.meta).toMatchObject({ has_next: false, next_cursor: null, has_prev: true });
     expect((await api.get("/sync-configs", { cursor: "garbage!" })).status).toBe(400);
@@ -90,7 +101,11 @@ describe("sync configs", () => {
       user_emails: ["user2@example.com"],
     });
     expect(replaced.status).toBe(200);
-    expect(replaced.body).toMatchObject({ name: "Renamed", all_users: false, user_emails: ["user2@example.com"] });
+    expect(replaced.body).toMatchObject({
+      name: "Renamed",
+      all_users: false,
+      user_emails: ["user2@example.com"],
+    });
     expect(replaced.body.servers.map((s: { source_type: string }) => s.source_type)).toEqual(["github"]);
     const oldRun = await api.get(`/sync-task/${before.runs[0].sync_id}`);
     expect(oldRun.body.sources).toHaveLength(2);
@@ -172,7 +187,8 @@ describe("access check", () => {
       "needs_tenant_admin",
       "not_syncable",
     ] as const;
-    statuses.forEach((status, i) => sim.people.setAuth(`user${i + 1}@example.com`, notion, status));
+    for (const [i, status] of statuses.entries())
+      sim.people.setAuth(`user${i + 1}@example.com`, notion, status);
     const config = sim.configs.create({ userEmails: sim.users });
     sim.people.leaveProject("user8@example.com");
     const { status, body } = await api.get(`/sync-configs/${config}/access`, { size: 100 });
@@ -205,7 +221,10 @@ describe("access check", () => {
       "user2@example.com",
     ]);
     expect(first.body.meta).toMatchObject({ size: 2, total: 4, has_next: true });
-    const second = await api.get(`/sync-configs/${sim.syncConfigId}/access`, { size: 2, cursor: first.body.meta.next_cursor });
+    const second = await api.get(`/sync-configs/${sim.syncConfigId}/access`, {
+      size: 2,
+      cursor: first.body.meta.next_cursor,
+    });
     expect(second.body.items.map((i: { user_email: string }) => i.user_email)).toEqual([
       "user4@example.com",
       "user5@example.com",

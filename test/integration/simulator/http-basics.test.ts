@@ -24,7 +24,9 @@ describe("simulator HTTP basics", () => {
       const wrong = await api.request(method, path, { token: `${sim.token}x` });
       expect(wrong.status).toBe(401);
     }
-    const basic = await fetch(`${sim.baseUrl}/projects`, { headers: { authorization: `Basic ${sim.token}` } });
+    const basic = await fetch(`${sim.baseUrl}/projects`, {
+      headers: { authorization: `Basic ${sim.token}` },
+    });
     expect(basic.status).toBe(401);
   });
 
@@ -35,7 +37,9 @@ describe("simulator HTTP basics", () => {
   });
 
   it("lists projects as a JSON array and the syncable servers of a project", async () => {
-    const { sim, api } = await startTestSimulator({ serversPerType: { notion: 1, google_drive: 1, github: 1 } });
+    const { sim, api } = await startTestSimulator({
+      serversPerType: { notion: 1, google_drive: 1, github: 1 },
+    });
     const projects = await api.get("/projects");
     expect(projects.status).toBe(200);
     expect(Array.isArray(projects.body)).toBe(true);

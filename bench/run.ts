@@ -1,0 +1,176 @@
+/**
+ * `npm run bench`: measures the mirror end to end against the simulator on loopback and writes a
+ * dated report to bench/RESULTS.md (and prints it). Benchmarks are not tests: nothing here asserts.
+ *
+ * Every measured client is its own process, and the simulator another, so each peak RSS is the
+ * client's alone. Workloads: 1 cold full mirror, 2 warm incremental after editing 1% of the
+ * documents, 3 a full snapshot with nothing changed (hash-skipped) and its sweep, 4 a 500-run
+ * trigger's polling; plus the naive and limit references on the large size and a small cold
+ * mirror for the peak-RSS comparison. Sizes: see options.ts.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, release, tmpdir, totalmem, type } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import Database from "better-sqlite3";
+import { rssMethod } from "./measure.js";
+import { type BenchOptions, docsForRows, readBenchOptions, serverCount } from "./options.js";
+import { type MachineFacts, renderReport } from "./report.js";
+import { type SimProcess, startSimProcess } from "./sim-process.js";
+import {
+  type BenchContext,
+  createDb,
+  limitPass,
+  mirrorPass,
+  naivePass,
+  round,
+  type WorkloadResult,
+} from "./workloads.js";
+
+const BENCH_DIR = import.meta.dirname;
+const ROOT = resolve(BENCH_DIR, "..", "..");
+const CLI = join(ROOT, "dist", "cli.js");
+
+async function main(): Promise<void> {
+  const options = readBenchOptions(process.argv.slice(2), process.env);
+  const startedAt = new Date();
+  const started = performance.now();
+  const loadStart = loadavg();
+  const dir = mkdtempSync(join(tmpdir(), "syncmirror-bench-"));
+  if (options.cpuProfDir) mkdirSync(options.cpuProfDir, { recursive: true });
+  const ctx: BenchContext = {
+    cli: CLI,
+    benchDir: BENCH_DIR,
+    dir,
+    pollSeconds: options.pollSeconds,
+    pollMaxSeconds: options.pollMaxSeconds,
+    limitConcurrency: options.limitConcurrency,
+    cpuProfDir: options.cpuProfDir ? resolve(options.cpuProfDir) : undefined,
+    log: (text) => process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${text}\n`),
+  };
+  const results = new Map<string, WorkloadResult>();
+  const add = (r: WorkloadResult) => results.set(r.id, r);
+  const largeDocs = options.docs ?? docsForRows(options.resources, options.users);
+  const smallDocs = docsForRows(options.smallResources, options.users);
+  const pairs = options.users * serverCount(options.servers);
+  if (pairs > 500) throw new Error(`users x servers = ${pairs}: a trigger allows at most 500 pairs`);
+  let edited = 0;
+  try {
+    ctx.log(`large: ${largeDocs} docs; small: ${smallDocs} docs; work dir ${dir}`);
+    await withSim(ctx, { ...options, docs: largeDocs }, async (sim) => {
+      const { setup, db } = createDb(ctx, sim, "mirror");
+      add(await mirrorPass(ctx, sim, setup, db, { id: "cold", title: "1. Cold full mirror", full: false }));
+      edited = (await sim.editRandom(options.changeFraction, options.seed)).edited;
+      add(
+        await mirrorPass(ctx, sim, setup, db, {
+          id: "warm",
+          title: `2. Warm incremental, ${options.changeFraction * 100}% changed`,
+          full: false,
+        }),
+      );
+      add(
+        await mirrorPass(ctx, sim, setup, db, {
+          id: "full",
+          title: "3. Full snapshot, nothing changed, + sweep",
+          full: true,
+        }),
+      );
+      add(await limitPass(ctx, sim, { id: "limit-fetch", title: "Limit: fetch + parse", mode: "fetch" }));
+      add(
+        await limitPass(ctx, sim, {
+          id: "limit-store",
+          title: "Limit: fetch + parse + bare write",
+          mode: "store",
+        }),
+      );
+      if (options.naive) add(await naivePass(ctx, sim, { id: "naive-cold", title: "Naive: cold full mirror" }));
+    });
+    await withSim(ctx, { ...options, docs: smallDocs }, async (sim) => {
+      const { setup, db } = createDb(ctx, sim, "mirror-small");
+      add(await mirrorPass(ctx, sim, setup, db, { id: "cold-small", title: "1s. Cold full mirror, small", full: false }));
+      if (options.naive) add(await naivePass(ctx, sim, { id: "naive-small", title: "Naive: cold, small" }));
+    });
+    const pollSim = { ...options, users: options.pollRuns, docs: options.pollDocs, servers: "notion=1" };
+    await withSim(ctx, pollSim, async (sim) => {
+      const { setup, db } = createDb(ctx, sim, "mirror-poll");
+      add(
+        await mirrorPass(ctx, sim, setup, db, {
+          id: "poll",
+          title: `4. ${options.pollRuns}-run trigger`,
+          full: false,
+          pollingRuns: options.pollRuns,
+        }),
+      );
+      if (options.naive) {
+        add(
+          await naivePass(ctx, sim, {
+            id: "naive-poll",
+            title: `Naive: ${options.pollRuns}-run trigger`,
+            pollingRuns: options.pollRuns,
+          }),
+        );
+      }
+    });
+  } finally {
+    if (options.keep) ctx.log(`kept ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+  const markdown = renderReport({
+    startedAt,
+    benchWallMs: performance.now() - started,
+    options,
+    machine: machineFacts(loadStart),
+    sizes: {
+      large: { docs: largeDocs, users: options.users, servers: options.servers },
+      small: { docs: smallDocs, users: options.users, servers: options.servers },
+      polling: { docs: options.pollDocs, users: options.pollRuns, servers: "notion=1" },
+      edited,
+    },
+    results,
+  });
+  const out = resolve(ROOT, options.out);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, markdown);
+  process.stdout.write(`${markdown}\n`);
+  ctx.log(`wrote ${out} in ${round((performance.now() - started) / 1000)} s`);
+}
+
+async function withSim(
+  ctx: BenchContext,
+  o: Pick<BenchOptions, "seed" | "users" | "servers"> & { docs: number },
+  fn: (sim: SimProcess) => Promise<void>,
+): Promise<void> {
+  const sim = await startSimProcess({ cli: ctx.cli, seed: o.seed, users: o.users, docs: o.docs, servers: o.servers });
+  ctx.log(`simulator: ${o.docs} docs, ${o.users} users, servers ${o.servers} (ready in ${sim.readyMs} ms)`);
+  try {
+    await fn(sim);
+  } finally {
+    await sim.stop();
+  }
+}
+
+function machineFacts(loadStart: number[]): MachineFacts {
+  const db = new Database(":memory:");
+  const sqlite = (db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v;
+  db.close();
+  const git = (...args: string[]) => spawnSync("git", args, { cwd: ROOT, encoding: "utf8" }).stdout?.trim() ?? "";
+  const commit = git("rev-parse", "--short", "HEAD") || "unknown";
+  const dirty = git("status", "--porcelain", "--untracked-files=no") !== "";
+  return {
+    cpu: cpus()[0]?.model ?? "unknown",
+    cores: cpus().length,
+    memoryGiB: round(totalmem() / 2 ** 30, 1),
+    os: `${type()} ${release()}`,
+    node: process.version,
+    sqlite,
+    loadStart,
+    loadEnd: loadavg(),
+    rssMethod: rssMethod() === "gnu-time" ? "GNU time (maxrss of the node process)" : "/proc/<pid>/status VmHWM, sampled",
+    commit: `${commit}${dirty ? " with uncommitted changes" : ""}`,
+  };
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,257 @@
+/**
+ * The workloads, each one measured child process against a simulator in another process: the
+ * mirror (`syncmirror sync --json`), the naive client and the limit client.
+ */
+import { join } from "node:path";
+import type { Measured } from "./measure.js";
+import { runMeasured } from "./measure.js";
+import {
+  createMirrorDb,
+  type DbFacts,
+  dbFacts,
+  type MirrorDb,
+  type MirrorSetup,
+  type Phases,
+  runSyncPass,
+  TOKEN_ENV,
+} from "./mirror.js";
+import { countByRoute, mirrorPolling, type PollingStats, type RouteCount } from "./requests.js";
+import type { SimProcess } from "./sim-process.js";
+
+export type Client = "syncmirror" | "naive" | "limit";
+
+export interface WorkloadResult {
+  id: string;
+  title: string;
+  client: Client;
+  wallMs: number;
+  cpuSeconds: number;
+  peakRssKb: number;
+  /** Exported resource rows read (a key visible to k users counts k times). */
+  rows: number;
+  /** Distinct keys among them. */
+  uniqueKeys: number;
+  /** CPU seconds the simulator spent serving this workload. */
+  simCpuSeconds: number;
+  requests: RouteCount[];
+  totalRequests: number;
+  db: DbFacts | undefined;
+  phases: Phases | undefined;
+  polling: PollingStats | undefined;
+  /** Client-specific figures (upserted, unchanged, write time...). */
+  notes: Record<string, number | string>;
+}
+
+export interface BenchContext {
+  cli: string;
+  benchDir: string;
+  dir: string;
+  pollSeconds: number;
+  pollMaxSeconds: number;
+  limitConcurrency: number;
+  cpuProfDir: string | undefined;
+  log(line: string): void;
+}
+
+/** Clears the simulator's request log, runs `fn`, and attaches what the simulator saw. */
+async function observed(
+  sim: SimProcess,
+  fn: () => Promise<Omit<WorkloadResult, "simCpuSeconds" | "requests" | "totalRequests" | "polling">>,
+  pollingRuns?: number,
+): Promise<WorkloadResult> {
+  await sim.clearRequests();
+  const cpuBefore = sim.cpuSeconds();
+  const result = await fn();
+  const simCpuSeconds = sim.cpuSeconds() - cpuBefore;
+  const entries = await sim.requests();
+  return {
+    ...result,
+    simCpuSeconds,
+    requests: countByRoute(entries),
+    totalRequests: entries.length,
+    polling: pollingRuns === undefined ? undefined : mirrorPolling(entries, pollingRuns),
+  };
+}
+
+const cpu = (m: Measured) => m.userSeconds + m.systemSeconds;
+
+export function mirrorSetup(ctx: BenchContext, sim: SimProcess, name: string): MirrorSetup {
+  return {
+    cli: ctx.cli,
+    dir: ctx.dir,
+    name,
+    sim,
+    pollSeconds: ctx.pollSeconds,
+    pollMaxSeconds: ctx.pollMaxSeconds,
+    cpuProfDir: ctx.cpuProfDir,
+  };
+}
+
+/** One mirror pass (`sync --json`, plus `--full` when asked) over `db`. */
+export async function mirrorPass(
+  ctx: BenchContext,
+  sim: SimProcess,
+  setup: MirrorSetup,
+  db: MirrorDb,
+  w: { id: string; title: string; full: boolean; pollingRuns?: number },
+): Promise<WorkloadResult> {
+  ctx.log(`${w.id}: syncmirror sync${w.full ? " --full" : ""} ...`);
+  const result = await observed(
+    sim,
+    async () => {
+      const { measured, summary, phases } = await runSyncPass(setup, db, w.full ? ["--full"] : []);
+      const facts = dbFacts(db.dbPath);
+      const { upserted, unchanged, rejected } = summary.counts;
+      return {
+        id: w.id,
+        title: w.title,
+        client: "syncmirror" as const,
+        wallMs: measured.wallMs,
+        cpuSeconds: cpu(measured),
+        peakRssKb: measured.peakRssKb,
+        rows: upserted + unchanged + rejected,
+        // Every live key was seen by a full snapshot; an incremental's distinct keys are those it changed.
+        uniqueKeys: summary.mode === "full" ? facts.resources : upserted,
+        db: facts,
+        phases,
+        notes: {
+          mode: summary.mode,
+          upserted,
+          unchanged,
+          deleted: summary.counts.deleted,
+          revoked: summary.counts.access_revoked,
+        },
+      };
+    },
+    w.pollingRuns,
+  );
+  ctx.log(`${w.id}: ${summarize(result)}`);
+  return result;
+}
+
+export function createDb(ctx: BenchContext, sim: SimProcess, name: string) {
+  const setup = mirrorSetup(ctx, sim, name);
+  return { setup, db: createMirrorDb(setup) };
+}
+
+/** The documentation-example client over a fresh database. */
+export async function naivePass(
+  ctx: BenchContext,
+  sim: SimProcess,
+  w: { id: string; title: string; pollingRuns?: number },
+): Promise<WorkloadResult> {
+  ctx.log(`${w.id}: naive client ...`);
+  const dbPath = join(ctx.dir, `${w.id}.db`);
+  const result = await observed(
+    sim,
+    async () => {
+      const measured = await runMeasured([join(ctx.benchDir, "naive-client.js")], {
+        dir: ctx.dir,
+        env: {
+          ...process.env,
+          [TOKEN_ENV]: sim.token,
+          NAIVE_TOKEN_ENV: TOKEN_ENV,
+          NAIVE_BASE_URL: sim.baseUrl,
+          NAIVE_CONFIG_ID: sim.syncConfigId,
+          NAIVE_DB: dbPath,
+          NAIVE_SLEEP_MS: String(Math.round(ctx.pollSeconds * 1000)),
+        },
+      });
+      const out = parseOutput<{ rows: number; callsPerRound: number[] }>(measured, "naive client");
+      const facts = dbFacts(dbPath);
+      return {
+        id: w.id,
+        title: w.title,
+        client: "naive" as const,
+        wallMs: measured.wallMs,
+        cpuSeconds: cpu(measured),
+        peakRssKb: measured.peakRssKb,
+        rows: out.rows,
+        uniqueKeys: facts.resources,
+        db: facts,
+        phases: undefined,
+        notes: {
+          rounds: out.callsPerRound.length,
+          maxCallsPerRound: Math.max(0, ...out.callsPerRound),
+        },
+      };
+    },
+    w.pollingRuns,
+  );
+  ctx.log(`${w.id}: ${summarize(result)}`);
+  return result;
+}
+
+/** The limit client: fetch and parse only, or also write the rows in one bare transaction. */
+export async function limitPass(
+  ctx: BenchContext,
+  sim: SimProcess,
+  w: { id: string; title: string; mode: "fetch" | "store" },
+): Promise<WorkloadResult> {
+  ctx.log(`${w.id}: limit client (${w.mode}) ...`);
+  const dbPath = join(ctx.dir, `${w.id}.db`);
+  const result = await observed(sim, async () => {
+    const measured = await runMeasured([join(ctx.benchDir, "limit-client.js")], {
+      dir: ctx.dir,
+      env: {
+        ...process.env,
+        [TOKEN_ENV]: sim.token,
+        LIMIT_TOKEN_ENV: TOKEN_ENV,
+        LIMIT_MODE: w.mode,
+        LIMIT_BASE_URL: sim.baseUrl,
+        LIMIT_CONFIG_ID: sim.syncConfigId,
+        LIMIT_CONCURRENCY: String(ctx.limitConcurrency),
+        LIMIT_POLL_MS: String(Math.round(ctx.pollSeconds * 1000)),
+        LIMIT_POLL_MAX_MS: String(Math.round(ctx.pollMaxSeconds * 1000)),
+        LIMIT_DB: dbPath,
+      },
+    });
+    const out = parseOutput<{
+      rows: number;
+      uniqueKeys: number;
+      pages: number;
+      bytes: number;
+      writeMs: number;
+      medianContentChars: number;
+    }>(measured, "limit client");
+    return {
+      id: w.id,
+      title: w.title,
+      client: "limit" as const,
+      wallMs: measured.wallMs,
+      cpuSeconds: cpu(measured),
+      peakRssKb: measured.peakRssKb,
+      rows: out.rows,
+      uniqueKeys: out.uniqueKeys,
+      db: w.mode === "store" ? dbFacts(dbPath, { resources: "rows", access: "rows" }) : undefined,
+      phases: undefined,
+      notes: {
+        pages: out.pages,
+        exportMB: round(out.bytes / 1e6, 1),
+        medianContentChars: out.medianContentChars,
+        writeMs: Math.round(out.writeMs),
+      },
+    };
+  });
+  ctx.log(`${w.id}: ${summarize(result)}`);
+  return result;
+}
+
+function parseOutput<T>(measured: Measured, what: string): T {
+  try {
+    if (measured.code === 0) return JSON.parse(measured.stdout) as T;
+  } catch {
+    // reported below
+  }
+  throw new Error(`${what} exited ${measured.code}: ${measured.stdout}\n${measured.stderr.slice(-2000)}`);
+}
+
+function summarize(r: WorkloadResult): string {
+  const s = r.wallMs / 1000;
+  return `${s.toFixed(1)} s, ${r.rows} rows (${Math.round(r.rows / s)}/s), ${r.uniqueKeys} keys, peak RSS ${Math.round(r.peakRssKb / 1024)} MB, cpu ${r.cpuSeconds.toFixed(1)} s, sim cpu ${r.simCpuSeconds.toFixed(1)} s, ${r.totalRequests} requests`;
+}
+
+export function round(value: number, digits = 0): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}

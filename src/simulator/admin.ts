@@ -1,0 +1,74 @@
+/**
+ * Test-infrastructure seam for a simulator running in another process (`syncmirror simulate`,
+ * `npm run bench`): a few routes under `/_sim`, outside the API prefix, behind the same bearer
+ * token. They are not part of the service's API (API.md): admin requests take no faults and are
+ * not written to the request log, so the log stays what the client under test asked for.
+ *
+ * - `POST /_sim/docs/edit-random` `{fraction, seed?}`: edits that share of the live documents,
+ *   picked at random (seeded, default 1), as `sim.docs.edit` does: a new version, so a new
+ *   content_hash, and modified_at = now. Answers `{edited, live}`.
+ * - `GET /_sim/requests`: the request log, oldest first, as `sim.requests` holds it: `{entries}`.
+ * - `DELETE /_sim/requests`: clears the request log (204).
+ */
+import { docIdOf } from "./dataset.js";
+import type { SimulatorDocs } from "./docs-api.js";
+import { invalid, requireObject } from "./http-error.js";
+import { createRandom, hash32 } from "./random.js";
+import type { Route } from "./router.js";
+import type { RequestLogEntry } from "./server.js";
+import type { SimState } from "./state.js";
+
+export function createAdminRoutes(
+  state: SimState,
+  docs: SimulatorDocs,
+  requests: RequestLogEntry[],
+): Route[] {
+  return [
+    {
+      method: "POST",
+      template: "/docs/edit-random",
+      handler: ({ body }) => {
+        const { fraction, seed } = parseEditRandom(body);
+        const live: number[] = [];
+        for (let index = 0; index < state.dataset.count; index++) {
+          if (state.dataset.deleted[index] !== 1) live.push(index);
+        }
+        const count = Math.min(live.length, Math.round(fraction * live.length));
+        const random = createRandom(hash32(seed, "edit-random"));
+        // Partial Fisher-Yates: the first `count` slots end up a uniform sample without repeats.
+        for (let i = 0; i < count; i++) {
+          const j = random.int(i, live.length);
+          const picked = live[j] ?? 0;
+          live[j] = live[i] ?? 0;
+          live[i] = picked;
+          docs.edit(docIdOf(picked));
+        }
+        return { status: 200, body: { edited: count, live: live.length } };
+      },
+    },
+    {
+      method: "GET",
+      template: "/requests",
+      handler: () => ({ status: 200, body: { entries: requests } }),
+    },
+    {
+      method: "DELETE",
+      template: "/requests",
+      handler: () => {
+        requests.length = 0;
+        return { status: 204 };
+      },
+    },
+  ];
+}
+
+function parseEditRandom(body: unknown): { fraction: number; seed: number } {
+  const { fraction, seed = 1 } = requireObject(body);
+  if (typeof fraction !== "number" || !(fraction >= 0 && fraction <= 1)) {
+    throw invalid(["body", "fraction"], "Input should be a number from 0 to 1", "value_error", fraction);
+  }
+  if (typeof seed !== "number" || !Number.isInteger(seed)) {
+    throw invalid(["body", "seed"], "Input should be a valid integer", "int_type", seed);
+  }
+  return { fraction, seed };
+}

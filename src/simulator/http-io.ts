@@ -1,0 +1,58 @@
+/** Bearer-token check, JSON request bodies and JSON answers for the simulator's HTTP server. */
+import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { HttpError } from "./http-error.js";
+
+const MAX_BODY_BYTES = 1024 * 1024;
+
+export function isAuthorized(header: string | undefined, token: string): boolean {
+  const match = /^Bearer\s+(.+)$/i.exec(header ?? "");
+  if (!match?.[1]) return false;
+  const given = Buffer.from(match[1].trim());
+  const expected = Buffer.from(token);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** The parsed JSON body; undefined when empty; 413 past 1 MB; 422 when not JSON. */
+export async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new HttpError(413, "request body too large");
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  if (text.trim() === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(422, [{ type: "json_invalid", loc: ["body"], msg: "JSON decode error" }]);
+  }
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** Removes `field` (default: the first field) from an object, or from each object of an array. */
+export function dropField(body: unknown, field: string | undefined): unknown {
+  const strip = (value: unknown) => {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+    const copy = { ...(value as Record<string, unknown>) };
+    delete copy[field ?? Object.keys(copy)[0] ?? ""];
+    return copy;
+  };
+  return Array.isArray(body) ? body.map(strip) : strip(body);
+}

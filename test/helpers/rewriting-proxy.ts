@@ -1,0 +1,81 @@
+/**
+ * A loopback HTTP proxy in front of the simulator that can rewrite the raw bytes of export pages:
+ * for hostile content the simulator's own JSON serializer cannot produce (nesting deeper than
+ * V8's JSON.stringify allows, invalid UTF-8 bytes, keys of any shape, resources of the wrong
+ * shape). Test infrastructure only; the simulator stays an independent reading of API.md.
+ */
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export type Rewrite = (body: string) => string | Buffer;
+
+export interface RewritingProxy {
+  /** Base URL to put in the config (`.../api/v1`). */
+  baseUrl: string;
+  /** Where requests go; set once the simulator is up. */
+  target: string;
+  /** Applied to the next 200 export page bodies (one use each, in order). */
+  rewrites: Rewrite[];
+  /** Export page bodies as served to the mirror, after any rewrite. */
+  served: Buffer[];
+  close(): Promise<void>;
+}
+
+const EXPORT_PATH = /\/sync-task\/[^/]+\/export$/;
+
+export async function startRewritingProxy(): Promise<RewritingProxy> {
+  const proxy: RewritingProxy = {
+    baseUrl: "",
+    target: "",
+    rewrites: [],
+    served: [],
+    close: () => Promise.resolve(),
+  };
+  const server = createServer((req, res) => {
+    forward(proxy, req).then(
+      ({ status, headers, body }) => {
+        res.writeHead(status, { ...headers, "content-length": String(body.length) });
+        res.end(body);
+      },
+      () => res.destroy(),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  proxy.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`;
+  proxy.close = () =>
+    new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  return proxy;
+}
+
+async function forward(
+  proxy: RewritingProxy,
+  req: IncomingMessage,
+): Promise<{ status: number; headers: Record<string, string>; body: Buffer }> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const path = (req.url ?? "/").replace(/^\/api\/v1/, "");
+  const upstream = await fetch(`${proxy.target}${path}`, {
+    method: req.method,
+    headers: {
+      authorization: req.headers.authorization ?? "",
+      "content-type": req.headers["content-type"] ?? "application/json",
+    },
+    body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
+  });
+  let body: Buffer = Buffer.from(await upstream.arrayBuffer());
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  const retryAfter = upstream.headers.get("retry-after");
+  if (retryAfter) headers["retry-after"] = retryAfter;
+  if (upstream.status === 200 && EXPORT_PATH.test(path.split("?")[0] ?? "")) {
+    const rewrite = proxy.rewrites.shift();
+    if (rewrite) {
+      const out = rewrite(body.toString("utf8"));
+      body = typeof out === "string" ? Buffer.from(out, "utf8") : out;
+    }
+    proxy.served.push(body);
+  }
+  return { status: upstream.status, headers, body };
+}

@@ -1,0 +1,118 @@
+/**
+ * `syncmirror check` as a child process: the access matrix, each kind of problem it flags, and its
+ * exit codes (0 clean, 1 problems, 2 invalid config). It never prints the token.
+ */
+import { randomUUID } from "node:crypto";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { buildOnce, editConfig } from "./setup.js";
+
+let h: Harness | undefined;
+beforeAll(buildOnce);
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function check(harness: Harness): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const result = await harness.cli(["check"]);
+  for (const text of [result.stdout, result.stderr]) expect(text).not.toContain(harness.sim.token);
+  return result;
+}
+
+function problems(stdout: string): string[] {
+  return stdout.split("\n").filter((line) => line.includes("PROBLEM"));
+}
+
+function setSyncConfigId(harness: Harness, id: string): void {
+  editConfig(harness, (config) => {
+    const [mirror] = config.mirrors as Record<string, unknown>[];
+    if (mirror) mirror.sync_config_id = id;
+  });
+}
+
+describe("syncmirror check", () => {
+  it("prints the user x server access matrix and exits 0 when nothing is wrong", async () => {
+    h = await createHarness();
+    const { code, stdout } = await check(h);
+    expect(code).toBe(0);
+    expect(stdout).toContain(`-> sync config ${h.sim.syncConfigId}`);
+    const header = stdout.split("\n").find((line) => /^\s+user\s+project/.test(line));
+    for (const server of h.sim.servers) expect(header).toContain(server.server_name);
+    for (const user of h.sim.users) expect(stdout).toMatch(new RegExp(`${user}\\s+yes\\s+ok`));
+    expect(problems(stdout)).toEqual([]);
+    expect(stdout).toContain("no problems found");
+  });
+
+  it("flags a sync config that does not exist upstream, exit 1", async () => {
+    h = await createHarness();
+    const missing = randomUUID();
+    setSyncConfigId(h, missing);
+    const { code, stdout } = await check(h);
+    expect(code).toBe(1);
+    expect(problems(stdout)).toEqual([
+      expect.stringMatching(new RegExp(`remote config missing.*${missing}`)),
+    ]);
+  });
+
+  it("flags a server the config has paused (available: false), exit 1", async () => {
+    h = await createHarness();
+    const server = h.sim.servers[0];
+    if (!server) throw new Error("no server");
+    h.sim.configs.setServerAvailable(h.sim.syncConfigId, server.server_instance_id, false);
+    const { code, stdout } = await check(h);
+    expect(code).toBe(1);
+    expect(problems(stdout).some((p) => p.includes(`server ${server.server_name} is not available`))).toBe(
+      true,
+    );
+  });
+
+  it("flags a user who is not authenticated on a server, exit 1", async () => {
+    h = await createHarness();
+    const [user] = h.sim.users;
+    const server = h.sim.servers[0];
+    if (!user || !server) throw new Error("no user or server");
+    h.sim.people.setAuth(user, server.server_instance_id, "not_authenticated");
+    const { code, stdout } = await check(h);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(new RegExp(`${user}\\s+yes\\s+.*NO \\(not_authenticated\\)`));
+    expect(problems(stdout)).toEqual([
+      expect.stringContaining(`${user} cannot be synced on ${server.server_name}: not_authenticated`),
+    ]);
+  });
+
+  it("flags a listed user who is no longer in the project, exit 1", async () => {
+    h = await createHarness();
+    const [stays, leaves] = h.sim.users;
+    if (!stays || !leaves) throw new Error("too few users");
+    setSyncConfigId(h, h.sim.configs.create({ userEmails: [stays, leaves] }));
+    h.sim.people.leaveProject(leaves);
+    const { code, stdout } = await check(h);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(new RegExp(`${leaves}\\s+NO`));
+    expect(problems(stdout)).toContainEqual(expect.stringContaining(`${leaves} is not a project user`));
+    expect(problems(stdout).join("\n")).not.toContain(stays);
+  });
+
+  it("exits 2 on an invalid config, naming the key and never the token written in it", async () => {
+    h = await createHarness();
+    const token = h.sim.token;
+    editConfig(h, (config) => {
+      (config.api as Record<string, unknown>).token = token;
+    });
+    const { code, stdout, stderr } = await check(h);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr).toContain(h.configPath);
+    expect(stderr).toContain("api.token");
+
+    editConfig(h, (config) => {
+      const api = config.api as Record<string, unknown>;
+      delete api.token;
+      delete api.base_url;
+    });
+    const missing = await check(h);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("base_url");
+  });
+});

@@ -1,0 +1,163 @@
+/**
+ * `syncmirror run` as a child process: readiness behind the database lock, ticks skipped while a
+ * trigger is in flight, SIGTERM drains and exits 0, a restarted daemon finishes the same trigger.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase } from "../../../src/store/db.js";
+import { type DaemonProcess, parseLogLines, requestCount, startDaemon, until } from "../../helpers/daemon.js";
+import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
+import { buildOnce, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
+
+const EXPORT = "GET /sync-task/{sync_id}/export";
+
+let h: Harness | undefined;
+const daemons: DaemonProcess[] = [];
+beforeAll(buildOnce);
+afterEach(async () => {
+  for (const d of daemons.splice(0)) await d.stop("SIGKILL");
+  await h?.close();
+  h = undefined;
+});
+
+/** A started daemon, once /readyz answers 200 (the database exists and is migrated). */
+async function daemon(harness: Harness, options: { ready?: boolean } = {}): Promise<DaemonProcess> {
+  const d = await startDaemon(harness);
+  daemons.push(d);
+  if (options.ready ?? true) await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200");
+  return d;
+}
+
+function expectMirrorMatchesSimulator(harness: Harness): void {
+  for (const user of harness.sim.users)
+    expect(visibleKeys(harness, user)).toEqual(expectedKeys(harness.sim, user));
+}
+
+describe("syncmirror run", () => {
+  it("answers /readyz 503 while another process holds the database, 200 once it is free", async () => {
+    h = await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } });
+    const lock = openDatabase(h.dbPath, { lock: true });
+    try {
+      const d = await daemon(h, { ready: false });
+      await until(() => d.stderr().includes("database locked by another process"), "the lock warning");
+      expect((await d.get("/readyz")).status).toBe(503);
+      expect((await d.get("/healthz")).status).toBe(200);
+    } finally {
+      lock.close();
+    }
+    const d = daemons[0] as DaemonProcess;
+    await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200", 10_000);
+    const stopped = await d.stop();
+    expect(stopped.code).toBe(0);
+  });
+
+  it("exits 0 at once on SIGTERM while it waits for the database lock", async () => {
+    h = await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } });
+    const lock = openDatabase(h.dbPath, { lock: true });
+    try {
+      const d = await daemon(h, { ready: false });
+      await until(() => d.stderr().includes("database locked by another process"), "the lock warning");
+      const stopped = await d.stop();
+      expect(stopped.code).toBe(0);
+      expect(stopped.ms).toBeLessThan(10_000);
+    } finally {
+      lock.close();
+    }
+  });
+
+  it("keeps a second writer out while it runs: sync exits 1 naming the lock", async () => {
+    h = await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } });
+    const d = await daemon(h);
+    const second = await h.cli(["sync"]);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain("in use by another syncmirror process");
+    expect(requestCount(h, "POST", "/sync-task")).toBe(0);
+    expect((await d.get("/readyz")).status).toBe(200);
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("skips and counts ticks while its trigger is in flight, and POSTs /sync-task once", async () => {
+    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    h.sim.runs.hold();
+    const d = await daemon(h);
+    const harness = h;
+    await until(() => requestCount(harness, "POST", "/sync-task") > 0, "the trigger POST");
+    await until(
+      async () => (await d.metric("syncmirror_ticks_skipped_total", { mirror: "main" })) >= 2,
+      "two skipped ticks",
+    );
+    expect(requestCount(h, "POST", "/sync-task")).toBe(1);
+    h.sim.runs.release();
+    await until(
+      async () =>
+        (await d.metric("syncmirror_triggers_total", { mirror: "main", outcome: "succeeded" })) >= 1,
+      "the first pass to succeed",
+    );
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("exits 0 on SIGTERM while the runs are held; the restarted daemon finishes that trigger", async () => {
+    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const harness = h;
+    h.sim.runs.hold();
+    const first = await daemon(h);
+    await until(() => h?.query("SELECT 1 FROM runs").length, "runs recorded in the database");
+    const stopped = await first.stop();
+    expect(stopped.code).toBe(0);
+    expect(stopped.ms).toBeLessThan(10_000);
+    expect(h.query("SELECT state FROM triggers")).toEqual([{ state: "active" }]);
+    // A drain is not a failure: nothing at error level, so alerts on error logs stay quiet.
+    expect(parseLogLines(first.stderr()).filter((l) => Number(l.level) >= 50)).toEqual([]);
+
+    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
+    const second = await daemon(h);
+    h.sim.runs.release();
+    await until(
+      () => harness.query("SELECT 1 FROM triggers WHERE state = 'done'").length,
+      "the trigger to settle",
+    );
+    expect(requestCount(h, "POST", "/sync-task")).toBe(1);
+    expect(h.query("SELECT state FROM triggers")).toEqual([{ state: "done" }]);
+    expectMirrorMatchesSimulator(h);
+    expect((await second.stop()).code).toBe(0);
+  });
+
+  it("exits 0 on SIGTERM mid-ingest keeping the committed pages; the restart resumes at the next page", async () => {
+    // One user seeing ~1500 documents: a run's export spans several 500-resource pages.
+    h = await createHarness({
+      sim: { users: 1, docs: 1500, serversPerType: { notion: 1 } },
+      defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER },
+    });
+    const harness = h;
+    h.sim.faults.inject(EXPORT, { kind: "delay", ms: 1500, times: Number.POSITIVE_INFINITY });
+    const first = await daemon(h);
+    await until(() => harness.query("SELECT 1 FROM resources LIMIT 1").length, "the first page to commit");
+    const committed = h.query<{ n: number }>("SELECT count(*) AS n FROM resources")[0]?.n;
+    const stopped = await first.stop();
+    expect(stopped.code).toBe(0);
+    expect(stopped.ms).toBeLessThan(10_000);
+    const [run] = h.query<{ ingest: string; next_offset: number }>("SELECT ingest, next_offset FROM runs");
+    expect(run?.ingest).not.toBe("done");
+    expect(run?.next_offset).toBeGreaterThan(0);
+    expect(h.query<{ n: number }>("SELECT count(*) AS n FROM resources")[0]?.n).toBeGreaterThanOrEqual(
+      committed ?? 1,
+    );
+
+    h.sim.faults.clear();
+    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
+    const second = await daemon(h);
+    await until(
+      () => harness.query("SELECT 1 FROM triggers WHERE state = 'done'").length,
+      "the trigger to settle",
+    );
+    expect(requestCount(h, "POST", "/sync-task")).toBe(1);
+    const firstPages = h.sim.requests.filter(
+      (r) => r.route === "/sync-task/{sync_id}/export" && r.query.offset === "0",
+    );
+    expect(firstPages).toHaveLength(1);
+    expectMirrorMatchesSimulator(h);
+    expect(await second.metric("syncmirror_triggers_total", { mirror: "main", outcome: "succeeded" })).toBe(
+      1,
+    );
+    expect((await second.stop()).code).toBe(0);
+  });
+});

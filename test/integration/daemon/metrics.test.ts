@@ -1,0 +1,166 @@
+/**
+ * `/metrics` of a running daemon follows the simulator's data; gauges come back from the database
+ * after a restart; routes are templated; prom-client's process metrics are there.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Simulator } from "../../../src/simulator/index.js";
+import { type DaemonProcess, parseMetrics, startDaemon, until } from "../../helpers/daemon.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { buildOnce, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
+
+const MAIN = { mirror: "main" };
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
+
+let h: Harness | undefined;
+const daemons: DaemonProcess[] = [];
+beforeAll(buildOnce);
+afterEach(async () => {
+  for (const d of daemons.splice(0)) await d.stop("SIGKILL");
+  await h?.close();
+  h = undefined;
+});
+
+async function daemon(harness: Harness): Promise<DaemonProcess> {
+  const d = await startDaemon(harness);
+  daemons.push(d);
+  await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200");
+  return d;
+}
+
+/** The simulator's truth: live documents at least one user can see. */
+function liveVisible(sim: Simulator): number {
+  return sim.docs.list().filter((doc) => !doc.deleted && doc.visibleTo.length > 0).length;
+}
+
+function liveInDatabase(harness: Harness): number {
+  return (
+    harness.query<{ n: number }>(
+      `SELECT count(DISTINCT a.key) AS n FROM resource_access a JOIN resources r ON r.key = a.key
+       WHERE a.mirror = 'main' AND r.deleted_at IS NULL`,
+    )[0]?.n ?? -1
+  );
+}
+
+async function passes(d: DaemonProcess, mode: string, atLeast: number): Promise<void> {
+  await until(
+    async () =>
+      (await d.metric("syncmirror_triggers_total", { ...MAIN, mode, outcome: "succeeded" })) >= atLeast,
+    `${atLeast} succeeded ${mode} pass(es)`,
+  );
+}
+
+describe("syncmirror run: /metrics", () => {
+  it("moves counters and gauges as the simulator's data changes", async () => {
+    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const startedAt = Date.now() / 1000;
+    const d = await daemon(h);
+    await passes(d, "full", 1); // no watermark yet: the first pass is a full snapshot
+    const total = liveVisible(h.sim);
+    expect(await d.metric("syncmirror_resources", MAIN)).toBe(total);
+    expect(await d.metric("syncmirror_resources_upserted_total", MAIN)).toBe(total);
+    expect(await d.metric("syncmirror_runs_total", { ...MAIN, status: "completed" })).toBeGreaterThanOrEqual(
+      h.sim.users.length,
+    );
+    expect(await d.metric("syncmirror_sources_total", { ...MAIN, status: "ok" })).toBeGreaterThan(0);
+    expect(await d.metric("syncmirror_sync_duration_seconds_count", { ...MAIN, mode: "full" })).toBe(1);
+    const lastFull = await d.metric("syncmirror_last_success_timestamp_seconds", { ...MAIN, mode: "full" });
+    expect(lastFull).toBeGreaterThanOrEqual(Math.floor(startedAt));
+    expect(lastFull).toBeLessThanOrEqual(Date.now() / 1000);
+    expect(
+      await d.metric("syncmirror_api_requests_total", { method: "POST", route: "/sync-task", code: "201" }),
+    ).toBeGreaterThanOrEqual(1);
+
+    await passes(d, "incremental", 1);
+    const [edited] = h.sim.docs.list().filter((doc) => doc.visibleTo.length > 0);
+    const server = h.sim.servers[0];
+    if (!edited || !server) throw new Error("the simulator has no visible document");
+    h.sim.docs.edit(edited.docId);
+    h.sim.docs.add({ server_instance_id: server.server_instance_id, visibleTo: [h.sim.users[0] as string] });
+    const upsertedBefore = await d.metric("syncmirror_resources_upserted_total", MAIN);
+    await until(
+      async () => (await d.metric("syncmirror_resources", MAIN)) === total + 1,
+      "the added document in syncmirror_resources",
+    );
+    await until(
+      async () => (await d.metric("syncmirror_resources_upserted_total", MAIN)) >= upsertedBefore + 2,
+      "the edit and the addition counted as upserts",
+    );
+    expect(
+      await d.metric("syncmirror_last_success_timestamp_seconds", { ...MAIN, mode: "incremental" }),
+    ).toBeGreaterThanOrEqual(lastFull);
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("restores gauges from the database after a restart; a full pass counts what it swept", async () => {
+    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const [left] = h.sim.users;
+    const server = h.sim.servers[1];
+    if (!left || !server) throw new Error("the simulator has too few users or servers");
+    h.sim.people.setAuth(left, server.server_instance_id, "not_authenticated");
+    const first = await daemon(h);
+    await passes(first, "full", 1);
+    const lastFull = await first.metric("syncmirror_last_success_timestamp_seconds", {
+      ...MAIN,
+      mode: "full",
+    });
+    expect(await first.metric("syncmirror_skipped_pairs", { ...MAIN, reason: "not_accessible" })).toBe(1);
+    const awaiting = await first.metric("syncmirror_pairs_awaiting_baseline", MAIN);
+    expect((await first.stop()).code).toBe(0);
+
+    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
+    const live = liveInDatabase(h);
+    expect(live).toBeGreaterThan(0);
+    const second = await daemon(h);
+    // The first scrape after ready, with no pass run by this process.
+    const samples = parseMetrics((await second.get("/metrics")).body);
+    const value = (name: string, labels: Record<string, string> = {}) =>
+      samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+        ?.value;
+    expect(value("syncmirror_resources", MAIN)).toBe(live);
+    expect(value("syncmirror_pairs_awaiting_baseline", MAIN)).toBe(awaiting);
+    expect(value("syncmirror_held_revocations", MAIN)).toBe(0);
+    expect(value("syncmirror_skipped_pairs", { ...MAIN, reason: "not_accessible" })).toBe(1);
+    expect(value("syncmirror_last_success_timestamp_seconds", { ...MAIN, mode: "full" })).toBeCloseTo(
+      lastFull,
+      0,
+    );
+    expect(value("syncmirror_triggers_total", { ...MAIN, mode: "full", outcome: "failed" })).toBe(0);
+    expect(await second.stop()).toMatchObject({ code: 0 });
+
+    const [gone] = h.sim.docs
+      .list()
+      .filter((doc) => doc.visibleTo.length > 0 && !doc.visibleTo.includes(left));
+    if (!gone) throw new Error("no document to remove");
+    h.sim.docs.remove(gone.docId);
+    setCrons(h, { incremental_cron: NEVER, full_cron: EVERY_SECOND });
+    const third = await daemon(h);
+    await passes(third, "full", 1);
+    expect(await third.metric("syncmirror_resources", MAIN)).toBe(live - 1);
+    expect(await third.metric("syncmirror_resources_deleted_total", MAIN)).toBe(1);
+    expect(await third.metric("syncmirror_access_revoked_total", MAIN)).toBe(gone.visibleTo.length);
+    expect(await third.metric("syncmirror_resources_unchanged_total", MAIN)).toBeGreaterThanOrEqual(live - 1);
+    expect((await third.stop()).code).toBe(0);
+  });
+
+  it("templates the route label and serves prom-client's process metrics", async () => {
+    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const d = await daemon(h);
+    await passes(d, "full", 1);
+    const samples = parseMetrics((await d.get("/metrics")).body);
+    const routes = new Set(samples.filter((s) => s.labels.route !== undefined).map((s) => s.labels.route));
+    expect(routes).toContain("/sync-task"); // POST trigger and GET run list (its query string dropped)
+    expect(routes).toContain("/sync-task/{sync_id}/export");
+    for (const route of routes) expect(route).not.toMatch(UUID);
+    const ids = [h.sim.syncConfigId, ...h.sim.runs.list().map((r) => r.sync_id)];
+    const text = (await d.get("/metrics")).body;
+    for (const id of ids) expect(text).not.toContain(id);
+    const names = new Set(samples.map((s) => s.name));
+    for (const name of [
+      "process_cpu_user_seconds_total",
+      "process_start_time_seconds",
+      "nodejs_heap_size_used_bytes",
+    ])
+      expect(names).toContain(name);
+    expect((await d.stop()).code).toBe(0);
+  });
+});

@@ -1,0 +1,185 @@
+/** SPEC "Full", "Users who left", resources nobody can see: who keeps access, and tombstones. */
+import { afterEach, describe, expect, it } from "vitest";
+import { accessRows, changes, lastSeq, pairOf, pickDoc, resourceRow } from "../../helpers/mirror-db.js";
+import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
+
+let h: Harness;
+afterEach(async () => {
+  await h?.close();
+});
+
+const [U1, U2, U3] = ["user1@example.com", "user2@example.com", "user3@example.com"];
+
+describe("access to one document", () => {
+  it("revokes access a user lost, keeps the document for others", async () => {
+    h = await createHarness({ sim: { docs: 20 } });
+    await h.sync();
+    const doc = pickDoc(h, (d) => d.visibleTo.includes(U1) && d.visibleTo.includes(U2));
+    h.sim.docs.setVisibility(
+      doc.docId,
+      doc.visibleTo.filter((u) => u !== U1),
+    );
+    const before = lastSeq(h);
+
+    const s = await h.sync({ full: true });
+    expect(s).toMatchObject({ outcome: "succeeded", counts: { access_revoked: 1, deleted: 0 } });
+    expect(accessRows(h, doc.key).map((a) => a.user_email)).not.toContain(U1);
+    expect(accessRows(h, doc.key).map((a) => a.user_email)).toContain(U2);
+    expect(resourceRow(h, doc.key)?.deleted_at).toBeNull();
+    expect(changes(h, before)).toEqual([expect.objectContaining({ key: doc.key, op: "access" })]);
+  });
+
+  it("tombstones a resource nobody can see, and brings it back as an upsert when it reappears", async () => {
+    h = await createHarness({ sim: { docs: 20 } });
+    await h.sync();
+    const doc = pickDoc(h, (d) => d.visibleTo.length >= 2);
+    h.sim.docs.setVisibility(doc.docId, []);
+    const before = lastSeq(h);
+
+    const gone = await h.sync({ full: true });
+    expect(gone.counts).toMatchObject({ deleted: 1, access_revoked: doc.visibleTo.length });
+    const tombstone = resourceRow(h, doc.key);
+    expect(tombstone).toMatchObject({
+      deleted_at: expect.any(String),
+      content_text: null,
+      fields: null,
+      metadata: null,
+      relations: null,
+      attachments: null,
+      provenance: null,
+    });
+    expect(changes(h, before)).toEqual([expect.objectContaining({ key: doc.key, op: "delete" })]);
+
+    h.sim.docs.setVisibility(doc.docId, [U3]);
+    const mid = lastSeq(h);
+    await h.sync({ full: true });
+    expect(resourceRow(h, doc.key)).toMatchObject({
+      deleted_at: null,
+      content_hash: tombstone?.content_hash,
+    });
+    expect(accessRows(h, doc.key).map((a) => a.user_email)).toEqual([U3]);
+    expect(changes(h, mid)).toEqual([expect.objectContaining({ key: doc.key, op: "upsert" })]);
+  });
+});
+
+describe("users who left the project", () => {
+  it("drops a user absent from an all-users trigger at the next full, without the guard", async () => {
+    h = await createHarness({ sim: { docs: 40 } });
+    await h.sync();
+    const held = visibleKeys(h, U3);
+    expect(held.length).toBeGreaterThan(10);
+    h.sim.people.leaveProject(U3);
+
+    const incremental = await h.sync();
+    expect(incremental.mode).toBe("incremental");
+    expect(
+      h.sim.runs
+        .list()
+        .filter((r) => r.trigger_id === incremental.trigger_id)
+        .map((r) => r.user_email),
+    ).not.toContain(U3);
+    expect(visibleKeys(h, U3)).toEqual(held);
+
+    // A dry run announces what the real sweep then does.
+    const dry = await h.sync({ full: true, dryRun: true });
+    expect(dry.dry_run?.would_revoke).toBe(held.length);
+    expect(visibleKeys(h, U3)).toEqual(held);
+    const full = await h.sync({ full: true });
+    expect(full.counts.access_revoked).toBe(held.length);
+    expect(full.counts.deleted).toBe(dry.dry_run?.would_delete);
+    expect(full).toMatchObject({ outcome: "succeeded", counts: { held_revocations: 0, sweeps_held: 0 } });
+    expect(visibleKeys(h, U3)).toEqual([]);
+    for (const user of [U1, U2]) expect(visibleKeys(h, user)).toEqual(expectedKeys(h.sim, user));
+    expect(h.query("SELECT DISTINCT retired_reason AS r FROM pairs WHERE user_email = ?", U3)).toEqual([
+      { r: "left" },
+    ]);
+  });
+
+  it("drops a user an explicit config skips as not_a_project_user at the next full", async () => {
+    const mirror: Record<string, unknown> = {};
+    h = await createHarness({ sim: { docs: 40 }, mirror });
+    mirror.sync_config_id = h.sim.configs.create({ userEmails: [U1, U2, U3] });
+    h.writeConfig();
+    await h.sync();
+    expect(visibleKeys(h, U2).length).toBeGreaterThan(10);
+    h.sim.people.leaveProject(U2);
+
+    const full = await h.sync({ full: true });
+    expect(full.skipped).toEqual({ not_a_project_user: h.sim.servers.length });
+    expect(full).toMatchObject({ outcome: "succeeded", counts: { held_revocations: 0 } });
+    expect(visibleKeys(h, U2)).toEqual([]);
+    for (const user of [U1, U3]) expect(visibleKeys(h, user)).toEqual(expectedKeys(h.sim, user));
+  });
+});
+
+describe("pairs skipped as not_accessible", () => {
+  it("keeps access within inaccessible_grace_hours and loses it after", async () => {
+    h = await createHarness({ sim: { docs: 40 } });
+    await h.sync();
+    const notion = h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id ?? "";
+    const onNotion = (user: string) => visibleKeys(h, user).filter((k) => k.startsWith(`notion:${notion}:`));
+    const held = onNotion(U1);
+    expect(held.length).toBeGreaterThan(0);
+    const watermark = pairOf(h, U1, notion)?.watermark;
+    h.sim.people.setAuth(U1, notion, "not_authenticated");
+
+    const within = await h.sync({ full: true });
+    expect(within).toMatchObject({ outcome: "succeeded", skipped: { not_accessible: 1 } });
+    expect(onNotion(U1)).toEqual(held);
+    expect(pairOf(h, U1, notion)).toMatchObject({ watermark, skip_reason: "not_accessible" });
+
+    h.sim.clock.advance(73 * 3_600_000);
+    const dry = await h.sync({ full: true, dryRun: true });
+    expect(dry.dry_run?.would_revoke).toBe(held.length);
+    expect(onNotion(U1)).toEqual(held);
+    const after = await h.sync({ full: true });
+    expect(after.counts.access_revoked).toBe(held.length);
+    expect(after).toMatchObject({ outcome: "succeeded", counts: { held_revocations: 0 } });
+    expect(onNotion(U1)).toEqual([]);
+    expect(pairOf(h, U1, notion)?.retired_reason).toBe("inaccessible");
+    // The user's other server is untouched.
+    expect(visibleKeys(h, U1).length).toBe(expectedKeys(h.sim, U1).filter((k) => !k.includes(notion)).length);
+  });
+});
+
+describe("more than 100 skipped pairs", () => {
+  // 51 leavers x 2 servers = 102 skipped pairs: the trigger lists only 100 of them.
+  const users = Array.from({ length: 55 }, (_, i) => `user${i + 1}@example.com`);
+  const createExplicit = async () => {
+    const mirror: Record<string, unknown> = {};
+    h = await createHarness({ sim: { docs: 10, users: users.length }, mirror });
+    mirror.sync_config_id = h.sim.configs.create({ userEmails: users });
+    h.writeConfig();
+    await h.sync();
+    const leavers = users.slice(0, 51);
+    for (const u of leavers) h.sim.people.leaveProject(u);
+    return leavers;
+  };
+
+  it("asks the access check who left when the trigger lists only the first 100", async () => {
+    const leavers = await createExplicit();
+    const full = await h.sync({ full: true });
+    expect(full).toMatchObject({
+      outcome: "succeeded",
+      skipped_total: 102,
+      skipped: { not_a_project_user: 100 },
+    });
+    expect(h.sim.requests.filter((r) => r.route === "/sync-configs/{id}/access").length).toBeGreaterThan(0);
+    for (const u of leavers) expect(visibleKeys(h, u)).toEqual([]);
+    for (const u of users.slice(51)) expect(visibleKeys(h, u)).toEqual(expectedKeys(h.sim, u));
+  });
+
+  it("revokes nobody for leaving and ends partial when the access check fails", async () => {
+    const leavers = await createExplicit();
+    const before = leavers.map((u) => visibleKeys(h, u));
+    h.sim.faults.inject("GET /sync-configs/{id}/access", {
+      kind: "429",
+      retryAfterSeconds: 0,
+      times: Infinity,
+    });
+    const full = await h.sync({ full: true });
+    expect(full.outcome).toBe("partial");
+    expect(full.message).toMatch(/access check failed/);
+    expect(leavers.map((u) => visibleKeys(h, u))).toEqual(before);
+  });
+});

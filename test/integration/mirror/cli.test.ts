@@ -1,0 +1,134 @@
+/**
+ * SPEC "Commands" and "Outcome and exit code" through the built CLI (`npm run build` first):
+ * `sync --json`, exit codes, `--full --dry-run`, refusals.
+ */
+import { writeFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { pairs, pickDoc, publicTables } from "../../helpers/mirror-db.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+
+let h: Harness;
+afterEach(async () => {
+  await h?.close();
+});
+
+const U1 = "user1@example.com";
+
+describe("sync --json", () => {
+  it("prints one summary object and exits 0 when every mirror succeeded", async () => {
+    h = await createHarness({ sim: { docs: 10 } });
+    const { code, stdout } = await h.cli(["sync", "--json"]);
+    expect(code).toBe(0);
+    const out = JSON.parse(stdout);
+    expect(out.mirrors).toHaveLength(1);
+    expect(out.mirrors[0]).toMatchObject({
+      mirror: "main",
+      mode: "full",
+      trigger_id: expect.any(String),
+      since: null,
+      runs: { completed: h.sim.users.length },
+      sources: { ok: expect.any(Number) },
+      counts: { upserted: expect.any(Number), deleted: 0, access_revoked: 0, held_revocations: 0 },
+      skipped: {},
+      outcome: "succeeded",
+      message: expect.any(String),
+    });
+  });
+
+  it("prints the summary and exits 1 when a mirror was partial", async () => {
+    h = await createHarness({ sim: { docs: 10 } });
+    h.sim.setOutcome({ user: U1 }, { task: "FAILED" });
+    const { code, stdout } = await h.cli(["sync", "--json"]);
+    expect(code).toBe(1);
+    expect(JSON.parse(stdout).mirrors[0]).toMatchObject({ outcome: "partial", runs: { failed: 1 } });
+  });
+
+  it("exits 2 for an unknown mirror name and for --dry-run without --full", async () => {
+    h = await createHarness({ sim: { docs: 10 } });
+    const unknown = await h.cli(["sync", "--mirror", "nope", "--json"]);
+    expect(unknown).toMatchObject({ code: 2, stdout: "" });
+    expect(unknown.stderr).toMatch(/no mirror named "nope"/);
+    const dryRunAlone = await h.cli(["sync", "--dry-run"]);
+    expect(dryRunAlone.code).toBe(2);
+    expect(dryRunAlone.stderr).toMatch(/--dry-run needs --full/);
+    expect(h.sim.requests).toEqual([]);
+  });
+
+  it("exits 2 for a bad config, naming the file and key but never a token value", async () => {
+    h = await createHarness({ sim: { docs: 10 } });
+    writeFileSync(
+      h.configPath,
+      `api:\n  base_url: ${h.sim.baseUrl}\n  token: s3cr3t-token-value\nmirrors:\n  - name: Bad Name\n    sync_config_id: x\n`,
+    );
+    const { code, stderr } = await h.cli(["sync", "--json"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain(h.configPath);
+    expect(stderr).toContain("api.token");
+    expect(stderr).not.toContain("s3cr3t-token-value");
+    expect(h.sim.requests).toEqual([]);
+  });
+});
+
+describe("sync --full --dry-run", () => {
+  it("prints what the sweep would revoke and delete and writes nothing", async () => {
+    h = await createHarness({ sim: { docs: 20 } });
+    await h.sync();
+    const removed = pickDoc(h, (d) => d.visibleTo.length >= 2);
+    const narrowed = pickDoc(
+      h,
+      (d) => d.key !== removed.key && d.visibleTo.includes(U1) && d.visibleTo.length >= 2,
+    );
+    h.sim.docs.remove(removed.docId);
+    h.sim.docs.setVisibility(
+      narrowed.docId,
+      narrowed.visibleTo.filter((u) => u !== U1),
+    );
+    const before = { ...publicTables(h), pairs: pairs(h) };
+    const wouldRevoke = removed.visibleTo.length + 1;
+
+    const text = await h.cli(["sync", "--full", "--dry-run"]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`would revoke ${wouldRevoke}, would delete 1`);
+    const json = await h.cli(["sync", "--full", "--dry-run", "--json"]);
+    expect(JSON.parse(json.stdout).mirrors[0].dry_run).toEqual({
+      would_revoke: wouldRevoke,
+      would_delete: 1,
+    });
+    expect({ ...publicTables(h), pairs: pairs(h) }).toEqual(before);
+
+    // The real sweep then does what the dry run said.
+    const real = await h.sync({ full: true });
+    expect(real.counts).toMatchObject({ access_revoked: wouldRevoke, deleted: 1 });
+  });
+});
+
+describe("refusals", () => {
+  it("is refused while the premium feature is off, and triggers normally once it is on", async () => {
+    h = await createHarness({ sim: { docs: 10 } });
+    h.sim.setPremium(false);
+    const refused = await h.sync();
+    expect(refused.outcome).toBe("refused");
+    expect(refused.message).toMatch(/Premium Features/);
+    expect((await h.cli(["sync"])).code).toBe(1);
+    // Nothing is left in flight: the next pass triggers afresh.
+    expect(h.query("SELECT state, outcome FROM triggers")).toEqual([
+      { state: "done", outcome: "refused" },
+      { state: "done", outcome: "refused" },
+    ]);
+
+    h.sim.setPremium(true);
+    expect((await h.sync()).outcome).toBe("succeeded");
+  });
+
+  it("is refused when the service answers 409 cannot start, with its reason", async () => {
+    h = await createHarness({ sim: { docs: 10 } });
+    h.sim.setCannotStart("Another sync of this config is still running.");
+    const refused = await h.sync();
+    expect(refused).toMatchObject({ outcome: "refused", trigger_id: null });
+    expect(refused.message).toMatch(/Another sync of this config is still running/);
+    expect(h.sim.requests.filter((r) => r.method === "POST" && r.route === "/sync-task")).toHaveLength(1);
+
+    h.sim.setCannotStart(null);
+    expect((await h.sync()).outcome).toBe("succeeded");
+  });
+});

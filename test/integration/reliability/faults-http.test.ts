@@ -1,0 +1,195 @@
+/**
+ * HTTP fault matrix: rate limits, 5xx bursts, resets, slow answers, unreadable and incomplete
+ * bodies, injected by the simulator on one route each. Every case ends in the state a fault-free
+ * run over an identical simulator reaches, with exactly one trigger created upstream, and shows
+ * in `syncmirror_api_requests_total`.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { Fault } from "../../../src/simulator/index.js";
+import { exitCodeFor } from "../../../src/sync/outcome.js";
+import { consistencyProblems, snapshotDb, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { counterValue, createTwins, type Twins, triggerPosts } from "../../helpers/twins.js";
+
+let twins: Twins | undefined;
+afterEach(async () => {
+  await twins?.close();
+  twins = undefined;
+});
+
+const EXPORT = "GET /sync-task/{sync_id}/export";
+const LIST = "GET /sync-task";
+const TRIGGER = "POST /sync-task";
+
+interface RecoveredCase {
+  name: string;
+  route: string;
+  fault: Fault;
+  /** What `syncmirror_api_requests_total` shows for the faulted attempts. */
+  code: string;
+  /** Trigger answered without a usable body: its runs are adopted from the run list. */
+  adopted?: boolean;
+  timeoutSeconds?: number;
+}
+
+const RECOVERED: RecoveredCase[] = [
+  { name: "429 with Retry-After on the trigger", route: TRIGGER, fault: { kind: "429", retryAfterSeconds: 1 }, code: "429" },
+  { name: "429 without Retry-After on export pages", route: EXPORT, fault: { kind: "429", times: 2 }, code: "429" },
+  { name: "a burst of 500 on the run list", route: LIST, fault: { kind: "500", times: 3 }, code: "500" },
+  { name: "a burst of 502 on export pages", route: EXPORT, fault: { kind: "502", times: 3 }, code: "502" },
+  { name: "a burst of 503 on the trigger (refused before work)", route: TRIGGER, fault: { kind: "503", times: 3 }, code: "503" },
+  { name: "connection resets on export pages", route: EXPORT, fault: { kind: "reset", times: 2 }, code: "error" },
+  {
+    name: "a run list slower than api.timeout_seconds",
+    route: LIST,
+    fault: { kind: "delay", ms: 30_000, times: 2 },
+    code: "error",
+    timeoutSeconds: 0.5,
+  },
+  { name: "the trigger's connection dropped after it was handled", route: TRIGGER, fault: { kind: "drop-after" }, code: "error", adopted: true },
+  { name: "the trigger answered with malformed JSON", route: TRIGGER, fault: { kind: "malformed" }, code: "200", adopted: true },
+  {
+    name: "the trigger answered without trigger_id",
+    route: TRIGGER,
+    fault: { kind: "missing-field", field: "trigger_id" },
+    code: "201",
+    adopted: true,
+  },
+];
+
+describe("HTTP faults a pass recovers from on its own", () => {
+  it.each(RECOVERED)("$name", async (c) => {
+    twins = await createTwins({
+      sim: { docs: 40 },
+      ...(c.timeoutSeconds ? { api: { timeout_seconds: c.timeoutSeconds } } : {}),
+    });
+    const { clean, hurt } = twins;
+    expect((await clean.sync()).outcome).toBe("succeeded");
+    hurt.sim.faults.inject(c.route, c.fault);
+
+    const summary = await hurt.sync();
+    expect(summary.outcome, summary.message).toBe("succeeded");
+    expect(exitCodeFor([summary.outcome])).toBe(0);
+    expect(summary.adopted).toBe(c.adopted ?? false);
+    expect(hurt.sim.faults.pending(), "every injected fault was used").toEqual([]);
+    const [method, route] = c.route.split(" ") as [string, string];
+    const faulted = await counterValue(hurt.metrics.apiRequests, { method, route, code: c.code });
+    expect(faulted).toBeGreaterThanOrEqual(c.fault.times ?? 1);
+    // Only a refusal before any work (429, 503) is retried on the trigger; anything else adopts.
+    const refusedPosts = c.route === TRIGGER && ["429", "503"].includes(c.fault.kind) ? (c.fault.times ?? 1) : 0;
+    expect(triggerPosts(hurt), "the trigger is never re-POSTed after it may have happened").toBe(
+      refusedPosts + 1,
+    );
+    expect(hurt.sim.runs.list().every((r) => r.trigger_id === hurt.sim.runs.list()[0]?.trigger_id)).toBe(true);
+    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+  });
+});
+
+interface FailedCase {
+  name: string;
+  route: string;
+  fault: Fault;
+  /** The pass's outcome, and what its message (or its run errors) must say. */
+  outcome: "failed" | "partial";
+  says: RegExp;
+  /** The pass that recovers: a plain `sync` resumes the trigger; a failed export needs a full. */
+  recover: "sync" | "full";
+}
+
+const FAILED: FailedCase[] = [
+  {
+    name: "503 on the run list outlasting api.max_attempts",
+    route: LIST,
+    fault: { kind: "503", times: Number.POSITIVE_INFINITY },
+    outcome: "failed",
+    says: /GET \/sync-task still failed after 2 attempts \(last: 503.*the next pass tries again/,
+    recover: "sync",
+  },
+  {
+    name: "a connection reset on the trigger before it was handled (no run was created)",
+    route: TRIGGER,
+    fault: { kind: "reset" },
+    outcome: "failed",
+    says: /POST \/sync-task may have reached the service .*not repeated.*stays in flight/,
+    recover: "sync",
+  },
+  {
+    name: "500 on the trigger (it may have acted: never re-POSTed blindly)",
+    route: TRIGGER,
+    fault: { kind: "500" },
+    outcome: "failed",
+    says: /POST \/sync-task may have reached the service .*\(500\).*stays in flight/,
+    recover: "sync",
+  },
+  {
+    name: "malformed JSON on the run list",
+    route: LIST,
+    fault: { kind: "malformed" },
+    outcome: "failed",
+    says: /GET \/sync-task: the response is not JSON.*stays in flight/,
+    recover: "sync",
+  },
+  {
+    name: "the run list without its items",
+    route: LIST,
+    fault: { kind: "missing-field", field: "items" },
+    outcome: "failed",
+    says: /GET \/sync-task: the response does not have the documented shape at items.*stays in flight/,
+    recover: "sync",
+  },
+  {
+    name: "malformed JSON on an export page",
+    route: EXPORT,
+    fault: { kind: "malformed" },
+    outcome: "partial",
+    says: /export\/?.*the response is not JSON/,
+    recover: "full",
+  },
+  {
+    name: "an export page without its page object",
+    route: EXPORT,
+    fault: { kind: "missing-field", field: "page" },
+    outcome: "partial",
+    says: /documented shape at page/,
+    recover: "full",
+  },
+];
+
+describe("HTTP faults that end a pass with a clear error, and the pass that recovers", () => {
+  it.each(FAILED)("$name", async (c) => {
+    twins = await createTwins({ sim: { docs: 40 }, maxAttempts: 2 });
+    const { clean, hurt } = twins;
+    expect((await clean.sync()).outcome).toBe("succeeded");
+    hurt.sim.faults.inject(c.route, c.fault);
+
+    const summary = await hurt.sync();
+    expect(summary.outcome).toBe(c.outcome);
+    expect(exitCodeFor([summary.outcome])).toBe(1);
+    const said = [summary.message, ...summary.errors.map((e) => e.error)].join("\n");
+    expect(said).toMatch(c.says);
+    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    const [method, route] = c.route.split(" ") as [string, string];
+    expect(await counterValue(hurt.metrics.apiRequests, { method, route })).toBeGreaterThan(0);
+    const inFlight = hurt.query("SELECT 1 FROM triggers WHERE state != 'done'").length;
+    expect(inFlight, "a failed pass keeps its trigger to resume; a partial one settles").toBe(
+      c.outcome === "failed" ? 1 : 0,
+    );
+
+    hurt.sim.faults.clear();
+    const full = c.recover === "full";
+    if (full) expect((await clean.sync({ full })).outcome).toBe("succeeded");
+    expect((await hurt.sync({ full })).outcome).toBe("succeeded");
+    expect(new Set(hurt.sim.runs.list().map((r) => r.trigger_id)).size).toBe(full ? 2 : 1);
+    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+  });
+
+  it("exits 1 through the CLI and names the route, the cause and the next step", async () => {
+    twins = await createTwins({ sim: { docs: 10 }, maxAttempts: 2 });
+    twins.hurt.sim.faults.inject(LIST, { kind: "503", times: Number.POSITIVE_INFINITY });
+    const r = await twins.hurt.cli(["sync"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/main\s+full\s+failed/);
+    expect(r.stdout).toMatch(/GET \/sync-task still failed after 2 attempts .*next pass/);
+  });
+});
