@@ -10,7 +10,8 @@ import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { DatabaseError, DatabaseLockedError } from "../errors.js";
 import * as schema from "./schema.js";
 
-export type Db = BetterSQLite3Database<typeof schema>;
+/** Drizzle over the connection; `$client` is the better-sqlite3 handle for hot-path statements. */
+export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
 
 export interface OpenDatabase {
   db: Db;
@@ -76,7 +77,7 @@ function openSqlite(path: string): Database.Database {
     return sqlite;
   } catch (cause) {
     throw new DatabaseError(
-      `cannot open database ${path}: ${(cause as Error).message}. Check that the directory exists, is writable by this user and the disk is not full.`,
+      `cannot open database ${path}: ${(cause as Error).message}. Check that the file and its directory exist and are writable by this user, and that the disk is not full.`,
       { cause },
     );
   }

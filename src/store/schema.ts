@@ -136,6 +136,11 @@ export const runs = sqliteTable(
     /** Checkpoint: the next export offset to read; null once every page is in. */
     nextOffset: integer("next_offset").default(0),
     continuesSent: integer("continues_sent").notNull().default(0),
+    /**
+     * A continue counted but not yet known to have arrived: JSON `{source: completed_at}` of the
+     * INCOMPLETE sources it was sent for, written before the POST and cleared once it is answered.
+     */
+    continuePending: text("continue_pending"),
     schemaVersion: text("schema_version"),
     engineVersion: text("engine_version"),
     /** First-page diagnostics, kept for operators: excluded, undecided, unresolved_requests, unmatched_tool_calls. */

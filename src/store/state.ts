@@ -198,12 +198,20 @@ export function createStateStore(db: Db) {
       db.update(runs).set({ ingest, error }).where(eq(runs.syncId, syncId)).run();
     },
 
-    /** Counted before the POST: a crash in between sends one continue too few, never one too many. */
-    countContinue(syncId: string): void {
+    /**
+     * Counted before the POST, with what the sources looked like (`pending`), so a crash or a lost
+     * answer in between is settled by reading the run: never one continue too many, nor one too few.
+     */
+    countContinue(syncId: string, pending: string): void {
       db.update(runs)
-        .set({ continuesSent: sql`${runs.continuesSent} + 1` })
+        .set({ continuesSent: sql`${runs.continuesSent} + 1`, continuePending: pending })
         .where(eq(runs.syncId, syncId))
         .run();
+    },
+
+    /** The continue was answered (or is known to have arrived): nothing is pending. */
+    clearContinuePending(syncId: string): void {
+      db.update(runs).set({ continuePending: null }).where(eq(runs.syncId, syncId)).run();
     },
 
     saveFirstPage(

@@ -22,8 +22,12 @@ export async function* exportPages(
   offset: number | null,
 ): AsyncGenerator<{ page: ExportPage; offset: number }> {
   let engineVersion: string | null = null;
+  let page: ExportPage | undefined;
   while (offset !== null) {
-    const page = await ctx.api.getExportPage(syncId, { offset, limit: EXPORT_PAGE_LIMIT }, ctx.signal);
+    // Let go of the previous page before waiting for the next: a suspended generator keeps its
+    // variables, so without this each run would hold two pages while downloading.
+    page = undefined;
+    page = await ctx.api.getExportPage(syncId, { offset, limit: EXPORT_PAGE_LIMIT }, ctx.signal);
     const major = String(page.schema_version).split(".")[0];
     if (major !== "1" || !/^1(\.\d+)*$/.test(String(page.schema_version))) {
       throw new UnsupportedSchemaVersionError(syncId, page.schema_version);
@@ -50,10 +54,24 @@ export async function* exportPages(
 
 /** Reads every remaining page of the run's export into the mirror, from its checkpoint on. */
 export async function ingestRun(pass: MirrorPass, trigger: TriggerRow, run: RunRow): Promise<void> {
-  for await (const { page, offset } of exportPages(pass.ctx, run.syncId, run.nextOffset)) {
-    pass.ctx.store.transaction(() => applyPage(pass, trigger, run, page, offset === 0));
-    if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
-  }
+  const pages = exportPages(pass.ctx, run.syncId, run.nextOffset);
+  // One call per page rather than `for await`, whose loop keeps the last page reachable while the
+  // next one downloads: with the generator's own care, a run holds one page at a time.
+  while (await ingestNextPage(pass, trigger, run, pages)) {}
+}
+
+async function ingestNextPage(
+  pass: MirrorPass,
+  trigger: TriggerRow,
+  run: RunRow,
+  pages: AsyncGenerator<{ page: ExportPage; offset: number }>,
+): Promise<boolean> {
+  const next = await pages.next();
+  if (next.done) return false;
+  const { page, offset } = next.value;
+  pass.ctx.store.transaction(() => applyPage(pass, trigger, run, page, offset === 0));
+  if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
+  return true;
 }
 
 export function engineOf(page: ExportPage): string | null {

@@ -5,17 +5,11 @@
  * sources up to `continue_incomplete` times.
  */
 import { FINISHED_RUN_STATUSES, type RunListItem, type RunStatus } from "../api/schemas.js";
-import {
-  AbortedError,
-  ConflictError,
-  ContinueOutcomeUnknownError,
-  FeatureDisabledError,
-  NotFoundError,
-  UnauthorizedError,
-} from "../errors.js";
+import { AbortedError, FeatureDisabledError, NotFoundError, UnauthorizedError } from "../errors.js";
 import { isDatabaseError } from "../store/db.js";
 import type { RunRow, TriggerRow } from "../store/state.js";
 import type { MirrorPass } from "./context.js";
+import { sendContinue, settlePendingContinue } from "./continue.js";
 import { ingestRun } from "./ingest.js";
 import { serverTime } from "./time.js";
 
@@ -43,64 +37,78 @@ export async function waitAndIngest(
   let listed = new Map<string, RunListItem>();
   let listNow = true;
   let timer: Promise<"timer"> | null = null;
-  for (;;) {
-    if (listNow) {
-      listed = await listTriggerRuns(pass, trigger);
-      await markVanished(pass, trigger, listed);
-    }
-    for (const run of ctx.store.state.runsOf(trigger.id)) {
-      if (
-        !isFinished(run.status) ||
-        !["waiting", "ingesting"].includes(run.ingest) ||
-        ingesting.has(run.syncId)
-      )
-        continue;
-      const item = listed.get(run.syncId);
-      const mayContinue = run.continuesSent < mirror.continueIncomplete && ctx.now().getTime() <= deadline;
-      if (run.status === "incomplete" && mayContinue && item) {
-        await sendContinue(pass, run, item);
-        continue;
+  // The poll timer is cancelled when the wait ends: a pending timer would keep `syncmirror sync`
+  // alive for up to poll_max_seconds after its work is done.
+  const stopTimer = new AbortController();
+  const onAbort = () => stopTimer.abort(ctx.signal.reason);
+  ctx.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    for (;;) {
+      if (listNow) {
+        listed = await listTriggerRuns(pass, trigger);
+        await markVanished(pass, trigger, listed);
       }
-      if (ingesting.size >= ctx.ingestConcurrency) continue;
-      const job = readOrFail(pass, trigger, run, read)
-        .catch((error: unknown) => {
-          fatal ??= error;
-        })
-        .finally(() => ingesting.delete(run.syncId));
-      ingesting.set(run.syncId, job);
+      for (const run of ctx.store.state.runsOf(trigger.id)) {
+        if (
+          !isFinished(run.status) ||
+          !["waiting", "ingesting"].includes(run.ingest) ||
+          ingesting.has(run.syncId)
+        )
+          continue;
+        const item = listed.get(run.syncId);
+        if (run.status === "incomplete" && run.continuePending !== null && item) {
+          await settlePendingContinue(pass, run);
+          continue;
+        }
+        const mayContinue = run.continuesSent < mirror.continueIncomplete && ctx.now().getTime() <= deadline;
+        if (run.status === "incomplete" && mayContinue && item) {
+          await sendContinue(pass, run);
+          continue;
+        }
+        if (ingesting.size >= ctx.ingestConcurrency) continue;
+        const job = readOrFail(pass, trigger, run, read)
+          .catch((error: unknown) => {
+            fatal ??= error;
+          })
+          .finally(() => ingesting.delete(run.syncId));
+        ingesting.set(run.syncId, job);
+      }
+      if (fatal !== undefined) {
+        await Promise.allSettled(ingesting.values());
+        throw fatal;
+      }
+      const now = ctx.now().getTime();
+      if (now > deadline) timedOut = abandonUnfinished(pass, trigger) || timedOut;
+      const runs = ctx.store.state.runsOf(trigger.id);
+      const open = runs.filter((r) => r.ingest === "waiting" || r.ingest === "ingesting");
+      if (open.length === 0 && ingesting.size === 0) return { timedOut };
+      if (now - lastProgress >= PROGRESS_EVERY_MS) {
+        lastProgress = now;
+        logProgress(pass, runs);
+      }
+      // An export finishing wakes the loop to start the next finished run at once; only the poll
+      // timer lists the runs again, so a round costs ceil(runs / 100) list calls however many finish.
+      timer ??= ctx
+        .sleep(delayMs, stopTimer.signal)
+        .catch(() => {})
+        .then(() => "timer" as const);
+      const woke = await Promise.race([
+        timer,
+        ...[...ingesting.values()].map((p) => p.then(() => "ingest" as const)),
+      ]);
+      if (ctx.signal.aborted) {
+        await Promise.allSettled(ingesting.values());
+        throw new AbortedError("sync stopped by shutdown; the trigger will be resumed on the next start");
+      }
+      listNow = woke === "timer";
+      if (listNow) {
+        timer = null;
+        delayMs = Math.min(delayMs * 2, mirror.pollMaxSeconds * 1000);
+      }
     }
-    if (fatal !== undefined) {
-      await Promise.allSettled(ingesting.values());
-      throw fatal;
-    }
-    const now = ctx.now().getTime();
-    if (now > deadline) timedOut = abandonUnfinished(pass, trigger) || timedOut;
-    const runs = ctx.store.state.runsOf(trigger.id);
-    const open = runs.filter((r) => r.ingest === "waiting" || r.ingest === "ingesting");
-    if (open.length === 0 && ingesting.size === 0) return { timedOut };
-    if (now - lastProgress >= PROGRESS_EVERY_MS) {
-      lastProgress = now;
-      logProgress(pass, runs);
-    }
-    // An export finishing wakes the loop to start the next finished run at once; only the poll
-    // timer lists the runs again, so a round costs ceil(runs / 100) list calls however many finish.
-    timer ??= ctx
-      .sleep(delayMs, ctx.signal)
-      .catch(() => {})
-      .then(() => "timer" as const);
-    const woke = await Promise.race([
-      timer,
-      ...[...ingesting.values()].map((p) => p.then(() => "ingest" as const)),
-    ]);
-    if (ctx.signal.aborted) {
-      await Promise.allSettled(ingesting.values());
-      throw new AbortedError("sync stopped by shutdown; the trigger will be resumed on the next start");
-    }
-    listNow = woke === "timer";
-    if (listNow) {
-      timer = null;
-      delayMs = Math.min(delayMs * 2, mirror.pollMaxSeconds * 1000);
-    }
+  } finally {
+    ctx.signal.removeEventListener("abort", onAbort);
+    stopTimer.abort();
   }
 }
 
@@ -168,27 +176,6 @@ async function markVanished(
       );
     }
   }
-}
-
-async function sendContinue({ ctx, mirror }: MirrorPass, run: RunRow, item: RunListItem): Promise<void> {
-  const sources = item.sources.filter((s) => s.status === "INCOMPLETE").map((s) => s.source);
-  ctx.store.state.countContinue(run.syncId);
-  ctx.crashPoint("during-continue");
-  const log = ctx.log.child({ sync_id: run.syncId });
-  for (const source of sources) {
-    try {
-      await ctx.api.continueRun(run.syncId, { message: mirror.continueMessage, source }, ctx.signal);
-      log.info({ source, attempt: run.continuesSent + 1 }, "continued an INCOMPLETE source");
-    } catch (error) {
-      if (error instanceof ConflictError || error instanceof ContinueOutcomeUnknownError) {
-        log.warn({ source, err: error.message }, "continue not accepted; the source stays as it is");
-        continue;
-      }
-      throw error;
-    }
-  }
-  // Until the next listing says otherwise, the run is running again.
-  ctx.store.state.updateRunStatus(run.syncId, "running", null);
 }
 
 /**

@@ -144,7 +144,10 @@ function differingFields(actual: unknown, expected: unknown): string[] {
   const a = actual as Record<string, unknown>;
   return Object.entries(expected as Record<string, unknown>)
     .filter(([k, v]) => a[k] !== v)
-    .map(([k, v]) => `${k}: ${trim(JSON.stringify(a[k]) ?? "undefined")} != ${trim(JSON.stringify(v) ?? "undefined")}`);
+    .map(
+      ([k, v]) =>
+        `${k}: ${trim(JSON.stringify(a[k]) ?? "undefined")} != ${trim(JSON.stringify(v) ?? "undefined")}`,
+    );
 }
 
 function rowId(row: unknown, i: number): string {
@@ -166,7 +169,11 @@ export function invalidUtf8Cells(path: string): string[] {
   const decoder = new TextDecoder("utf-8", { fatal: true });
   const bad: string[] = [];
   try {
-    const columns = [...RESOURCE_COLUMNS.map((c) => ["resources", c]), ["resource_access", "key"], ["changes", "key"]];
+    const columns = [
+      ...RESOURCE_COLUMNS.map((c) => ["resources", c]),
+      ["resource_access", "key"],
+      ["changes", "key"],
+    ];
     for (const [table, column] of columns) {
       const rows = db.prepare(`SELECT rowid AS id, CAST(${column} AS BLOB) AS b FROM ${table}`).all() as {
         id: number;

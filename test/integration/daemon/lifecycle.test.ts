@@ -36,15 +36,15 @@ describe("syncmirror run", () => {
   it("answers /readyz 503 while another process holds the database, 200 once it is free", async () => {
     h = await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } });
     const lock = openDatabase(h.dbPath, { lock: true });
+    let d: DaemonProcess;
     try {
-      const d = await daemon(h, { ready: false });
+      d = await daemon(h, { ready: false });
       await until(() => d.stderr().includes("database locked by another process"), "the lock warning");
       expect((await d.get("/readyz")).status).toBe(503);
       expect((await d.get("/healthz")).status).toBe(200);
     } finally {
       lock.close();
     }
-    const d = daemons[0] as DaemonProcess;
     await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200", 10_000);
     const stopped = await d.stop();
     expect(stopped.code).toBe(0);
@@ -122,9 +122,9 @@ describe("syncmirror run", () => {
   });
 
   it("exits 0 on SIGTERM mid-ingest keeping the committed pages; the restart resumes at the next page", async () => {
-    // One user seeing ~1500 documents: a run's export spans several 500-resource pages.
+    // One user seeing 1100 documents: the run's export spans three 500-resource pages.
     h = await createHarness({
-      sim: { users: 1, docs: 1500, serversPerType: { notion: 1 } },
+      sim: { users: 1, docs: 1100, serversPerType: { notion: 1 } },
       defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER },
     });
     const harness = h;

@@ -17,8 +17,8 @@ const U1 = "user1@example.com";
 describe("sync --json", () => {
   it("prints one summary object and exits 0 when every mirror succeeded", async () => {
     h = await createHarness({ sim: { docs: 10 } });
-    const { code, stdout } = await h.cli(["sync", "--json"]);
-    expect(code).toBe(0);
+    const { code, stdout, stderr } = await h.cli(["sync", "--json"]);
+    expect(code, stderr).toBe(0);
     const out = JSON.parse(stdout);
     expect(out.mirrors).toHaveLength(1);
     expect(out.mirrors[0]).toMatchObject({
@@ -38,8 +38,8 @@ describe("sync --json", () => {
   it("prints the summary and exits 1 when a mirror was partial", async () => {
     h = await createHarness({ sim: { docs: 10 } });
     h.sim.setOutcome({ user: U1 }, { task: "FAILED" });
-    const { code, stdout } = await h.cli(["sync", "--json"]);
-    expect(code).toBe(1);
+    const { code, stdout, stderr } = await h.cli(["sync", "--json"]);
+    expect(code, stderr).toBe(1);
     expect(JSON.parse(stdout).mirrors[0]).toMatchObject({ outcome: "partial", runs: { failed: 1 } });
   });
 
@@ -49,7 +49,7 @@ describe("sync --json", () => {
     expect(unknown).toMatchObject({ code: 2, stdout: "" });
     expect(unknown.stderr).toMatch(/no mirror named "nope"/);
     const dryRunAlone = await h.cli(["sync", "--dry-run"]);
-    expect(dryRunAlone.code).toBe(2);
+    expect(dryRunAlone.code, dryRunAlone.stderr).toBe(2);
     expect(dryRunAlone.stderr).toMatch(/--dry-run needs --full/);
     expect(h.sim.requests).toEqual([]);
   });
@@ -87,7 +87,7 @@ describe("sync --full --dry-run", () => {
     const wouldRevoke = removed.visibleTo.length + 1;
 
     const text = await h.cli(["sync", "--full", "--dry-run"]);
-    expect(text.code).toBe(0);
+    expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toContain(`would revoke ${wouldRevoke}, would delete 1`);
     const json = await h.cli(["sync", "--full", "--dry-run", "--json"]);
     expect(JSON.parse(json.stdout).mirrors[0].dry_run).toEqual({

@@ -74,12 +74,12 @@ describe("crashes", () => {
   it("adopts the runs of a trigger whose POST response was lost to a kill, instead of triggering again", async () => {
     const h = await harness({ sim: { docs: 20 } });
     const crashed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post" });
-    expect(crashed.code).toBeNull();
+    expect(crashed.code, crashed.stderr).toBeNull();
     expect(posts(h.sim)).toHaveLength(1);
     expect(h.query("SELECT state FROM triggers")).toEqual([{ state: "intent" }]);
 
     const resumed = await h.cli(["sync", "--json"]);
-    expect(resumed.code).toBe(0);
+    expect(resumed.code, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout).mirrors[0]).toMatchObject({
       adopted: true,
       resumed: true,
@@ -98,7 +98,7 @@ describe("crashes", () => {
     const doc = pickDoc(h, (d) => d.visibleTo.length > 0);
     h.sim.docs.edit(doc.docId, { title: "Edited while the incremental was in flight" });
     const crashed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post" });
-    expect(crashed.code).toBeNull();
+    expect(crashed.code, crashed.stderr).toBeNull();
 
     const full = await h.sync({ full: true });
     expect(full).toMatchObject({ mode: "full", outcome: "succeeded", resumed: false });
@@ -119,7 +119,7 @@ describe("crashes", () => {
   it("resumes a killed export at the page after the last one committed", async () => {
     const h = await harness({ sim: { docs: 700, users: 1, serversPerType: { notion: 1 } } });
     const crashed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "between-pages" });
-    expect(crashed.code).toBeNull();
+    expect(crashed.code, crashed.stderr).toBeNull();
     expect(h.query("SELECT next_offset, ingest FROM runs")).toEqual([
       { next_offset: 500, ingest: "ingesting" },
     ]);
@@ -127,7 +127,7 @@ describe("crashes", () => {
 
     const mark = h.sim.requests.length;
     const resumed = await h.cli(["sync", "--json"]);
-    expect(resumed.code).toBe(0);
+    expect(resumed.code, resumed.stderr).toBe(0);
     const offsets = h.sim.requests
       .slice(mark)
       .filter((r) => r.route === "/sync-task/{sync_id}/export")

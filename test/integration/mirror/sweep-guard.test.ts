@@ -39,12 +39,12 @@ describe("mass-delete guard", () => {
     const status = JSON.parse((await h.cli(["status", "--json"])).stdout);
     expect(status.mirrors[0].held_revocations).toBe(held.counts.held_revocations);
     const again = await h.cli(["sync", "--full", "--json"]);
-    expect(again.code).toBe(1);
+    expect(again.code, again.stderr).toBe(1);
     expect(JSON.parse(again.stdout).mirrors[0]).toMatchObject({ outcome: "partial" });
     expect(accessRows(h)).toEqual(accessBefore);
 
     const applied = await h.cli(["sync", "--full", "--allow-mass-delete", "--json"]);
-    expect(applied.code).toBe(0);
+    expect(applied.code, applied.stderr).toBe(0);
     expect(JSON.parse(applied.stdout).mirrors[0].counts).toMatchObject({
       access_revoked: held.counts.held_revocations,
       held_revocations: 0,

@@ -43,28 +43,60 @@ interface FuzzCase {
 }
 
 const CASES: FuzzCase[] = [
-  { name: "a string where a number goes", edit: (c) => (c.api.timeout_seconds = "ten"), says: ["api.timeout_seconds"] },
-  { name: "a negative count", edit: (c) => (first(c).continue_incomplete = -1), says: ["mirrors[0].continue_incomplete"] },
+  {
+    name: "a string where a number goes",
+    edit: (c) => (c.api.timeout_seconds = "ten"),
+    says: ["api.timeout_seconds"],
+  },
+  {
+    name: "a negative count",
+    edit: (c) => (first(c).continue_incomplete = -1),
+    says: ["mirrors[0].continue_incomplete"],
+  },
   { name: "a list where an object goes", edit: (c) => (c.database = ["a.db"]), says: ["database"] },
   { name: "an unknown top-level key", edit: (c) => (c.mirorrs = []), says: ["mirorrs"] },
-  { name: "an unknown nested key", edit: (c) => (c.defaults.incremental_crn = "* * * * *"), says: ["defaults", "incremental_crn"] },
+  {
+    name: "an unknown nested key",
+    edit: (c) => (c.defaults.incremental_crn = "* * * * *"),
+    says: ["defaults", "incremental_crn"],
+  },
   {
     name: "duplicate mirror names",
     edit: (c) => c.mirrors.push({ ...first(c) }),
     says: ["mirrors[1].name", 'duplicate mirror name "main"'],
   },
-  { name: "a mirror name with spaces", edit: (c) => (first(c).name = "Eng Wiki"), says: ["mirrors[0].name", "[a-z0-9_-]+"] },
-  { name: "an invalid cron", edit: (c) => (c.defaults.full_cron = "61 * * * *"), says: ["defaults.full_cron", "cron"] },
+  {
+    name: "a mirror name with spaces",
+    edit: (c) => (first(c).name = "Eng Wiki"),
+    says: ["mirrors[0].name", "[a-z0-9_-]+"],
+  },
+  {
+    name: "an invalid cron",
+    edit: (c) => (c.defaults.full_cron = "61 * * * *"),
+    says: ["defaults.full_cron", "cron"],
+  },
   {
     name: "a cron in words",
     edit: (c) => (first(c).incremental_cron = "every day"),
     says: ["mirrors[0].incremental_cron", "cron"],
   },
-  { name: "an unknown time zone", edit: (c) => (c.defaults.timezone = "Mars/Olympus"), says: ["defaults.timezone"] },
+  {
+    name: "an unknown time zone",
+    edit: (c) => (c.defaults.timezone = "Mars/Olympus"),
+    says: ["defaults.timezone"],
+  },
   { name: "no mirrors", edit: (c) => (c.mirrors = []), says: ["mirrors", "at least one mirror"] },
-  { name: "a base_url that is not a URL", edit: (c) => (c.api.base_url = "api.example.com"), says: ["api.base_url"] },
+  {
+    name: "a base_url that is not a URL",
+    edit: (c) => (c.api.base_url = "api.example.com"),
+    says: ["api.base_url"],
+  },
   { name: "YAML that does not parse", text: "api: [unclosed\n", says: ["YAML"] },
-  { name: "a YAML key given twice", text: "api:\n  base_url: http://x\napi:\n  base_url: http://y\n", says: ["YAML"] },
+  {
+    name: "a YAML key given twice",
+    text: "api:\n  base_url: http://x\napi:\n  base_url: http://y\n",
+    says: ["YAML"],
+  },
   {
     name: "the token env var unset",
     env: { [TOKEN_ENV]: undefined },
@@ -124,16 +156,19 @@ describe("config fuzzing", () => {
     expect(h.sim.requests.length, "nothing reached the API").toBe(requests);
   });
 
-  it.each([["sync"], ["run"], ["check"]])("the real CLI `%s` exits 2 on a config error, before anything starts", async (cmd) => {
-    const config = structuredClone(valid);
-    config.api.token = "tok_written_in_the_file_123";
-    config.defaults.full_cron = "every night";
-    writeFileSync(h.configPath, stringify(config));
-    const r = await h.cli([cmd]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`${h.configPath}: invalid config`);
-    expect(r.stderr).toContain("api.token");
-    expect(r.stderr).not.toContain("tok_written_in_the_file_123");
-    expect(existsSync(h.dbPath)).toBe(false);
-  });
+  it.each([["sync"], ["run"], ["check"]])(
+    "the real CLI `%s` exits 2 on a config error, before anything starts",
+    async (cmd) => {
+      const config = structuredClone(valid);
+      config.api.token = "tok_written_in_the_file_123";
+      config.defaults.full_cron = "every night";
+      writeFileSync(h.configPath, stringify(config));
+      const r = await h.cli([cmd]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`${h.configPath}: invalid config`);
+      expect(r.stderr).toContain("api.token");
+      expect(r.stderr).not.toContain("tok_written_in_the_file_123");
+      expect(existsSync(h.dbPath)).toBe(false);
+    },
+  );
 });

@@ -3,20 +3,12 @@
  * file that cannot grow (disk full). Each ends in a clear error or a clean refusal, never in a
  * corrupt or half-written mirror.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { chmodSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import {
-  consistencyProblems,
-  integrityOf,
-  snapshotDb,
-  snapshotDiff,
-} from "../../helpers/db-snapshot.js";
-import type { Harness } from "../../helpers/mirror-harness.js";
+import { consistencyProblems, integrityOf, snapshotDb, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { httpGet, listeningPort, spawnCli } from "../../helpers/spawn-cli.js";
 import { createTwins, type Twins, triggerPosts } from "../../helpers/twins.js";
-
-const CLI = join(import.meta.dirname, "..", "..", "..", "dist", "cli.js");
 
 let twins: Twins | undefined;
 let cleanup: (() => void) | undefined;
@@ -47,6 +39,42 @@ describe("two processes on one database", () => {
     expect((await first).code).toBe(0);
     expect(integrityOf(hurt.dbPath)).toBe("ok");
     expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+  });
+
+  it("a daemon started beside a running sync waits for the lock, not ready, then takes over", async () => {
+    twins = await createTwins({ sim: { docs: 20 } });
+    const { hurt } = twins;
+    hurt.sim.runs.hold();
+    const first = hurt.cli(["sync"]);
+    await vi.waitFor(() => expect(triggerPosts(hurt)).toBe(1), { timeout: 30_000, interval: 20 });
+
+    const daemon = spawnCli(["run"], {
+      configPath: hurt.configPath,
+      env: { ...hurt.env, LOG_LEVEL: "info" },
+    });
+    cleanup = () => daemon.child.kill("SIGKILL");
+    const port = await listeningPort(daemon);
+    await vi.waitFor(
+      () => expect(daemon.out.stderr).toContain("database locked by another process; waiting (not ready)"),
+      {
+        timeout: 30_000,
+        interval: 20,
+      },
+    );
+    expect((await httpGet(port, "/readyz")).status).toBe(503);
+    expect((await httpGet(port, "/healthz")).status).toBe(200);
+
+    hurt.sim.runs.release();
+    expect((await first).code).toBe(0);
+    await vi.waitFor(async () => expect((await httpGet(port, "/readyz")).status).toBe(200), {
+      timeout: 30_000,
+      interval: 50,
+    });
+    daemon.child.kill("SIGTERM");
+    expect(await daemon.exited).toBe(0);
+    cleanup = undefined;
+    expect(integrityOf(hurt.dbPath)).toBe("ok");
+    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
   });
 });
 
@@ -97,7 +125,11 @@ describe("storage failures", () => {
     const emptyBytes = statSync(hurt.dbPath).size;
     const limitBytes = emptyBytes + (statSync(clean.dbPath).size - emptyBytes) * 0.7;
 
-    const full = await cliWithFileSizeLimit(hurt, ["sync"], limitBytes);
+    // RLIMIT_FSIZE (`ulimit -f`, 512-byte blocks in sh): a write past it fails like a full disk
+    // (Node ignores SIGXFSZ, so SQLite gets EFBIG). No seam in the product.
+    const prelude = `ulimit -f ${Math.ceil(limitBytes / 512)}`;
+    const filled = spawnCli(["sync"], { configPath: hurt.configPath, env: hurt.env, prelude });
+    const full = { code: await filled.exited, ...filled.out };
     expect(full.code, full.stderr).toBe(1);
     expect(full.stderr).toMatch(/the database could not be written .*disk is not full.*resumes/);
     expect(integrityOf(hurt.dbPath)).toBe("ok");
@@ -113,32 +145,3 @@ describe("storage failures", () => {
     expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
   });
 });
-
-/**
- * The real CLI under RLIMIT_FSIZE (`ulimit -f`): a write past the limit fails like a full disk
- * (Node ignores SIGXFSZ, so the write returns EFBIG to SQLite). No seam in the product.
- */
-function cliWithFileSizeLimit(
-  h: Harness,
-  args: string[],
-  limitBytes: number,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const blocks = Math.ceil(limitBytes / 512);
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      "sh",
-      ["-c", `ulimit -f ${blocks} && exec "$0" "$@"`, process.execPath, CLI, ...args, "--config", h.configPath],
-      { env: h.env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}

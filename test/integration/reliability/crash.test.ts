@@ -5,20 +5,17 @@
  * time the code reaches the point, not after a delay.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  consistencyProblems,
-  integrityOf,
-  snapshotDb,
-  snapshotDiff,
-} from "../../helpers/db-snapshot.js";
+import { consistencyProblems, integrityOf, snapshotDb, snapshotDiff } from "../../helpers/db-snapshot.js";
 import type { Harness } from "../../helpers/mirror-harness.js";
-import { createTwins, type Twins, triggerPosts } from "../../helpers/twins.js";
+import { answered, createTwins, type Twins, triggerPosts } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
 afterEach(async () => {
   await twins?.close();
   twins = undefined;
 });
+
+const CONTINUE = "POST /sync-task/{sync_id}/continue";
 
 interface CrashCase {
   name: string;
@@ -83,8 +80,8 @@ describe("crash matrix: kill -9, restart, compare with an uninterrupted run", ()
     await c.before?.(hurt);
     const triggersBefore = triggerPosts(hurt);
 
-    const reference = await clean.cli(c.args);
-    expect(reference.code, reference.stderr).toBe(0);
+    const reference = await clean.sync({ full: c.args.includes("--full") });
+    expect(reference.outcome, reference.message).toBe("succeeded");
 
     const crashed = await hurt.cli(c.args, { SYNCMIRROR_CRASH_AT: c.crashAt });
     expect(crashed.code, `expected SIGKILL at ${c.crashAt}; stderr: ${crashed.stderr}`).toBeNull();
@@ -97,6 +94,31 @@ describe("crash matrix: kill -9, restart, compare with an uninterrupted run", ()
     expect(integrityOf(hurt.dbPath)).toBe("ok");
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
     expect(triggerPosts(hurt) - triggersBefore, "exactly one trigger upstream").toBe(1);
+    expect(answered(hurt, CONTINUE, 200), "each continue arrives once").toBe(answered(clean, CONTINUE, 200));
+    if (c.defaults?.continue_incomplete) expect(answered(clean, CONTINUE, 200)).toBe(1);
+    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+  });
+});
+
+describe("a continue whose answer is lost", () => {
+  it("is read back, not sent twice: the source that ran again is not continued a second time", async () => {
+    twins = await createTwins({ sim: { docs: 40 }, defaults: { continue_incomplete: 1 } });
+    const { clean, hurt } = twins;
+    const server = clean.sim.servers[0]?.server_instance_id;
+    for (const h of [clean, hurt])
+      h.sim.setOutcome(
+        { user: "user1@example.com", server_instance_id: server },
+        { task: "INCOMPLETE", times: 2 },
+      );
+    hurt.sim.faults.inject(CONTINUE, { kind: "drop-after" });
+
+    const reference = await clean.sync();
+    const summary = await hurt.sync();
+    expect(summary.outcome).toBe("partial");
+    expect(summary.outcome).toBe(reference.outcome);
+    expect(hurt.sim.faults.pending()).toEqual([]);
+    expect(hurt.sim.requests.filter((r) => `${r.method} ${r.route}` === CONTINUE)).toHaveLength(1);
+    expect(hurt.query("SELECT continue_pending FROM runs WHERE continue_pending IS NOT NULL")).toEqual([]);
     expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
   });
 });

@@ -82,7 +82,9 @@ describe("export quirks", () => {
       expect(summary.errors.length).toBe(hurt.sim.users.length);
       for (const e of summary.errors) {
         expect(e.error).toContain(`schema_version ${JSON.stringify(version)}`);
-        expect(e.error).toMatch(/reads major version 1 only\. Upgrade syncmirror; nothing of this export was written/);
+        expect(e.error).toMatch(
+          /reads major version 1 only\. Upgrade syncmirror; nothing of this export was written/,
+        );
       }
       expect(hurt.query("SELECT key FROM resources")).toEqual([]);
       expect(hurt.query("SELECT key FROM resource_access")).toEqual([]);

@@ -32,12 +32,32 @@ interface RecoveredCase {
 }
 
 const RECOVERED: RecoveredCase[] = [
-  { name: "429 with Retry-After on the trigger", route: TRIGGER, fault: { kind: "429", retryAfterSeconds: 1 }, code: "429" },
-  { name: "429 without Retry-After on export pages", route: EXPORT, fault: { kind: "429", times: 2 }, code: "429" },
+  {
+    name: "429 with Retry-After on the trigger",
+    route: TRIGGER,
+    fault: { kind: "429", retryAfterSeconds: 1 },
+    code: "429",
+  },
+  {
+    name: "429 without Retry-After on export pages",
+    route: EXPORT,
+    fault: { kind: "429", times: 2 },
+    code: "429",
+  },
   { name: "a burst of 500 on the run list", route: LIST, fault: { kind: "500", times: 3 }, code: "500" },
   { name: "a burst of 502 on export pages", route: EXPORT, fault: { kind: "502", times: 3 }, code: "502" },
-  { name: "a burst of 503 on the trigger (refused before work)", route: TRIGGER, fault: { kind: "503", times: 3 }, code: "503" },
-  { name: "connection resets on export pages", route: EXPORT, fault: { kind: "reset", times: 2 }, code: "error" },
+  {
+    name: "a burst of 503 on the trigger (refused before work)",
+    route: TRIGGER,
+    fault: { kind: "503", times: 3 },
+    code: "503",
+  },
+  {
+    name: "connection resets on export pages",
+    route: EXPORT,
+    fault: { kind: "reset", times: 2 },
+    code: "error",
+  },
   {
     name: "a run list slower than api.timeout_seconds",
     route: LIST,
@@ -45,8 +65,20 @@ const RECOVERED: RecoveredCase[] = [
     code: "error",
     timeoutSeconds: 0.5,
   },
-  { name: "the trigger's connection dropped after it was handled", route: TRIGGER, fault: { kind: "drop-after" }, code: "error", adopted: true },
-  { name: "the trigger answered with malformed JSON", route: TRIGGER, fault: { kind: "malformed" }, code: "200", adopted: true },
+  {
+    name: "the trigger's connection dropped after it was handled",
+    route: TRIGGER,
+    fault: { kind: "drop-after" },
+    code: "error",
+    adopted: true,
+  },
+  {
+    name: "the trigger answered with malformed JSON",
+    route: TRIGGER,
+    fault: { kind: "malformed" },
+    code: "200",
+    adopted: true,
+  },
   {
     name: "the trigger answered without trigger_id",
     route: TRIGGER,
@@ -75,11 +107,14 @@ describe("HTTP faults a pass recovers from on its own", () => {
     const faulted = await counterValue(hurt.metrics.apiRequests, { method, route, code: c.code });
     expect(faulted).toBeGreaterThanOrEqual(c.fault.times ?? 1);
     // Only a refusal before any work (429, 503) is retried on the trigger; anything else adopts.
-    const refusedPosts = c.route === TRIGGER && ["429", "503"].includes(c.fault.kind) ? (c.fault.times ?? 1) : 0;
+    const refusedPosts =
+      c.route === TRIGGER && ["429", "503"].includes(c.fault.kind) ? (c.fault.times ?? 1) : 0;
     expect(triggerPosts(hurt), "the trigger is never re-POSTed after it may have happened").toBe(
       refusedPosts + 1,
     );
-    expect(hurt.sim.runs.list().every((r) => r.trigger_id === hurt.sim.runs.list()[0]?.trigger_id)).toBe(true);
+    expect(hurt.sim.runs.list().every((r) => r.trigger_id === hurt.sim.runs.list()[0]?.trigger_id)).toBe(
+      true,
+    );
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
     expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
   });

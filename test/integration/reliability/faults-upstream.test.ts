@@ -5,9 +5,10 @@
  * next pass reaches the state a clean run does.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { exitCodeFor } from "../../../src/sync/outcome.js";
+import { consistencyProblems, snapshotDb, snapshotDiff } from "../../helpers/db-snapshot.js";
 import type { Harness } from "../../helpers/mirror-harness.js";
 import { expectedKeys, visibleKeys } from "../../helpers/mirror-harness.js";
-import { consistencyProblems, snapshotDb, snapshotDiff } from "../../helpers/db-snapshot.js";
 import { counterValue, createTwins, type Twins, triggerPosts } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
@@ -25,7 +26,8 @@ interface RefusalCase {
 }
 
 const pauseAll = (h: Harness, available: boolean) => {
-  for (const s of h.sim.servers) h.sim.configs.setServerAvailable(h.sim.syncConfigId, s.server_instance_id, available);
+  for (const s of h.sim.servers)
+    h.sim.configs.setServerAvailable(h.sim.syncConfigId, s.server_instance_id, available);
 };
 
 const REFUSALS: RefusalCase[] = [
@@ -53,29 +55,35 @@ const REFUSALS: RefusalCase[] = [
 ];
 
 describe("trigger refusals", () => {
-  it.each(REFUSALS)("$name: outcome $outcome, exit 1, mirror untouched; the next pass after the fix recovers", async (c) => {
-    twins = await createTwins({ sim: { docs: 30 } });
-    const { clean, hurt } = twins;
-    expect((await hurt.sync()).outcome).toBe("succeeded");
-    expect((await clean.sync()).outcome).toBe("succeeded");
-    const before = snapshotDb(hurt.dbPath);
-    c.refuse(hurt);
+  it.each(REFUSALS)(
+    "$name: outcome $outcome, exit 1, mirror untouched; the next pass after the fix recovers",
+    async (c) => {
+      twins = await createTwins({ sim: { docs: 30 } });
+      const { clean, hurt } = twins;
+      expect((await hurt.sync()).outcome).toBe("succeeded");
+      expect((await clean.sync()).outcome).toBe("succeeded");
+      const before = snapshotDb(hurt.dbPath);
+      c.refuse(hurt);
 
-    const r = await hurt.cli(["sync", "--json"]);
-    expect(r.code).toBe(1);
-    const summary = JSON.parse(r.stdout).mirrors[0];
-    expect(summary.outcome).toBe(c.outcome);
-    expect(summary.message).toMatch(c.says);
-    expect(hurt.query("SELECT 1 FROM triggers WHERE state != 'done'"), "a refusal closes the trigger").toEqual([]);
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), before)).toEqual([]);
+      const r = await hurt.cli(["sync", "--json"]);
+      expect(r.code).toBe(1);
+      const summary = JSON.parse(r.stdout).mirrors[0];
+      expect(summary.outcome).toBe(c.outcome);
+      expect(summary.message).toMatch(c.says);
+      expect(
+        hurt.query("SELECT 1 FROM triggers WHERE state != 'done'"),
+        "a refusal closes the trigger",
+      ).toEqual([]);
+      expect(snapshotDiff(snapshotDb(hurt.dbPath), before)).toEqual([]);
 
-    c.allow(hurt);
-    expect((await hurt.sync()).outcome).toBe("succeeded");
-    expect((await clean.sync()).outcome).toBe("succeeded");
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
-  });
+      c.allow(hurt);
+      expect((await hurt.sync()).outcome).toBe("succeeded");
+      expect((await clean.sync()).outcome).toBe("succeeded");
+      expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+    },
+  );
 
-  it("counts a refusal in syncmirror_triggers_total{outcome=\"refused\"}", async () => {
+  it('counts a refusal in syncmirror_triggers_total{outcome="refused"}', async () => {
     twins = await createTwins({ sim: { docs: 5 } });
     twins.hurt.sim.setPremium(false);
     expect((await twins.hurt.sync()).outcome).toBe("refused");
@@ -96,13 +104,17 @@ describe("things that vanish upstream", () => {
 
     const summary = await pass;
     expect(summary.outcome).toBe("partial");
+    expect(exitCodeFor([summary.outcome])).toBe(1);
     expect(summary.errors).toEqual([
-      { sync_id: gone?.sync_id, user_email: "user2@example.com", error: "the run no longer exists upstream (404)" },
+      {
+        sync_id: gone?.sync_id,
+        user_email: "user2@example.com",
+        error: "the run no longer exists upstream (404)",
+      },
     ]);
-    expect(hurt.query("SELECT user_email FROM pairs WHERE watermark IS NOT NULL GROUP BY user_email")).toEqual([
-      { user_email: "user1@example.com" },
-      { user_email: "user3@example.com" },
-    ]);
+    expect(
+      hurt.query("SELECT user_email FROM pairs WHERE watermark IS NOT NULL GROUP BY user_email"),
+    ).toEqual([{ user_email: "user1@example.com" }, { user_email: "user3@example.com" }]);
     expect(visibleKeys(hurt, "user2@example.com")).toEqual([]);
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
 

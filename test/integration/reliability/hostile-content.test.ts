@@ -19,7 +19,8 @@ afterEach(async () => {
 });
 
 const USER = "user1@example.com";
-const CONTROL = "nul\u0000 soh\u0001 bell\u0007 esc\u001b[31mred\u001b[0m cr\r lf\n tab\t del\u007f ls\u2028 ps\u2029";
+const CONTROL =
+  "nul\u0000 soh\u0001 bell\u0007 esc\u001b[31mred\u001b[0m cr\r lf\n tab\t del\u007f ls\u2028 ps\u2029";
 
 /** One user, no generated documents, every request through a rewriting proxy. */
 async function setup(): Promise<{ h: Harness; proxy: RewritingProxy }> {
@@ -49,7 +50,9 @@ function expectStoredAsServed(harness: Harness, served: Record<string, unknown>)
   const content = served.content as { text: string } | null;
   expect(r.native_id).toBe(served.native_id);
   expect(r.title).toBe(served.title);
-  expect(r.content_text === (content?.text ?? null), "content_text is byte-for-byte the served text").toBe(true);
+  expect(r.content_text === (content?.text ?? null), "content_text is byte-for-byte the served text").toBe(
+    true,
+  );
   expect(r.content_hash).toBe(served.content_hash);
   expect(JSON.parse(r.fields ?? "null")).toEqual(served.fields);
   expect(JSON.parse(r.metadata ?? "null")).toEqual(served.metadata);
@@ -60,13 +63,20 @@ describe("hostile export content", () => {
     const { h, proxy } = await setup();
     const [notion, github] = h.sim.servers.map((s) => s.server_instance_id) as [string, string];
     const add = (server: string, o: Record<string, unknown>) =>
-      h.sim.docs.add({ server_instance_id: server, visibleTo: [USER], modifiedAt: "2026-01-01T00:00:00Z", ...o });
+      h.sim.docs.add({
+        server_instance_id: server,
+        visibleTo: [USER],
+        modifiedAt: "2026-01-01T00:00:00Z",
+        ...o,
+      });
     add(notion, { title: `Huge ${"Ü title ".repeat(50_000)}`, content: "short" });
     add(notion, { title: `Control ${CONTROL}`, content: CONTROL.repeat(100) });
     add(github, { title: "Ten megabytes", content: "0123456789abcdé\n".repeat(655_360) });
     add(github, {
       title: "Odd field names",
-      fields: JSON.parse('{"__proto__": {"polluted": true}, "": "empty", "a.b": 1, "$where": "1", "k\\u0000": [null, {}]}'),
+      fields: JSON.parse(
+        '{"__proto__": {"polluted": true}, "": "empty", "a.b": 1, "$where": "1", "k\\u0000": [null, {}]}',
+      ),
     });
     add(github, { title: "Nested 300 deep", fields: nested(300) });
 
@@ -84,7 +94,8 @@ describe("hostile export content", () => {
   it("stores keys and native ids of unusual characters as given", async () => {
     const { h, proxy } = await setup();
     const notion = h.sim.servers[0]?.server_instance_id as string;
-    for (let i = 0; i < 3; i++) h.sim.docs.add({ server_instance_id: notion, visibleTo: [USER], title: `doc ${i}` });
+    for (let i = 0; i < 3; i++)
+      h.sim.docs.add({ server_instance_id: notion, visibleTo: [USER], title: `doc ${i}` });
     const odd = [
       `weird id/with spaces?&#%20'quotes'"dq";DROP TABLE resources;--`,
       "📄 Ünïcødé\u0000nul\nnewline\\back",
@@ -122,11 +133,17 @@ describe("hostile export content", () => {
     proxy.rewrites.push((body) => {
       const at = body.indexOf("RAW-BYTES-HERE");
       const rest = body.slice(at + "RAW-BYTES-HERE".length);
-      return Buffer.concat([Buffer.from(body.slice(0, at)), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from(rest)]);
+      return Buffer.concat([
+        Buffer.from(body.slice(0, at)),
+        Buffer.from([0xff, 0xfe, 0xc3]),
+        Buffer.from(rest),
+      ]);
     });
 
-    const summary = await h.sync();
-    expect(summary.outcome, JSON.stringify(summary.errors)).toBe("succeeded");
+    const r = await h.cli(["sync"]);
+    expect(r.code, r.stderr).toBe(0);
+    const warnings = r.stderr.split("\n").filter((l) => l.includes("unpaired UTF-16 surrogates"));
+    expect(warnings.map((l) => JSON.parse(l).key)).toEqual([expect.stringMatching(/^notion:/)]);
     const rows = h.query<Row>("SELECT title, content_text, fields FROM resources ORDER BY title");
     expect(rows.map((r) => r.title).sort()).toEqual(["lone \ufffd high", "\ufffd\ufffd\ufffd"].sort());
     const lone = rows.find((r) => r.title?.startsWith("lone")) as Row;
@@ -139,7 +156,8 @@ describe("hostile export content", () => {
   it("rejects only the resources it cannot store, each with a reason, and ingests the rest (exit 1, partial)", async () => {
     const { h, proxy } = await setup();
     const notion = h.sim.servers[0]?.server_instance_id as string;
-    for (let i = 0; i < 5; i++) h.sim.docs.add({ server_instance_id: notion, visibleTo: [USER], title: `doc ${i}` });
+    for (let i = 0; i < 5; i++)
+      h.sim.docs.add({ server_instance_id: notion, visibleTo: [USER], title: `doc ${i}` });
     const deep = `${'{"d":'.repeat(100_000)}1${"}".repeat(100_000)}`;
     proxy.rewrites.push((body) => {
       const page = JSON.parse(body);
@@ -163,7 +181,10 @@ describe("hostile export content", () => {
     for (const line of rejected) expect(line.reason).toEqual(expect.any(String));
     expect(rejected.map((l) => l.path)).toEqual(expect.arrayContaining(["content_hash", "key", "fields"]));
     expect(h.query("SELECT key FROM resources")).toHaveLength(2);
-    expect(h.query("SELECT 1 FROM pairs WHERE watermark IS NOT NULL"), "a source with a rejected resource does not advance").toEqual([]);
+    expect(
+      h.query("SELECT 1 FROM pairs WHERE watermark IS NOT NULL"),
+      "a source with a rejected resource does not advance",
+    ).toEqual([]);
     expect(consistencyProblems(h.dbPath)).toEqual([]);
   });
 });

@@ -4,15 +4,14 @@
  * serve no document content. The daemon (`run`) and the one-shot commands run as real processes
  * with debug logging, so every log line they can write is scanned.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
 import { createHarness, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
-
-const CLI = join(import.meta.dirname, "..", "..", "..", "dist", "cli.js");
+import { httpGet, listeningPort, spawnCli } from "../../helpers/spawn-cli.js";
 
 let h: Harness | undefined;
 let daemon: ChildProcess | undefined;
@@ -23,22 +22,9 @@ afterEach(async () => {
   h = undefined;
 });
 
-/** The real CLI under `umask 000`, debug logs, stdout and stderr collected. */
-function start(args: string[], configPath: string, env: Record<string, string | undefined>) {
-  const child = spawn("sh", ["-c", 'umask 000 && exec "$0" "$@"', process.execPath, CLI, ...args, "--config", configPath], {
-    env: { ...env, LOG_LEVEL: "debug" } as NodeJS.ProcessEnv,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const out = { stdout: "", stderr: "" };
-  child.stdout?.on("data", (d: Buffer) => {
-    out.stdout += d.toString();
-  });
-  child.stderr?.on("data", (d: Buffer) => {
-    out.stderr += d.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  return { child, out, exited };
-}
+/** The real CLI under `umask 000`, with debug logs: every line it can write is scanned. */
+const start = (args: string[], configPath: string, env: Record<string, string | undefined>) =>
+  spawnCli(args, { configPath, env: { ...env, LOG_LEVEL: "debug" }, prelude: "umask 000" });
 
 /** Every file beside the database, as bytes. */
 function databaseFiles(dir: string): Map<string, Buffer> {
@@ -57,15 +43,8 @@ describe("secrets and file modes", () => {
 
     const run = start(["run"], configPath, h.env);
     daemon = run.child;
-    const port = await vi.waitFor(
-      () => {
-        const m = /"port":(\d+)[^\n]*http listening/.exec(run.out.stderr);
-        if (!m) throw new Error("not listening yet");
-        return Number(m[1]);
-      },
-      { timeout: 30_000, interval: 20 },
-    );
-    const get = (path: string) => fetch(`http://127.0.0.1:${port}${path}`).then(async (r) => ({ status: r.status, body: await r.text() }));
+    const port = await listeningPort(run);
+    const get = (path: string) => httpGet(port, path);
     await vi.waitFor(
       async () => expect(JSON.parse((await get("/status")).body).mirrors[0].last_outcome).toBe("succeeded"),
       { timeout: 30_000, interval: 50 },
@@ -78,7 +57,9 @@ describe("secrets and file modes", () => {
     expect(await run.exited).toBe(0);
 
     const db = new Database(join(dataDir, "mirror.db"), { readonly: true });
-    const titles = (db.prepare("SELECT title FROM resources").all() as { title: string }[]).map((r) => r.title);
+    const titles = (db.prepare("SELECT title FROM resources").all() as { title: string }[]).map(
+      (r) => r.title,
+    );
     db.close();
     expect(titles.length).toBeGreaterThan(0);
     for (const { body } of bodies) {

@@ -1,0 +1,81 @@
+/**
+ * Continuing INCOMPLETE sources (`continue_incomplete`) exactly once each, across crashes and lost
+ * answers. Before the POST the count and each source's `completed_at` are written together; once
+ * every POST is answered they are cleared. If they are still there when the run is next seen (the
+ * process died in between, or an answer was lost), the run is read: a source still INCOMPLETE with
+ * the same `completed_at` never got the message and is sent it now (not counted again); a source
+ * that ran again since did get it.
+ */
+import type { RunDetail } from "../api/schemas.js";
+import { ConflictError, ContinueOutcomeUnknownError } from "../errors.js";
+import type { RunRow } from "../store/state.js";
+import type { MirrorPass } from "./context.js";
+
+/** Source label -> its `completed_at` when the continue was decided. */
+type Pending = Record<string, string | null>;
+
+/** Sends the run's INCOMPLETE sources a continue message, counted once. */
+export async function sendContinue(pass: MirrorPass, run: RunRow): Promise<void> {
+  const { ctx } = pass;
+  const detail = await ctx.api.getRun(run.syncId, ctx.signal);
+  const pending: Pending = {};
+  for (const s of detail.sources) if (s.status === "INCOMPLETE") pending[s.source] = s.completed_at ?? null;
+  // The listing was older than the detail: the next listing shows where the run is now.
+  if (Object.keys(pending).length === 0) return;
+  ctx.store.state.countContinue(run.syncId, JSON.stringify(pending));
+  ctx.crashPoint("during-continue");
+  await post(pass, run, Object.keys(pending), run.continuesSent + 1);
+}
+
+/** Settles a continue counted earlier whose arrival is unknown: resends what never arrived. */
+export async function settlePendingContinue(pass: MirrorPass, run: RunRow): Promise<void> {
+  const { ctx } = pass;
+  const pending: Pending = JSON.parse(run.continuePending as string);
+  const detail = await ctx.api.getRun(run.syncId, ctx.signal);
+  const undelivered = Object.entries(pending)
+    .filter(([source, completedAt]) => stillAsLeft(detail, source, completedAt))
+    .map(([source]) => source);
+  if (undelivered.length === 0) {
+    ctx.store.state.clearContinuePending(run.syncId);
+    return;
+  }
+  ctx.log.warn(
+    { sync_id: run.syncId, sources: undelivered },
+    "a continue counted before a crash or a lost answer never arrived: sending it now",
+  );
+  await post(pass, run, undelivered, run.continuesSent);
+}
+
+function stillAsLeft(detail: RunDetail, source: string, completedAt: string | null): boolean {
+  const s = detail.sources.find((x) => x.source === source);
+  return s?.status === "INCOMPLETE" && (s.completed_at ?? null) === completedAt;
+}
+
+async function post(pass: MirrorPass, run: RunRow, sources: string[], attempt: number): Promise<void> {
+  const { ctx, mirror } = pass;
+  const log = ctx.log.child({ sync_id: run.syncId });
+  let unknown = false;
+  for (const source of sources) {
+    try {
+      await ctx.api.continueRun(run.syncId, { message: mirror.continueMessage, source }, ctx.signal);
+      log.info({ source, attempt }, "continued an INCOMPLETE source");
+    } catch (error) {
+      if (error instanceof ContinueOutcomeUnknownError) {
+        unknown = true;
+        log.warn(
+          { source, err: error.message },
+          "continue got no answer; the run is read before it is sent again",
+        );
+        continue;
+      }
+      if (error instanceof ConflictError) {
+        log.warn({ source, err: error.message }, "continue not accepted; the source stays as it is");
+        continue;
+      }
+      throw error;
+    }
+  }
+  if (!unknown) ctx.store.state.clearContinuePending(run.syncId);
+  // Until the next listing says otherwise, the run is running again.
+  ctx.store.state.updateRunStatus(run.syncId, "running", null);
+}
