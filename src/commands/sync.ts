@@ -5,6 +5,7 @@
 import type { Config, MirrorConfig } from "../config.js";
 import { UsageError } from "../errors.js";
 import { createRuntime } from "../runtime.js";
+import type { Progress } from "../sync/context.js";
 import { exitCodeFor } from "../sync/outcome.js";
 import type { MirrorSummary } from "../sync/summary.js";
 import { syncMirror } from "../sync/sync-mirror.js";
@@ -35,14 +36,17 @@ export const sync: Command = (args, io) =>
       const summaries: MirrorSummary[] = [];
       for (const mirror of mirrors) {
         if (io.signal.aborted) break;
+        const ctx = runtime.syncContext(io.signal);
+        if (io.isTty && !values.json) ctx.onProgress = (p) => drawProgress(io, p);
         summaries.push(
-          await syncMirror(mirror, runtime.syncContext(io.signal), {
+          await syncMirror(mirror, ctx, {
             full: values.full ?? false,
             allowMassDelete: values["allow-mass-delete"] ?? false,
             dryRun: values["dry-run"] ?? false,
           }),
         );
       }
+      if (io.isTty && !values.json) io.stdout.write("\r\x1b[K");
       const code = exitCodeFor(summaries.map((s) => s.outcome));
       print(io, summaries, values.json ?? false, code);
       return code;
@@ -51,6 +55,12 @@ export const sync: Command = (args, io) =>
       await runtime.close();
     }
   });
+
+function drawProgress(io: CommandIo, p: Progress): void {
+  io.stdout.write(
+    `\r\x1b[K${p.mirror}: ${p.finished}/${p.runs} runs finished, ${p.ingested} ingested, ${p.resources} resources read`,
+  );
+}
 
 function selectMirrors(config: Config, names: string[]): MirrorConfig[] {
   if (names.length === 0) return [...config.mirrors];

@@ -25,8 +25,19 @@ export interface SyncContext {
   sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Called at each crash point; the CLI wires it to SYNCMIRROR_CRASH_AT, elsewhere a no-op. */
   crashPoint: (point: CrashPoint) => void;
+  /** Called each polling round (the CLI draws a progress line on a terminal). */
+  onProgress?: (progress: Progress) => void;
   /** Runs exported at once per pass (HTTP concurrency; database writes stay serialized). */
   ingestConcurrency: number;
+}
+
+export interface Progress {
+  mirror: string;
+  runs: number;
+  finished: number;
+  ingested: number;
+  /** Resources read so far (upserted or unchanged). */
+  resources: number;
 }
 
 export interface PassOptions {

@@ -8,7 +8,7 @@ import { FINISHED_RUN_STATUSES, type RunListItem, type RunStatus } from "../api/
 import { AbortedError, FeatureDisabledError, NotFoundError, UnauthorizedError } from "../errors.js";
 import { isDatabaseError } from "../store/db.js";
 import type { RunRow, TriggerRow } from "../store/state.js";
-import type { MirrorPass } from "./context.js";
+import type { MirrorPass, Progress } from "./context.js";
 import { sendContinue, settlePendingContinue } from "./continue.js";
 import { ingestRun } from "./ingest.js";
 import { serverTime } from "./time.js";
@@ -82,9 +82,11 @@ export async function waitAndIngest(
       const runs = ctx.store.state.runsOf(trigger.id);
       const open = runs.filter((r) => r.ingest === "waiting" || r.ingest === "ingesting");
       if (open.length === 0 && ingesting.size === 0) return { timedOut };
+      const progress = progressOf(runs);
+      ctx.onProgress?.({ mirror: pass.mirror.name, ...progress });
       if (now - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = now;
-        logProgress(pass, runs);
+        ctx.log.info(progress, "progress");
       }
       // An export finishing wakes the loop to start the next finished run at once; only the poll
       // timer lists the runs again, so a round costs ceil(runs / 100) list calls however many finish.
@@ -216,9 +218,11 @@ function isFinished(status: string): boolean {
   return FINISHED_RUN_STATUSES.has(status as RunStatus);
 }
 
-function logProgress({ ctx }: MirrorPass, runs: RunRow[]): void {
-  const finished = runs.filter((r) => isFinished(r.status)).length;
-  const ingested = runs.filter((r) => r.ingest === "done").length;
-  const resources = runs.reduce((n, r) => n + r.upserted + r.unchanged, 0);
-  ctx.log.info({ runs: runs.length, finished, ingested, resources }, "progress");
+function progressOf(runs: RunRow[]): Omit<Progress, "mirror"> {
+  return {
+    runs: runs.length,
+    finished: runs.filter((r) => isFinished(r.status)).length,
+    ingested: runs.filter((r) => r.ingest === "done").length,
+    resources: runs.reduce((n, r) => n + r.upserted + r.unchanged, 0),
+  };
 }
