@@ -2,30 +2,16 @@
  * `syncmirror run` as a child process: readiness behind the database lock, ticks skipped while a
  * trigger is in flight, SIGTERM drains and exits 0, a restarted daemon finishes the same trigger.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../../src/store/db.js";
-import { type DaemonProcess, parseLogLines, requestCount, startDaemon, until } from "../../helpers/daemon.js";
+import { type DaemonProcess, parseLogLines, requestCount, until } from "../../helpers/daemon.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
-import { buildOnce, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
+import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
 
 const EXPORT = "GET /sync-task/{sync_id}/export";
 
-let h: Harness | undefined;
-const daemons: DaemonProcess[] = [];
-beforeAll(buildOnce);
-afterEach(async () => {
-  for (const d of daemons.splice(0)) await d.stop("SIGKILL");
-  await h?.close();
-  h = undefined;
-});
-
-/** A started daemon, once /readyz answers 200 (the database exists and is migrated). */
-async function daemon(harness: Harness, options: { ready?: boolean } = {}): Promise<DaemonProcess> {
-  const d = await startDaemon(harness);
-  daemons.push(d);
-  if (options.ready ?? true) await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200");
-  return d;
-}
+const suite = daemonSuite();
+const daemon = suite.daemon;
 
 function expectMirrorMatchesSimulator(harness: Harness): void {
   for (const user of harness.sim.users)
@@ -34,7 +20,7 @@ function expectMirrorMatchesSimulator(harness: Harness): void {
 
 describe("syncmirror run", () => {
   it("answers /readyz 503 while another process holds the database, 200 once it is free", async () => {
-    h = await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } });
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     const lock = openDatabase(h.dbPath, { lock: true });
     let d: DaemonProcess;
     try {
@@ -51,7 +37,7 @@ describe("syncmirror run", () => {
   });
 
   it("exits 0 at once on SIGTERM while it waits for the database lock", async () => {
-    h = await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } });
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     const lock = openDatabase(h.dbPath, { lock: true });
     try {
       const d = await daemon(h, { ready: false });
@@ -65,7 +51,7 @@ describe("syncmirror run", () => {
   });
 
   it("keeps a second writer out while it runs: sync exits 1 naming the lock", async () => {
-    h = await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } });
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     const d = await daemon(h);
     const second = await h.cli(["sync"]);
     expect(second.code).toBe(1);
@@ -76,7 +62,9 @@ describe("syncmirror run", () => {
   });
 
   it("skips and counts ticks while its trigger is in flight, and POSTs /sync-task once", async () => {
-    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const h = suite.use(
+      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+    );
     h.sim.runs.hold();
     const d = await daemon(h);
     const harness = h;
@@ -96,7 +84,9 @@ describe("syncmirror run", () => {
   });
 
   it("exits 0 on SIGTERM while the runs are held; the restarted daemon finishes that trigger", async () => {
-    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const h = suite.use(
+      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+    );
     const harness = h;
     h.sim.runs.hold();
     const first = await daemon(h);
@@ -123,10 +113,12 @@ describe("syncmirror run", () => {
 
   it("exits 0 on SIGTERM mid-ingest keeping the committed pages; the restart resumes at the next page", async () => {
     // One user seeing 1100 documents: the run's export spans three 500-resource pages.
-    h = await createHarness({
-      sim: { users: 1, docs: 1100, serversPerType: { notion: 1 } },
-      defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER },
-    });
+    const h = suite.use(
+      await createHarness({
+        sim: { users: 1, docs: 1100, serversPerType: { notion: 1 } },
+        defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER },
+      }),
+    );
     const harness = h;
     h.sim.faults.inject(EXPORT, { kind: "delay", ms: 1500, times: Number.POSITIVE_INFINITY });
     const first = await daemon(h);

@@ -2,30 +2,17 @@
  * `/metrics` of a running daemon follows the simulator's data; gauges come back from the database
  * after a restart; routes are templated; prom-client's process metrics are there.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Simulator } from "../../../src/simulator/index.js";
-import { type DaemonProcess, parseMetrics, startDaemon, until } from "../../helpers/daemon.js";
+import { type DaemonProcess, parseMetrics, until } from "../../helpers/daemon.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
-import { buildOnce, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
+import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
 
 const MAIN = { mirror: "main" };
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
 
-let h: Harness | undefined;
-const daemons: DaemonProcess[] = [];
-beforeAll(buildOnce);
-afterEach(async () => {
-  for (const d of daemons.splice(0)) await d.stop("SIGKILL");
-  await h?.close();
-  h = undefined;
-});
-
-async function daemon(harness: Harness): Promise<DaemonProcess> {
-  const d = await startDaemon(harness);
-  daemons.push(d);
-  await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200");
-  return d;
-}
+const suite = daemonSuite();
+const daemon = suite.daemon;
 
 /** The simulator's truth: live documents at least one user can see. */
 function liveVisible(sim: Simulator): number {
@@ -51,7 +38,9 @@ async function passes(d: DaemonProcess, mode: string, atLeast: number): Promise<
 
 describe("syncmirror run: /metrics", () => {
   it("moves counters and gauges as the simulator's data changes", async () => {
-    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const h = suite.use(
+      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+    );
     const startedAt = Date.now() / 1000;
     const d = await daemon(h);
     await passes(d, "full", 1); // no watermark yet: the first pass is a full snapshot
@@ -92,7 +81,9 @@ describe("syncmirror run: /metrics", () => {
   });
 
   it("restores gauges from the database after a restart; a full pass counts what it swept", async () => {
-    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const h = suite.use(
+      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+    );
     const [left] = h.sim.users;
     const server = h.sim.servers[1];
     if (!left || !server) throw new Error("the simulator has too few users or servers");
@@ -143,7 +134,9 @@ describe("syncmirror run: /metrics", () => {
   });
 
   it("templates the route label and serves prom-client's process metrics", async () => {
-    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const h = suite.use(
+      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+    );
     const d = await daemon(h);
     await passes(d, "full", 1);
     const samples = parseMetrics((await d.get("/metrics")).body);

@@ -4,7 +4,9 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { afterEach, beforeAll } from "vitest";
 import { parse, stringify } from "yaml";
+import { type DaemonProcess, startDaemon, until } from "../../helpers/daemon.js";
 import type { Harness } from "../../helpers/mirror-harness.js";
 
 /** node-cron's 6-field form: every second. */
@@ -35,4 +37,37 @@ export function setCrons(h: Harness, crons: { incremental_cron: string; full_cro
 export function buildOnce(): void {
   if (!existsSync(join(ROOT, "dist", "cli.js")))
     throw new Error("dist/cli.js is missing: run `npm run build` (npm test does it) before this suite");
+}
+
+/**
+ * Registers the suite's hooks: `dist/` checked once, and after each test every daemon started
+ * through `daemon()` killed and the current harness closed.
+ */
+export function daemonSuite(): {
+  /** Remembers the harness to close after the test. */
+  use(h: Harness): Harness;
+  /** A started daemon, by default once /readyz answers 200 (the database exists and is migrated). */
+  daemon(h: Harness, options?: { ready?: boolean }): Promise<DaemonProcess>;
+} {
+  const daemons: DaemonProcess[] = [];
+  let current: Harness | undefined;
+  beforeAll(buildOnce);
+  afterEach(async () => {
+    for (const d of daemons.splice(0)) await d.stop("SIGKILL");
+    await current?.close();
+    current = undefined;
+  });
+  return {
+    use(h) {
+      current = h;
+      return h;
+    },
+    async daemon(h, options = {}) {
+      const d = await startDaemon(h);
+      daemons.push(d);
+      if (options.ready ?? true)
+        await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200");
+      return d;
+    },
+  };
 }

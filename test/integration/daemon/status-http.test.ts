@@ -3,27 +3,14 @@
  * the simulator; no endpoint, stdout or stderr carries the token or document content; logs are
  * JSON lines that name the mirror and the trigger.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { MirrorStatus } from "../../../src/sync/status-report.js";
-import { type DaemonProcess, parseLogLines, startDaemon, until } from "../../helpers/daemon.js";
+import { type DaemonProcess, parseLogLines, until } from "../../helpers/daemon.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
-import { buildOnce, EVERY_SECOND, NEVER } from "./setup.js";
+import { daemonSuite, EVERY_SECOND, NEVER } from "./setup.js";
 
-let h: Harness | undefined;
-const daemons: DaemonProcess[] = [];
-beforeAll(buildOnce);
-afterEach(async () => {
-  for (const d of daemons.splice(0)) await d.stop("SIGKILL");
-  await h?.close();
-  h = undefined;
-});
-
-async function daemon(harness: Harness): Promise<DaemonProcess> {
-  const d = await startDaemon(harness);
-  daemons.push(d);
-  await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200");
-  return d;
-}
+const suite = daemonSuite();
+const daemon = suite.daemon;
 
 async function httpStatus(d: DaemonProcess): Promise<MirrorStatus> {
   const res = await d.get("/status");
@@ -48,7 +35,9 @@ function newestTrigger(harness: Harness): { triggerId: string; syncIds: string[]
 
 describe("syncmirror run: /status, secrets, logs", () => {
   it("serves status --json's object at /status, both matching the trigger in flight and the database", async () => {
-    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const h = suite.use(
+      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+    );
     const harness = h;
     h.sim.runs.hold();
     const d = await daemon(h);
@@ -83,7 +72,9 @@ describe("syncmirror run: /status, secrets, logs", () => {
   });
 
   it("never shows the token or document content over HTTP, on stdout or on stderr", async () => {
-    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const h = suite.use(
+      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+    );
     const d = await daemon(h);
     await until(
       async () =>
@@ -113,7 +104,9 @@ describe("syncmirror run: /status, secrets, logs", () => {
   });
 
   it("logs JSON lines on stderr that name the mirror and the trigger", async () => {
-    h = await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } });
+    const h = suite.use(
+      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+    );
     const d = await daemon(h);
     await until(
       async () =>
