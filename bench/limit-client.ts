@@ -2,9 +2,10 @@
  * Reference client: the limit. Triggers, waits for the runs with the mirror's poll schedule, then
  * fetches every export page with the mirror's concurrency over undici (the mirror's HTTP client)
  * and parses it with JSON.parse; nothing else (mode `fetch`: the network + JSON limit). In mode
- * `store` it also writes the same rows, one per exported resource, with one bare better-sqlite3
- * prepared INSERT inside one transaction for the whole export (the storage limit); the time spent
- * in those writes is reported on its own.
+ * `store` it also writes the rows the mirror keeps, with bare better-sqlite3 prepared INSERTs
+ * inside one transaction for the whole export (the storage limit): each key's content once, and
+ * one (user, key) row per exported resource; no hash lookups, no change feed, no secondary
+ * indexes. The time spent in those writes is reported on its own.
  *
  * Env: LIMIT_MODE (fetch | store), LIMIT_BASE_URL, LIMIT_TOKEN_ENV, LIMIT_CONFIG_ID,
  * LIMIT_CONCURRENCY, LIMIT_POLL_MS, LIMIT_POLL_MAX_MS, LIMIT_DB (store). Prints one JSON object.
@@ -26,7 +27,10 @@ const env = (name: string): string => {
 };
 const mode = env("LIMIT_MODE");
 const baseUrl = env("LIMIT_BASE_URL");
-const headers = { authorization: `Bearer ${env(env("LIMIT_TOKEN_ENV"))}`, "content-type": "application/json" };
+const headers = {
+  authorization: `Bearer ${env(env("LIMIT_TOKEN_ENV"))}`,
+  "content-type": "application/json",
+};
 const agent = new Agent({ keepAliveTimeout: 10_000 });
 
 async function get<T>(path: string): Promise<T> {
@@ -79,11 +83,14 @@ async function worker(): Promise<void> {
   for (let run = queue.shift(); run; run = queue.shift()) {
     let offset: number | null = 0;
     while (offset !== null) {
-      const response = await request(`${baseUrl}/sync-task/${run.sync_id}/export?offset=${offset}&limit=500`, {
-        method: "GET",
-        headers,
-        dispatcher: agent,
-      });
+      const response = await request(
+        `${baseUrl}/sync-task/${run.sync_id}/export?offset=${offset}&limit=500`,
+        {
+          method: "GET",
+          headers,
+          dispatcher: agent,
+        },
+      );
       const text = await response.body.text();
       if (response.statusCode !== 200) throw new Error(`export ${run.sync_id}: ${response.statusCode}`);
       const page = JSON.parse(text) as { resources: Row[]; page: { next_offset: number | null } };
@@ -115,14 +122,13 @@ process.stdout.write(
   })}\n`,
 );
 
-/** A bare table, one row per exported resource, written inside one transaction. */
+/** Bare tables: content once per key, and who saw which key; one transaction for everything. */
 function openBareStore(path: string) {
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   const columns = [
     "key",
-    "user_email",
     "content_hash",
     "content_text",
     "content_format",
@@ -141,8 +147,11 @@ function openBareStore(path: string) {
     "attachments",
     "provenance",
   ];
-  db.exec(`CREATE TABLE rows (${columns.map((c) => `${c} TEXT`).join(", ")})`);
-  const insert = db.prepare(`INSERT INTO rows VALUES (${columns.map(() => "?").join(", ")})`);
+  db.exec(`CREATE TABLE resources (${columns.map((c) => `${c} TEXT`).join(", ")})`);
+  db.exec("CREATE TABLE access (user_email TEXT, key TEXT)");
+  const insertResource = db.prepare(`INSERT INTO resources VALUES (${columns.map(() => "?").join(", ")})`);
+  const insertAccess = db.prepare("INSERT INTO access VALUES (?, ?)");
+  const written = new Set<string>();
   const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
   const text = (v: unknown) => (typeof v === "string" ? v : null);
   db.exec("BEGIN");
@@ -151,9 +160,11 @@ function openBareStore(path: string) {
     write(userEmail: string, resources: Row[]): number {
       const started = performance.now();
       for (const r of resources) {
-        insert.run(
+        insertAccess.run(userEmail, r.key);
+        if (written.has(r.key)) continue;
+        written.add(r.key);
+        insertResource.run(
           r.key,
-          userEmail,
           r.content_hash,
           r.content?.text ?? null,
           r.content?.format ?? null,

@@ -69,11 +69,18 @@ export function createMirrorDb(setup: MirrorSetup): MirrorDb {
 }
 
 /** One `sync --json` pass; throws unless the mirror succeeded. */
-export async function runSyncPass(setup: MirrorSetup, db: MirrorDb, extra: string[]): Promise<PassResult> {
+export async function runSyncPass(
+  setup: MirrorSetup,
+  db: MirrorDb,
+  extra: string[],
+  nodeOptions?: string,
+): Promise<PassResult> {
   const startedAtMs = Date.now();
+  const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: setup.sim.token, LOG_LEVEL: "debug" };
+  if (nodeOptions) env.NODE_OPTIONS = nodeOptions;
   const measured = await runMeasured([setup.cli, "sync", "--json", ...extra, "--config", db.configPath], {
     dir: setup.dir,
-    env: { ...process.env, [TOKEN_ENV]: setup.sim.token, LOG_LEVEL: "debug" },
+    env,
     nodeFlags: setup.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${setup.cpuProfDir}`] : [],
   });
   writeFileSync(join(setup.dir, `${setup.name}-${Date.now()}.log`), measured.stderr);
@@ -83,7 +90,7 @@ export async function runSyncPass(setup: MirrorSetup, db: MirrorDb, extra: strin
   } catch {
     // reported below with the log tail
   }
-  if (!summary || summary.outcome !== "succeeded") {
+  if (summary?.outcome !== "succeeded") {
     const tail = measured.stderr.split("\n").slice(-15).join("\n");
     throw new Error(`sync ${extra.join(" ")} exited ${measured.code}: ${measured.stdout}\n${tail}`);
   }
@@ -127,7 +134,10 @@ export interface DbFacts {
 }
 
 /** Size on disk (database plus any -wal left) and row counts of the public tables. */
-export function dbFacts(path: string, tables = { resources: "resources", access: "resource_access" }): DbFacts {
+export function dbFacts(
+  path: string,
+  tables = { resources: "resources", access: "resource_access" },
+): DbFacts {
   let bytes = 0;
   for (const suffix of ["", "-wal"]) {
     try {
@@ -138,7 +148,8 @@ export function dbFacts(path: string, tables = { resources: "resources", access:
   }
   const db = new Database(path, { readonly: true });
   try {
-    const count = (table: string) => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+    const count = (table: string) =>
+      (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
     const hasChanges = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'changes'").get() !== undefined;
     return {
       bytes,

@@ -34,6 +34,15 @@ export interface BenchOptions {
   keep: boolean;
   /** Write a V8 CPU profile of every measured mirror pass into this directory. */
   cpuProfDir: string | undefined;
+  /**
+   * NODE_OPTIONS for one more cold pass at each size, to show what a capped V8 heap does to peak
+   * RSS and throughput (empty: skip those passes).
+   */
+  cappedNodeOptions: string;
+  /** Cold passes behind the peak-RSS comparison are run this many times; medians are reported. */
+  rssRepeats: number;
+  /** Another build's `cli.js` to measure as the mirror (A/B against dist/cli.js); the simulator stays dist's. */
+  mirrorCli: string | undefined;
 }
 
 const SPEC = {
@@ -53,6 +62,9 @@ const SPEC = {
   out: { env: "BENCH_OUT", fallback: "bench/RESULTS.md" },
   keep: { env: "BENCH_KEEP", fallback: "0" },
   "cpu-prof": { env: "BENCH_CPU_PROF", fallback: "" },
+  "capped-node-options": { env: "BENCH_CAPPED_NODE_OPTIONS", fallback: "--max-old-space-size=96" },
+  "rss-repeats": { env: "BENCH_RSS_REPEATS", fallback: "3" },
+  "mirror-cli": { env: "BENCH_MIRROR_CLI", fallback: "" },
 } as const;
 
 type Name = keyof typeof SPEC;
@@ -72,7 +84,13 @@ export function readBenchOptions(argv: string[], env: NodeJS.ProcessEnv): BenchO
   const num = (name: Name, min: number, max: number, integer = true): number => {
     const text = raw(name);
     const value = Number(text);
-    if (text.trim() === "" || Number.isNaN(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+    if (
+      text.trim() === "" ||
+      Number.isNaN(value) ||
+      value < min ||
+      value > max ||
+      (integer && !Number.isInteger(value))
+    ) {
       throw new Error(`--${name} / ${SPEC[name].env} must be a number from ${min} to ${max}, got "${text}"`);
     }
     return value;
@@ -96,6 +114,9 @@ export function readBenchOptions(argv: string[], env: NodeJS.ProcessEnv): BenchO
     out: raw("out"),
     keep: flag("keep"),
     cpuProfDir: raw("cpu-prof") === "" ? undefined : raw("cpu-prof"),
+    cappedNodeOptions: raw("capped-node-options").trim(),
+    rssRepeats: num("rss-repeats", 1, 9),
+    mirrorCli: raw("mirror-cli") === "" ? undefined : raw("mirror-cli"),
   };
 }
 

@@ -1,6 +1,7 @@
-/** bench/RESULTS.md: machine facts, every figure, the ratios and the goals, as Markdown. */
+/** bench/RESULTS.md: machine facts, the goals, every figure and the ratios, as Markdown. */
+import { analysis, fixed, goals, mb, type Results, rate, ratios } from "./figures.js";
 import type { BenchOptions } from "./options.js";
-import { round, type WorkloadResult } from "./workloads.js";
+import type { WorkloadResult } from "./workloads.js";
 
 export interface MachineFacts {
   cpu: string;
@@ -28,310 +29,297 @@ export interface Report {
   options: BenchOptions;
   machine: MachineFacts;
   sizes: Sizes;
-  results: Map<string, WorkloadResult>;
+  results: Results;
 }
 
-export interface Goal {
-  goal: string;
-  target: string;
-  measured: string;
-  met: boolean | undefined;
-}
+/** The order workloads appear in the tables (ids not listed come last, as run). */
+const ORDER = [
+  "cold",
+  "cold-small",
+  "cold-capped",
+  "cold-small-capped",
+  "warm",
+  "full",
+  "poll",
+  "limit-fetch",
+  "limit-store",
+  "naive-cold",
+  "naive-small",
+  "naive-poll",
+];
 
-const mb = (kb: number) => round(kb / 1024);
-const rate = (r: WorkloadResult, n = r.rows) => n / (r.wallMs / 1000);
-const fixed = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+type Cell = string | number;
 
-export function ratios(results: Map<string, WorkloadResult>) {
-  const get = (id: string) => results.get(id);
-  const ratio = (a: string, b: string, f: (r: WorkloadResult) => number) => {
-    const x = get(a);
-    const y = get(b);
-    return x && y ? f(x) / f(y) : Number.NaN;
-  };
-  const rows = (r: WorkloadResult) => rate(r);
-  const wall = (r: WorkloadResult) => r.wallMs;
-  const rss = (r: WorkloadResult) => r.peakRssKb;
-  const store = get("limit-store");
-  return {
-    coldVsLimit: ratio("cold", "limit-store", rows),
-    coldVsFetch: ratio("cold", "limit-fetch", rows),
-    fullVsFetch: ratio("full", "limit-fetch", rows),
-    storageRowsPerSecond: store ? store.rows / (Number(store.notes.writeMs) / 1000) : Number.NaN,
-    naiveColdWall: ratio("naive-cold", "cold", wall),
-    naiveColdRss: ratio("naive-cold", "cold", rss),
-    naiveColdRows: ratio("naive-cold", "cold", rows),
-    rssGrowth: ratio("cold", "cold-small", rss),
-    naiveRssGrowth: ratio("naive-cold", "naive-small", rss),
-  };
-}
-
-export function goals(results: Map<string, WorkloadResult>): Goal[] {
-  const r = ratios(results);
-  const cold = results.get("cold");
-  const poll = results.get("poll")?.polling;
-  const maxList = poll ? Math.max(0, ...poll.listCallsPerRound) : Number.NaN;
-  const allowed = poll ? Math.ceil(poll.runs / 100) : Number.NaN;
-  const known = (n: number, ok: boolean) => (Number.isFinite(n) ? ok : undefined);
+function table(header: string[], rows: Cell[][]): string[] {
   return [
-    {
-      goal: "Cold mirror throughput vs the limit (fetch + parse + bare write)",
-      target: ">= 0.50",
-      measured: fixed(r.coldVsLimit),
-      met: known(r.coldVsLimit, r.coldVsLimit >= 0.5),
-    },
-    {
-      goal: "Unchanged full snapshot (with its sweep) vs the fetch-and-parse limit",
-      target: ">= 0.70",
-      measured: fixed(r.fullVsFetch),
-      met: known(r.fullVsFetch, r.fullVsFetch >= 0.7),
-    },
-    {
-      goal: "Peak RSS of the cold mirror at the large size",
-      target: "< 200 MB",
-      measured: cold ? `${mb(cold.peakRssKb)} MB` : "n/a",
-      met: cold ? mb(cold.peakRssKb) < 200 : undefined,
-    },
-    {
-      goal: "Peak RSS flat from the small to the large size (large / small)",
-      target: "<= 1.25",
-      measured: fixed(r.rssGrowth),
-      met: known(r.rssGrowth, r.rssGrowth <= 1.25),
-    },
-    {
-      goal: "Run-list calls per polling round",
-      target: `<= ceil(runs / 100) = ${Number.isFinite(allowed) ? allowed : "n/a"}`,
-      measured: Number.isFinite(maxList) ? `max ${maxList}` : "n/a",
-      met: known(maxList, maxList <= allowed),
-    },
+    `| ${header.join(" | ")} |`,
+    `|${header.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`,
+    ...rows.map((row) => `| ${row.join(" | ")} |`),
+    "",
   ];
 }
 
 export function renderReport(report: Report): string {
-  const { machine, sizes, options, results } = report;
-  const list = [...results.values()];
-  const r = ratios(results);
-  const out: string[] = [];
-  const line = (s = "") => out.push(s);
-  const table = (header: string[], rows: (string | number)[][]) => {
-    line(`| ${header.join(" | ")} |`);
-    line(`|${header.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`);
-    for (const row of rows) line(`| ${row.join(" | ")} |`);
-    line();
-  };
+  const { options, results } = report;
+  const list = [...results.values()].sort((a, b) => rank(a.id) - rank(b.id));
+  return [
+    "# syncmirror benchmark results",
+    "",
+    `Run ${report.startedAt.toISOString()} on commit ${report.machine.commit}, by \`npm run bench\`` +
+      `${options.mirrorCli ? ` measuring the mirror build ${options.mirrorCli}` : ""}; the run took ` +
+      `${fixed(report.benchWallMs / 60_000, 1)} min after the build. Every run rewrites this file: change bench/report.ts, not this file.`,
+    "",
+    ...machineSection(report.machine),
+    ...sizesSection(report),
+    ...goalsSection(results, options),
+    ...resultsSection(list, options),
+    ...phasesSection(list),
+    ...ratiosSection(results),
+    ...rssSection(results, options),
+    ...pollingSection(results),
+    ...routesSection(list),
+  ].join("\n");
+}
 
-  line("# syncmirror benchmark results");
-  line();
-  line(
-    `Run ${report.startedAt.toISOString()} on commit ${machine.commit}, by \`npm run bench\`; the run took ` +
-      `${fixed(report.benchWallMs / 60_000, 1)} min (after the build). Regenerated by every run: edit bench/report.ts, not this file.`,
-  );
-  line();
-  line("## Machine");
-  line();
-  table(
-    ["", ""],
-    [
-      ["CPU", `${machine.cpu} x ${machine.cores}`],
-      ["Memory", `${machine.memoryGiB} GiB`],
-      ["OS", machine.os],
-      ["Node", machine.node],
-      ["SQLite", machine.sqlite],
-      ["Load average (1, 5, 15 min) at start", machine.loadStart.map((n) => n.toFixed(2)).join(", ")],
-      ["Load average (1, 5, 15 min) at end", machine.loadEnd.map((n) => n.toFixed(2)).join(", ")],
-      ["Peak RSS measured by", machine.rssMethod],
-    ],
-  );
-  if (Math.max(...machine.loadStart.slice(0, 1), ...machine.loadEnd.slice(0, 1)) > machine.cores) {
-    line(
+function rank(id: string): number {
+  const i = ORDER.indexOf(id);
+  return i < 0 ? ORDER.length : i;
+}
+
+function machineSection(machine: MachineFacts): string[] {
+  const load = (l: number[]) => l.map((n) => n.toFixed(2)).join(", ");
+  const out = [
+    "## Machine",
+    "",
+    ...table(
+      ["", ""],
+      [
+        ["CPU", `${machine.cpu} x ${machine.cores}`],
+        ["Memory", `${machine.memoryGiB} GiB`],
+        ["OS", machine.os],
+        ["Node", machine.node],
+        ["SQLite", machine.sqlite],
+        ["Load average (1, 5, 15 min) at start", load(machine.loadStart)],
+        ["Load average (1, 5, 15 min) at end", load(machine.loadEnd)],
+        ["Peak RSS measured by", machine.rssMethod],
+      ],
+    ),
+  ];
+  if (Math.max(machine.loadStart[0] ?? 0, machine.loadEnd[0] ?? 0) > machine.cores) {
+    out.push(
       `> The load average exceeded the ${machine.cores} cores during this run: other processes competed for the CPU, so wall times (and the ratios built on them) are pessimistic. CPU seconds are less affected.`,
+      "",
     );
-    line();
   }
+  return out;
+}
 
-  line("## Sizes");
-  line();
+function sizesSection({ sizes, options }: Report): string[] {
   const describe = (s: Sizes["large"]) => `${s.docs} documents, ${s.users} users, servers ${s.servers}`;
-  line(`- Large (workloads 1-3, naive and limit): ${describe(sizes.large)}.`);
-  line(`- Small (peak RSS at the smaller export): ${describe(sizes.small)}.`);
-  line(`- Polling (workload 4): ${describe(sizes.polling)}, so one run per user.`);
-  line(`- Warm incremental: ${sizes.edited} documents edited (${options.changeFraction * 100}%) before the pass.`);
-  line(
+  return [
+    "## Sizes",
+    "",
+    `- Large (workloads 1-3, the naive and limit references): ${describe(sizes.large)}, sized for ${options.resources} exported rows.`,
+    `- Small (peak RSS at the smaller export): ${describe(sizes.small)}, sized for ${options.smallResources} exported rows.`,
+    `- Polling (workload 4): ${describe(sizes.polling)}, so one run per user.`,
+    `- Warm incremental: ${sizes.edited} documents edited (${options.changeFraction * 100}%) before the pass.`,
     `- "Rows" are resource rows exported across all runs (a key visible to k users arrives k times); "keys" are distinct keys. ` +
-      `Mirror polling: poll_initial_seconds ${options.pollSeconds}, poll_max_seconds ${options.pollMaxSeconds}; ` +
+      `For 100k distinct keys (about 1.2M rows, roughly 12 times the large workloads' time) run \`npm run bench -- --docs 100000\`.`,
+    `- Mirror polling: poll_initial_seconds ${options.pollSeconds}, poll_max_seconds ${options.pollMaxSeconds}; ` +
       `the naive client sleeps ${options.pollSeconds} s between rounds; the limit client reads ${options.limitConcurrency} exports at once, as the mirror does.`,
-  );
-  line();
+    "",
+  ];
+}
 
-  line("## Results");
-  line();
-  line(
-    "Wall time is the measured process from spawn to exit (node start, config, migrations, trigger, waiting, ingest, sweep, settle). " +
-      "CPU is that process's user + system time; sim CPU is the simulator process's over the same span.",
-  );
-  line();
-  table(
-    [
-      "Workload",
-      "Client",
-      "Wall s",
-      "Rows",
-      "Keys",
-      "Rows/s",
-      "Keys/s",
-      "Peak RSS MB",
-      "CPU s",
-      "Sim CPU s",
-      "API requests",
-      "DB MB",
-    ],
-    list.map((w) => [
-      w.title,
-      w.client,
-      fixed(w.wallMs / 1000, 1),
-      w.rows,
-      w.uniqueKeys,
-      Math.round(rate(w)),
-      Math.round(rate(w, w.uniqueKeys)),
-      mb(w.peakRssKb),
-      fixed(w.cpuSeconds, 1),
-      fixed(w.simCpuSeconds, 1),
-      w.totalRequests,
-      w.db ? fixed(w.db.bytes / 1e6, 1) : "-",
-    ]),
-  );
-  const notes = list.filter((w) => Object.keys(w.notes).length > 0);
-  for (const w of notes) {
-    const db = w.db
-      ? `; database rows: ${w.db.resources} resources, ${w.db.access} access, ${w.db.changes} changes`
+function goalsSection(results: Results, options: BenchOptions): string[] {
+  return [
+    "## Goals",
+    "",
+    ...table(
+      ["Goal", "Target", "Measured", "Met"],
+      goals(results).map((g) => [
+        g.goal,
+        g.target,
+        g.measured,
+        g.met === undefined ? "n/a" : g.met ? "yes" : "**no**",
+      ]),
+    ),
+    ...analysis(results, options).map((note) => `- ${note}`),
+    "",
+  ];
+}
+
+function resultsSection(list: WorkloadResult[], options: BenchOptions): string[] {
+  const repeats =
+    options.rssRepeats > 1
+      ? ` The cold passes (1, 1s, 1c, 1sc) each ran ${options.rssRepeats} times on a fresh database: their rows show the run with the median wall time, with median CPU and peak RSS (the notes give the peak RSS range).`
       : "";
-    line(
-      `- ${w.title} (${w.client}): ${Object.entries(w.notes)
-        .map(([k, v]) => `${k} ${v}`)
-        .join(", ")}${db}.`,
-    );
-  }
-  line();
+  const header = ["Workload", "Client", "Wall s", "Rows", "Keys", "Rows/s", "Keys/s", "Peak RSS MB"];
+  return [
+    "## Results",
+    "",
+    "Wall time is the measured process from spawn to exit (node start, config, migrations, trigger, waiting, ingest, sweep, settle). " +
+      `CPU is that process's user + system time; sim CPU is the simulator process's over the same span.${repeats}`,
+    "",
+    ...table(
+      [...header, "CPU s", "Sim CPU s", "API requests", "DB MB"],
+      list.map((w) => [
+        w.title,
+        w.client,
+        fixed(w.wallMs / 1000, 1),
+        w.rows,
+        w.uniqueKeys,
+        Math.round(rate(w)),
+        Math.round(rate(w, w.uniqueKeys)),
+        mb(w.peakRssKb),
+        fixed(w.cpuSeconds, 1),
+        fixed(w.simCpuSeconds, 1),
+        w.totalRequests,
+        w.db ? fixed(w.db.bytes / 1e6, 1) : "-",
+      ]),
+    ),
+    ...list.filter((w) => Object.keys(w.notes).length > 0).map(noteLine),
+    "",
+  ];
+}
 
+function noteLine(w: WorkloadResult): string {
+  const notes = Object.entries(w.notes)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ");
+  const db = w.db
+    ? `; database rows: ${w.db.resources} resources, ${w.db.access} access${w.db.changes ? `, ${w.db.changes} changes` : ""}`
+    : "";
+  return `- ${w.title} (${w.client}): ${notes}${db}.`;
+}
+
+function phasesSection(list: WorkloadResult[]): string[] {
   const phased = list.filter((w) => w.phases);
-  if (phased.length > 0) {
-    line("### Where the mirror's wall time goes");
-    line();
-    table(
+  if (phased.length === 0) return [];
+  const s = (ms: number) => fixed(ms / 1000);
+  return [
+    "### Where the mirror's wall time goes",
+    "",
+    "From the pass's own log lines (LOG_LEVEL=debug logs each API request).",
+    "",
+    ...table(
       ["Workload", "Startup s", "Waiting for runs s", "Ingest s", "Last page + sweep + settle s", "Exit s"],
       phased.map((w) => {
         const p = w.phases as NonNullable<WorkloadResult["phases"]>;
-        return [
-          w.title,
-          fixed(p.startupMs / 1000),
-          fixed(p.waitMs / 1000),
-          fixed(p.ingestMs / 1000),
-          fixed(p.tailMs / 1000),
-          fixed(p.exitMs / 1000),
-        ];
+        return [w.title, s(p.startupMs), s(p.waitMs), s(p.ingestMs), s(p.tailMs), s(p.exitMs)];
       }),
-    );
-  }
+    ),
+  ];
+}
 
-  line("## API requests by route");
-  line();
-  const routes = [...new Set(list.flatMap((w) => w.requests.map((c) => c.route)))].sort();
-  table(
-    ["Route", ...list.map((w) => `${w.id}`)],
-    routes.map((route) => [
-      `\`${route}\``,
-      ...list.map((w) => {
-        const c = w.requests.find((x) => x.route === route);
-        return c ? `${c.count}${c.failed ? ` (${c.failed} failed)` : ""}` : "";
-      }),
-    ]),
-  );
+function ratiosSection(results: Results): string[] {
+  const r = ratios(results);
+  return [
+    "## Ratios",
+    "",
+    ...table(
+      ["Ratio", "Value"],
+      [
+        ["Cold: syncmirror / limit (fetch + parse + bare write), rows/s", fixed(r.coldVsLimit)],
+        ["Cold: syncmirror / fetch-and-parse limit, rows/s", fixed(r.coldVsFetch)],
+        ["Unchanged full + sweep: syncmirror / fetch-and-parse limit, rows/s", fixed(r.fullVsFetch)],
+        [
+          "Storage limit alone (bare INSERTs, one transaction), rows/s of write time",
+          Math.round(r.storageRowsPerSecond),
+        ],
+        ["Cold: naive / syncmirror, wall time", `${fixed(r.naiveColdWall)}x`],
+        ["Cold: naive / syncmirror, rows/s", fixed(r.naiveColdRows)],
+        ["Cold: naive / syncmirror, peak RSS", `${fixed(r.naiveColdRss)}x`],
+      ],
+    ),
+  ];
+}
 
-  const poll = results.get("poll");
-  if (poll?.polling) {
-    const p = poll.polling;
-    const perRound = p.listCallsPerRound;
-    line(`## Polling: a ${p.runs}-run trigger`);
-    line();
-    table(
-      ["Client", "Rounds", "Run-list calls per round (max / mean)", "Run-detail calls per round (max)", "API calls until done"],
+function rssSection(results: Results, options: BenchOptions): string[] {
+  const pair = (small: string, large: string, label: string): Cell[][] => {
+    const s = results.get(small);
+    const l = results.get(large);
+    if (!s || !l) return [];
+    const cell = (w: WorkloadResult) => `${w.rows} rows: ${mb(w.peakRssKb)} MB`;
+    return [[label, cell(s), cell(l), fixed(l.peakRssKb / s.peakRssKb)]];
+  };
+  return [
+    "## Peak RSS against export size",
+    "",
+    ...table(
+      ["Client", "Small export", "Large export", "Large / small"],
+      [
+        ...pair("cold-small", "cold", "syncmirror (cold)"),
+        ...pair(
+          "cold-small-capped",
+          "cold-capped",
+          `syncmirror (cold), NODE_OPTIONS=${options.cappedNodeOptions}`,
+        ),
+        ...pair("naive-small", "naive-cold", "naive (cold)"),
+      ],
+    ),
+  ];
+}
+
+function pollingSection(results: Results): string[] {
+  const p = results.get("poll")?.polling;
+  if (!p) return [];
+  const perRound = p.listCallsPerRound;
+  const naive = results.get("naive-poll");
+  const mean = perRound.reduce((a, b) => a + b, 0) / Math.max(1, perRound.length);
+  const shown = perRound.slice(0, 30).join(", ");
+  return [
+    `## Polling: a ${p.runs}-run trigger`,
+    "",
+    ...table(
+      [
+        "Client",
+        "Rounds",
+        "Run-list calls per round (max / mean)",
+        "Run-detail calls per round (max)",
+        "API calls until done",
+      ],
       [
         [
           "syncmirror",
           p.rounds,
-          `${Math.max(0, ...perRound)} / ${fixed(perRound.reduce((a, b) => a + b, 0) / Math.max(1, perRound.length), 1)}`,
+          `${Math.max(0, ...perRound)} / ${fixed(mean, 1)}`,
           Math.max(0, ...p.detailCallsPerRound),
           p.totalCalls,
         ],
-        ...(results.get("naive-poll")
+        ...(naive
           ? [
               [
                 "naive",
-                String(results.get("naive-poll")?.notes.rounds),
-                "0 (reads each run instead)",
-                String(results.get("naive-poll")?.notes.maxCallsPerRound),
-                results.get("naive-poll")?.totalRequests ?? 0,
+                String(naive.notes.rounds),
+                "0",
+                String(naive.notes.maxCallsPerRound),
+                naive.totalRequests,
               ],
             ]
           : []),
       ],
-    );
-    line(`syncmirror's run-list calls per round, in order: ${perRound.join(", ")}.`);
-    line();
-  }
-
-  line("## Ratios");
-  line();
-  table(
-    ["Ratio", "Value"],
-    [
-      ["Cold: syncmirror / limit (fetch + parse + bare write), rows/s", fixed(r.coldVsLimit)],
-      ["Cold: syncmirror / fetch-and-parse limit, rows/s", fixed(r.coldVsFetch)],
-      ["Unchanged full + sweep: syncmirror / fetch-and-parse limit, rows/s", fixed(r.fullVsFetch)],
-      ["Storage limit alone (bare INSERTs, one transaction), rows/s of write time", Math.round(r.storageRowsPerSecond)],
-      ["Cold: naive / syncmirror, wall time", `${fixed(r.naiveColdWall)}x`],
-      ["Cold: naive / syncmirror, rows/s", fixed(r.naiveColdRows)],
-      ["Cold: naive / syncmirror, peak RSS", `${fixed(r.naiveColdRss)}x`],
-    ],
-  );
-
-  line("## Peak RSS against export size");
-  line();
-  const pair = (small: string, large: string, label: string) => {
-    const s = results.get(small);
-    const l = results.get(large);
-    return s && l
-      ? [[label, `${s.rows} rows: ${mb(s.peakRssKb)} MB`, `${l.rows} rows: ${mb(l.peakRssKb)} MB`, fixed(l.peakRssKb / s.peakRssKb)]]
-      : [];
-  };
-  table(
-    ["Client", "Small export", "Large export", "Large / small"],
-    [...pair("cold-small", "cold", "syncmirror (cold)"), ...pair("naive-small", "naive-cold", "naive (cold)")],
-  );
-
-  line("## Goals");
-  line();
-  table(
-    ["Goal", "Target", "Measured", "Met"],
-    goals(results).map((g) => [g.goal, g.target, g.measured, g.met === undefined ? "n/a" : g.met ? "yes" : "**no**"]),
-  );
-  for (const note of analysis(results)) line(`- ${note}`);
-  line();
-  return out.join("\n");
+    ),
+    `syncmirror's run-list calls per round, in order: ${shown}${perRound.length > 30 ? ", ..." : ""}. ` +
+      "API calls until done count every request of the pass, exports included.",
+    "",
+  ];
 }
 
-/** Facts that say what bounds each measured pass. */
-function analysis(results: Map<string, WorkloadResult>): string[] {
-  const notes: string[] = [];
-  for (const id of ["cold", "full", "limit-fetch", "limit-store"]) {
-    const w = results.get(id);
-    if (!w) continue;
-    const wall = w.wallMs / 1000;
-    notes.push(
-      `${w.title} (${w.client}): the measured process was on CPU ${Math.round((100 * w.cpuSeconds) / wall)}% of its wall time, ` +
-        `the simulator ${Math.round((100 * w.simCpuSeconds) / wall)}% (${fixed((1e6 * w.cpuSeconds) / Math.max(1, w.rows), 0)} µs of client CPU and ` +
-        `${fixed((1e6 * w.simCpuSeconds) / Math.max(1, w.rows), 0)} µs of simulator CPU per row).`,
-    );
-  }
-  return notes;
+function routesSection(list: WorkloadResult[]): string[] {
+  const routes = [...new Set(list.flatMap((w) => w.requests.map((c) => c.route)))].sort();
+  return [
+    "## API requests by route",
+    "",
+    ...table(
+      ["Route", ...list.map((w) => w.id)],
+      routes.map((route) => [
+        `\`${route}\``,
+        ...list.map((w) => {
+          const c = w.requests.find((x) => x.route === route);
+          return c ? `${c.count}${c.failed ? ` (${c.failed} failed)` : ""}` : "";
+        }),
+      ]),
+    ),
+  ];
 }

@@ -23,6 +23,7 @@ import {
   limitPass,
   mirrorPass,
   naivePass,
+  repeated,
   round,
   type WorkloadResult,
 } from "./workloads.js";
@@ -40,13 +41,15 @@ async function main(): Promise<void> {
   if (options.cpuProfDir) mkdirSync(options.cpuProfDir, { recursive: true });
   const ctx: BenchContext = {
     cli: CLI,
+    mirrorCli: options.mirrorCli ? resolve(options.mirrorCli) : CLI,
     benchDir: BENCH_DIR,
     dir,
     pollSeconds: options.pollSeconds,
     pollMaxSeconds: options.pollMaxSeconds,
     limitConcurrency: options.limitConcurrency,
     cpuProfDir: options.cpuProfDir ? resolve(options.cpuProfDir) : undefined,
-    log: (text) => process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${text}\n`),
+    log: (text) =>
+      process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${text}\n`),
   };
   const results = new Map<string, WorkloadResult>();
   const add = (r: WorkloadResult) => results.set(r.id, r);
@@ -58,18 +61,23 @@ async function main(): Promise<void> {
   try {
     ctx.log(`large: ${largeDocs} docs; small: ${smallDocs} docs; work dir ${dir}`);
     await withSim(ctx, { ...options, docs: largeDocs }, async (sim) => {
-      const { setup, db } = createDb(ctx, sim, "mirror");
-      add(await mirrorPass(ctx, sim, setup, db, { id: "cold", title: "1. Cold full mirror", full: false }));
+      const main = createDb(ctx, sim, "mirror");
+      const cold = (id: string, title: string, nodeOptions?: string) =>
+        repeated(options.rssRepeats, (attempt) => {
+          const { setup, db } = attempt === 1 && !nodeOptions ? main : createDb(ctx, sim, `${id}-${attempt}`);
+          return mirrorPass(ctx, sim, setup, db, { id, title, full: false, nodeOptions });
+        });
+      add(await cold("cold", "1. Cold full mirror"));
       edited = (await sim.editRandom(options.changeFraction, options.seed)).edited;
       add(
-        await mirrorPass(ctx, sim, setup, db, {
+        await mirrorPass(ctx, sim, main.setup, main.db, {
           id: "warm",
           title: `2. Warm incremental, ${options.changeFraction * 100}% changed`,
           full: false,
         }),
       );
       add(
-        await mirrorPass(ctx, sim, setup, db, {
+        await mirrorPass(ctx, sim, main.setup, main.db, {
           id: "full",
           title: "3. Full snapshot, nothing changed, + sweep",
           full: true,
@@ -83,12 +91,30 @@ async function main(): Promise<void> {
           mode: "store",
         }),
       );
-      if (options.naive) add(await naivePass(ctx, sim, { id: "naive-cold", title: "Naive: cold full mirror" }));
+      if (options.naive) {
+        add(await naivePass(ctx, sim, { id: "naive-cold", title: "Naive: cold full mirror" }));
+      }
+      if (options.cappedNodeOptions) {
+        add(await cold("cold-capped", "1c. Cold full mirror, heap capped", options.cappedNodeOptions));
+      }
     });
     await withSim(ctx, { ...options, docs: smallDocs }, async (sim) => {
-      const { setup, db } = createDb(ctx, sim, "mirror-small");
-      add(await mirrorPass(ctx, sim, setup, db, { id: "cold-small", title: "1s. Cold full mirror, small", full: false }));
+      const cold = (id: string, title: string, nodeOptions?: string) =>
+        repeated(options.rssRepeats, (attempt) => {
+          const { setup, db } = createDb(ctx, sim, `${id}-${attempt}`);
+          return mirrorPass(ctx, sim, setup, db, { id, title, full: false, nodeOptions });
+        });
+      add(await cold("cold-small", "1s. Cold full mirror, small"));
       if (options.naive) add(await naivePass(ctx, sim, { id: "naive-small", title: "Naive: cold, small" }));
+      if (options.cappedNodeOptions) {
+        add(
+          await cold(
+            "cold-small-capped",
+            "1sc. Cold full mirror, small, heap capped",
+            options.cappedNodeOptions,
+          ),
+        );
+      }
     });
     const pollSim = { ...options, users: options.pollRuns, docs: options.pollDocs, servers: "notion=1" };
     await withSim(ctx, pollSim, async (sim) => {
@@ -140,7 +166,13 @@ async function withSim(
   o: Pick<BenchOptions, "seed" | "users" | "servers"> & { docs: number },
   fn: (sim: SimProcess) => Promise<void>,
 ): Promise<void> {
-  const sim = await startSimProcess({ cli: ctx.cli, seed: o.seed, users: o.users, docs: o.docs, servers: o.servers });
+  const sim = await startSimProcess({
+    cli: ctx.cli,
+    seed: o.seed,
+    users: o.users,
+    docs: o.docs,
+    servers: o.servers,
+  });
   ctx.log(`simulator: ${o.docs} docs, ${o.users} users, servers ${o.servers} (ready in ${sim.readyMs} ms)`);
   try {
     await fn(sim);
@@ -153,7 +185,8 @@ function machineFacts(loadStart: number[]): MachineFacts {
   const db = new Database(":memory:");
   const sqlite = (db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v;
   db.close();
-  const git = (...args: string[]) => spawnSync("git", args, { cwd: ROOT, encoding: "utf8" }).stdout?.trim() ?? "";
+  const git = (...args: string[]) =>
+    spawnSync("git", args, { cwd: ROOT, encoding: "utf8" }).stdout?.trim() ?? "";
   const commit = git("rev-parse", "--short", "HEAD") || "unknown";
   const dirty = git("status", "--porcelain", "--untracked-files=no") !== "";
   return {
@@ -165,12 +198,17 @@ function machineFacts(loadStart: number[]): MachineFacts {
     sqlite,
     loadStart,
     loadEnd: loadavg(),
-    rssMethod: rssMethod() === "gnu-time" ? "GNU time (maxrss of the node process)" : "/proc/<pid>/status VmHWM, sampled",
+    rssMethod:
+      rssMethod() === "gnu-time"
+        ? "GNU time (maxrss of the node process)"
+        : "/proc/<pid>/status VmHWM, sampled",
     commit: `${commit}${dirty ? " with uncommitted changes" : ""}`,
   };
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exitCode = 1;
 });

@@ -22,6 +22,7 @@ commands:
   check      validate the config, reach the API, print the access matrix
   demo       mirror a sample workspace from the bundled simulator into a temporary database
   simulate   run the simulated upstream service [--port N] [--seed N] [--users N] [--docs N]
+             [--servers TYPE=N,...]
 
 The config path defaults to $SYNCMIRROR_CONFIG, then config/syncmirror.yaml.
 `;
