@@ -12,6 +12,7 @@
  */
 import Database from "better-sqlite3";
 import { Agent, request } from "undici";
+import { RESOURCE_COLUMNS } from "../src/store/resources.js";
 
 interface Row {
   key: string;
@@ -127,26 +128,7 @@ function openBareStore(path: string) {
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
-  const columns = [
-    "key",
-    "content_hash",
-    "content_text",
-    "content_format",
-    "content_status",
-    "title",
-    "url",
-    "type",
-    "source_type",
-    "server_instance_id",
-    "native_id",
-    "modified_at",
-    "fetched_at",
-    "fields",
-    "metadata",
-    "relations",
-    "attachments",
-    "provenance",
-  ];
+  const columns = RESOURCE_COLUMNS;
   db.exec(`CREATE TABLE resources (${columns.map((c) => `${c} TEXT`).join(", ")})`);
   db.exec("CREATE TABLE access (user_email TEXT, key TEXT)");
   const insertResource = db.prepare(`INSERT INTO resources VALUES (${columns.map(() => "?").join(", ")})`);

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import { RESOURCE_COLUMNS } from "../src/store/resources.js";
 
 const FINISHED = new Set(["completed", "incomplete", "failed"]);
 
@@ -62,27 +63,7 @@ const sqlite = new Database(env("NAIVE_DB"));
 sqlite.pragma("journal_mode = WAL");
 sqlite.pragma("synchronous = NORMAL");
 migrate(drizzle(sqlite), { migrationsFolder: join(import.meta.dirname, "..", "..", "migrations") });
-const columns = [
-  "key",
-  "content_hash",
-  "content_text",
-  "content_format",
-  "content_status",
-  "title",
-  "url",
-  "type",
-  "source_type",
-  "server_instance_id",
-  "native_id",
-  "modified_at",
-  "fetched_at",
-  "fields",
-  "metadata",
-  "relations",
-  "attachments",
-  "provenance",
-  "updated_at",
-];
+const columns = [...RESOURCE_COLUMNS, "updated_at"];
 const upsertResource = sqlite.prepare(
   `INSERT INTO resources (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})
    ON CONFLICT(key) DO UPDATE SET ${columns

@@ -35,8 +35,8 @@ export interface StoredResourceState {
 const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
 const p = (name: string) => sql.placeholder(name);
 
-/** Every column `write` sets, in the order of its parameters; `key` first. */
-const WRITTEN = [
+/** The columns that come from an exported resource, `key` first (benchmarks and tests reuse it). */
+export const RESOURCE_COLUMNS = [
   "key",
   "content_hash",
   "content_text",
@@ -55,9 +55,10 @@ const WRITTEN = [
   "relations",
   "attachments",
   "provenance",
-  "engine_version",
-  "updated_at",
 ] as const;
+
+/** Every column `write` sets, in the order of its parameters. */
+const WRITTEN = [...RESOURCE_COLUMNS, "engine_version", "updated_at"] as const;
 
 export function createResourceStore(db: Db) {
   // The two statements every exported row runs are plain better-sqlite3 statements with

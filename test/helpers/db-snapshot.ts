@@ -10,6 +10,7 @@
  * real time, so it is deterministic).
  */
 import Database from "better-sqlite3";
+import { RESOURCE_COLUMNS } from "../../src/store/resources.js";
 
 export interface DbSnapshot {
   resources: Record<string, unknown>[];
@@ -19,25 +20,8 @@ export interface DbSnapshot {
   changes: string[];
 }
 
-const RESOURCE_COLUMNS = [
-  "key",
-  "content_hash",
-  "content_text",
-  "content_format",
-  "content_status",
-  "title",
-  "url",
-  "type",
-  "source_type",
-  "server_instance_id",
-  "native_id",
-  "modified_at",
-  "fields",
-  "metadata",
-  "relations",
-  "attachments",
-  "provenance",
-];
+// fetched_at is the fetch time of whichever user's run stored a shared key first: not compared.
+const COMPARED_COLUMNS = RESOURCE_COLUMNS.filter((c) => c !== "fetched_at");
 
 export function snapshotDb(path: string): DbSnapshot {
   const db = new Database(path, { readonly: true });
@@ -45,7 +29,7 @@ export function snapshotDb(path: string): DbSnapshot {
     const all = (sql: string) => db.prepare(sql).all() as Record<string, unknown>[];
     return {
       resources: all(
-        `SELECT ${RESOURCE_COLUMNS.join(", ")}, deleted_at IS NOT NULL AS deleted FROM resources ORDER BY key`,
+        `SELECT ${COMPARED_COLUMNS.join(", ")}, deleted_at IS NOT NULL AS deleted FROM resources ORDER BY key`,
       ),
       access: all(
         `SELECT mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count
@@ -170,7 +154,7 @@ export function invalidUtf8Cells(path: string): string[] {
   const bad: string[] = [];
   try {
     const columns = [
-      ...RESOURCE_COLUMNS.map((c) => ["resources", c]),
+      ...COMPARED_COLUMNS.map((c) => ["resources", c]),
       ["resource_access", "key"],
       ["changes", "key"],
     ];
