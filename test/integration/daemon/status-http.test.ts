@@ -33,6 +33,19 @@ function newestTrigger(harness: Harness): { triggerId: string; syncIds: string[]
   return { triggerId, syncIds: syncIds.sort() };
 }
 
+/** A daemon with a 1-second incremental cron, once its first pass has succeeded. */
+async function daemonAfterOnePass(): Promise<{ h: Harness; d: DaemonProcess }> {
+  const h = suite.use(
+    await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+  );
+  const d = await daemon(h);
+  await until(
+    async () => (await d.metric("syncmirror_triggers_total", { mirror: "main", outcome: "succeeded" })) >= 1,
+    "a succeeded pass",
+  );
+  return { h, d };
+}
+
 describe("syncmirror run: /status, secrets, logs", () => {
   it("serves status --json's object at /status, both matching the trigger in flight and the database", async () => {
     const h = suite.use(
@@ -72,15 +85,7 @@ describe("syncmirror run: /status, secrets, logs", () => {
   });
 
   it("never shows the token or document content over HTTP, on stdout or on stderr", async () => {
-    const h = suite.use(
-      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
-    );
-    const d = await daemon(h);
-    await until(
-      async () =>
-        (await d.metric("syncmirror_triggers_total", { mirror: "main", outcome: "succeeded" })) >= 1,
-      "a succeeded pass",
-    );
+    const { h, d } = await daemonAfterOnePass();
     const bodies = await Promise.all(
       ["/metrics", "/status", "/healthz", "/readyz", "/nope"].map((p) => d.get(p)),
     );
@@ -104,15 +109,7 @@ describe("syncmirror run: /status, secrets, logs", () => {
   });
 
   it("logs JSON lines on stderr that name the mirror and the trigger", async () => {
-    const h = suite.use(
-      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
-    );
-    const d = await daemon(h);
-    await until(
-      async () =>
-        (await d.metric("syncmirror_triggers_total", { mirror: "main", outcome: "succeeded" })) >= 1,
-      "a succeeded pass",
-    );
+    const { h, d } = await daemonAfterOnePass();
     const { triggerId } = newestTrigger(h);
     expect((await d.stop()).code).toBe(0);
     const logs = parseLogLines(d.stderr()); // throws on a line that is not JSON
