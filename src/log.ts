@@ -2,6 +2,7 @@
  * JSON-lines logging (pino) on stderr. The platform token is admin over the whole workspace: any
  * field that may hold it is censored here, as a second line behind code that never logs it.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import pino from "pino";
 
 export type Logger = pino.Logger;
@@ -52,4 +53,19 @@ export function createLogger(options: LoggerOptions = {}, destination?: pino.Des
 /** A logger that writes nothing, for tests and library callers that do not log. */
 export function silentLogger(): Logger {
   return pino({ level: "silent" });
+}
+
+const context = new AsyncLocalStorage<Readonly<Record<string, unknown>>>();
+
+/**
+ * Runs `fn` with fields (`mirror`, `trigger_id`) that code far below, such as the API client's
+ * retry warnings, adds to its log lines with `logContext()` without being handed a logger.
+ */
+export function withLogContext<T>(fields: Record<string, unknown>, fn: () => Promise<T>): Promise<T> {
+  return context.run({ ...context.getStore(), ...fields }, fn);
+}
+
+/** The fields of the enclosing `withLogContext`, or none. */
+export function logContext(): Readonly<Record<string, unknown>> {
+  return context.getStore() ?? {};
 }

@@ -17,7 +17,7 @@ import {
   BadResponseError,
   UnavailableError,
 } from "../errors.js";
-import type { Logger } from "../log.js";
+import { type Logger, logContext } from "../log.js";
 import {
   type BackoffOptions,
   backoffDelayMs,
@@ -141,6 +141,7 @@ export function createTransport(options: TransportOptions): Transport {
       answer.kind === "response" ? undefined : answer.timedOut ? "timeout" : transportErrorCode(answer.error);
     log.debug(
       {
+        ...logContext(),
         method: call.method,
         route: call.route,
         status: code,
@@ -267,7 +268,15 @@ export function createTransport(options: TransportOptions): Transport {
             })
           : backoffDelayMs(attempt, options.backoff, options.random);
       log.warn(
-        { method: call.method, route: call.route, status: failure.label, attempt, maxAttempts, delayMs },
+        {
+          ...logContext(),
+          method: call.method,
+          route: call.route,
+          status: failure.label,
+          attempt,
+          maxAttempts,
+          delayMs,
+        },
         "api request failed; retrying",
       );
       await wait(delayMs, call);

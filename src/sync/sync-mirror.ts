@@ -12,6 +12,7 @@ import {
   SyncmirrorError,
   UnauthorizedError,
 } from "../errors.js";
+import { withLogContext } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import type { TriggerRow } from "../store/state.js";
 import type { MirrorPass, PassOptions, SyncContext } from "./context.js";
@@ -31,20 +32,24 @@ const KNOWN_SKIP_REASONS = ["not_a_project_user", "not_syncable", "not_accessibl
  * `full`, an incremental in flight is finished first and then the full is triggered.
  * Throws only AbortedError (shutdown) and database errors; every upstream problem is an outcome.
  */
-export async function syncMirror(
+export function syncMirror(
   mirror: MirrorConfig,
   ctx: SyncContext,
   options: PassOptions,
 ): Promise<MirrorSummary> {
+  return withLogContext({ mirror: mirror.name }, () => pass(mirror, ctx, options));
+}
+
+async function pass(mirror: MirrorConfig, ctx: SyncContext, options: PassOptions): Promise<MirrorSummary> {
   const log = ctx.log.child({ mirror: mirror.name });
-  const pass: MirrorPass = { mirror, ctx: { ...ctx, log }, options };
+  const mirrorPass: MirrorPass = { mirror, ctx: { ...ctx, log }, options };
   ctx.store.state.ensureMirror(mirror.name, mirror.syncConfigId);
   const inFlight = ctx.store.state.findInFlight(mirror.name);
   if (inFlight) {
     log.info({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, "resuming the trigger left in flight");
     if (options.allowMassDelete && inFlight.mode === "full")
       ctx.store.state.setMassDeleteAllowed(inFlight.id, true);
-    const resumed = await drive(pass, inFlight, true);
+    const resumed = await drive(mirrorPass, inFlight, true);
     const stillInFlight = ctx.store.state.findInFlight(mirror.name) !== undefined;
     if (!options.full || inFlight.mode === "full" || stillInFlight) return resumed;
   }
@@ -52,7 +57,7 @@ export async function syncMirror(
   ctx.store.transaction(() => {
     for (const p of plan.stale) ctx.store.pairs.markAwaitingBaseline(p);
   });
-  return drive(pass, recordIntent(pass, plan), false);
+  return drive(mirrorPass, recordIntent(mirrorPass, plan), false);
 }
 
 async function drive(pass: MirrorPass, row: TriggerRow, resumed: boolean): Promise<MirrorSummary> {
@@ -61,16 +66,19 @@ async function drive(pass: MirrorPass, row: TriggerRow, resumed: boolean): Promi
   let trigger = row;
   try {
     if (trigger.state === "intent") trigger = await establishTrigger(pass, trigger, resumed);
-    const log = ctx.log.child({ trigger_id: trigger.triggerId });
+    const active = trigger;
+    const log = ctx.log.child({ trigger_id: active.triggerId });
     const scoped: MirrorPass = { ...pass, ctx: { ...ctx, log } };
-    recordSkippedGauge(ctx.metrics, mirror.name, trigger);
-    if (options.dryRun && trigger.mode === "full" && !resumed)
-      return await dryRunSweep(scoped, trigger, startedAtMs);
-    const { timedOut } = await waitAndIngest(scoped, trigger);
-    await sweep(scoped, ctx.store.state.getTrigger(trigger.id));
-    const summary = settle(scoped, trigger.id, { timedOut, resumed, startedAtMs });
-    log.info({ outcome: summary.outcome, counts: summary.counts }, summary.message);
-    return summary;
+    recordSkippedGauge(ctx.metrics, mirror.name, active);
+    return await withLogContext({ trigger_id: active.triggerId }, async () => {
+      if (options.dryRun && active.mode === "full" && !resumed)
+        return dryRunSweep(scoped, active, startedAtMs);
+      const { timedOut } = await waitAndIngest(scoped, active);
+      await sweep(scoped, ctx.store.state.getTrigger(active.id));
+      const summary = settle(scoped, active.id, { timedOut, resumed, startedAtMs });
+      log.info({ outcome: summary.outcome, counts: summary.counts }, summary.message);
+      return summary;
+    });
   } catch (error) {
     if (error instanceof AbortedError || ctx.signal.aborted) throw error;
     if (!(error instanceof SyncmirrorError)) throw error;
