@@ -32,7 +32,6 @@ export async function waitAndIngest(
   const ingesting = new Map<string, Promise<void>>();
   let fatal: unknown;
   let delayMs = mirror.pollInitialSeconds * 1000;
-  let lastProgress = ctx.now().getTime();
   let timedOut = false;
   let listed = new Map<string, RunListItem>();
   let listNow = true;
@@ -42,6 +41,12 @@ export async function waitAndIngest(
   const stopTimer = new AbortController();
   const onAbort = () => stopTimer.abort(ctx.signal.reason);
   ctx.signal.addEventListener("abort", onAbort, { once: true });
+  // On its own clock: the loop may sleep up to poll_max_seconds, or wait on one long export.
+  const progressTicker = setInterval(
+    () => ctx.log.info(progressOf(ctx.store.state.runsOf(trigger.id)), "progress"),
+    PROGRESS_EVERY_MS,
+  );
+  progressTicker.unref();
   try {
     for (;;) {
       if (listNow) {
@@ -84,10 +89,6 @@ export async function waitAndIngest(
       if (open.length === 0 && ingesting.size === 0) return { timedOut };
       const progress = progressOf(runs);
       ctx.onProgress?.({ mirror: pass.mirror.name, ...progress });
-      if (now - lastProgress >= PROGRESS_EVERY_MS) {
-        lastProgress = now;
-        ctx.log.info(progress, "progress");
-      }
       // An export finishing wakes the loop to start the next finished run at once; only the poll
       // timer lists the runs again, so a round costs ceil(runs / 100) list calls however many finish.
       timer ??= ctx
@@ -109,6 +110,7 @@ export async function waitAndIngest(
       }
     }
   } finally {
+    clearInterval(progressTicker);
     ctx.signal.removeEventListener("abort", onAbort);
     stopTimer.abort();
   }
