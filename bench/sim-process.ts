@@ -4,17 +4,11 @@
  * (src/simulator/admin.ts) for edits and the request log.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import type { RequestLogEntry } from "../src/simulator/server.js";
 import { readCpuSeconds } from "./measure.js";
 
-/** One request as the simulator logged it (src/simulator/server.ts RequestLogEntry). */
-export interface LoggedRequest {
-  method: string;
-  route: string | null;
-  path: string;
-  query: Record<string, string>;
-  status: number | null;
-  at: string;
-}
+/** One request as the simulator logged it. */
+export type LoggedRequest = RequestLogEntry;
 
 export interface SimProcess {
   baseUrl: string;

@@ -151,11 +151,6 @@ export class DatabaseError extends SyncmirrorError {
   readonly code = "DB_ERROR" as const;
 }
 
-/** A run did not finish within run_timeout_minutes. */
-export class RunTimeoutError extends SyncmirrorError {
-  readonly code = "RUN_TIMEOUT" as const;
-}
-
 /** The work was stopped by an AbortSignal (shutdown). */
 export class AbortedError extends SyncmirrorError {
   readonly code = "ABORTED" as const;

@@ -46,14 +46,6 @@ export function createStateStore(db: Db) {
         .get();
     },
 
-    anyInFlight(): TriggerRow[] {
-      return db
-        .select()
-        .from(triggers)
-        .where(inArray(triggers.state, ["intent", "active"]))
-        .all();
-    },
-
     getTrigger(id: number): TriggerRow {
       const row = db.select().from(triggers).where(eq(triggers.id, id)).get();
       if (!row) throw new Error(`trigger row ${id} vanished from the database`);
