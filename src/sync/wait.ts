@@ -53,7 +53,10 @@ export async function waitAndIngest(
         listed = await listTriggerRuns(pass, trigger);
         await markVanished(pass, trigger, listed);
       }
-      for (const run of ctx.store.state.runsOf(trigger.id)) {
+      let runs = ctx.store.state.runsOf(trigger.id);
+      // Set when the loop below awaited (a continue) or wrote: then `runs` is re-read before use.
+      let changed = false;
+      for (const run of runs) {
         if (
           !isFinished(run.status) ||
           !["waiting", "ingesting"].includes(run.ingest) ||
@@ -63,11 +66,13 @@ export async function waitAndIngest(
         const item = listed.get(run.syncId);
         if (run.status === "incomplete" && run.continuePending !== null && item) {
           await settlePendingContinue(pass, run);
+          changed = true;
           continue;
         }
         const mayContinue = run.continuesSent < mirror.continueIncomplete && ctx.now().getTime() <= deadline;
         if (run.status === "incomplete" && mayContinue && item) {
           await sendContinue(pass, run);
+          changed = true;
           continue;
         }
         if (ingesting.size >= ctx.ingestConcurrency) continue;
@@ -83,8 +88,13 @@ export async function waitAndIngest(
         throw fatal;
       }
       const now = ctx.now().getTime();
-      if (now > deadline) timedOut = abandonUnfinished(pass, trigger) || timedOut;
-      const runs = ctx.store.state.runsOf(trigger.id);
+      if (now > deadline && abandonUnfinished(pass, trigger)) {
+        timedOut = true;
+        changed = true;
+      }
+      // Starting an export writes nothing before its first await, so without a continue or an
+      // abandonment the runs read above are still current (a 500-run trigger wakes ~1,000 times).
+      if (changed) runs = ctx.store.state.runsOf(trigger.id);
       const open = runs.filter((r) => r.ingest === "waiting" || r.ingest === "ingesting");
       if (open.length === 0 && ingesting.size === 0) return { timedOut };
       const progress = progressOf(runs);
