@@ -1,7 +1,10 @@
 import { defineConfig } from "drizzle-kit";
 
-export default defineConfig({
-  dialect: "sqlite",
-  schema: "./src/store/schema.ts",
-  out: "./migrations",
-});
+/** `npm run db:generate` writes the migrations of both dialects from their drizzle schemas. */
+const dialect = process.env.DRIZZLE_DIALECT === "postgresql" ? "postgresql" : "sqlite";
+
+export default defineConfig(
+  dialect === "sqlite"
+    ? { dialect, schema: "./src/store/sqlite/schema.ts", out: "./migrations/sqlite" }
+    : { dialect, schema: "./src/store/postgres/schema.ts", out: "./migrations/postgres" },
+);

@@ -9,6 +9,8 @@ import { type Measured, runMeasured } from "./measure.js";
 import type { SimProcess } from "./sim-process.js";
 
 export const TOKEN_ENV = "BENCH_SIM_TOKEN";
+/** Names the variable that carries a PostgreSQL store's URL (the config never holds it). */
+export const DATABASE_URL_ENV = "BENCH_DATABASE_URL";
 
 export interface MirrorSetup {
   cli: string;
@@ -18,11 +20,16 @@ export interface MirrorSetup {
   pollSeconds: number;
   pollMaxSeconds: number;
   cpuProfDir: string | undefined;
+  /** The mirror's `export:` section; absent: its defaults. */
+  exportPaging?: { pages_ahead_per_run: number; pages_ahead_per_pass: number };
+  /** A PostgreSQL database for the store; absent: a SQLite file in `dir`. */
+  databaseUrl?: string;
 }
 
 export interface MirrorDb {
   configPath: string;
   dbPath: string;
+  databaseUrl: string | undefined;
 }
 
 /** The parts of `sync --json`'s per-mirror summary the report uses. */
@@ -59,13 +66,14 @@ export function createMirrorDb(setup: MirrorSetup): MirrorDb {
   const configPath = join(setup.dir, `${setup.name}.yaml`);
   const config = {
     api: { base_url: setup.sim.baseUrl, token_env: TOKEN_ENV, timeout_seconds: 120, max_attempts: 3 },
-    database: { path: dbPath },
+    database: setup.databaseUrl ? { url_env: DATABASE_URL_ENV } : { path: dbPath },
     http: { listen: "127.0.0.1:0" },
+    ...(setup.exportPaging ? { export: setup.exportPaging } : {}),
     defaults: { poll_initial_seconds: setup.pollSeconds, poll_max_seconds: setup.pollMaxSeconds },
     mirrors: [{ name: "bench", sync_config_id: setup.sim.syncConfigId }],
   };
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
-  return { configPath, dbPath };
+  return { configPath, dbPath, databaseUrl: setup.databaseUrl };
 }
 
 /** One `sync --json` pass; throws unless the mirror succeeded. */
@@ -78,6 +86,7 @@ export async function runSyncPass(
   const startedAtMs = Date.now();
   const env: NodeJS.ProcessEnv = { ...process.env, [TOKEN_ENV]: setup.sim.token, LOG_LEVEL: "debug" };
   if (nodeOptions) env.NODE_OPTIONS = nodeOptions;
+  if (db.databaseUrl) env[DATABASE_URL_ENV] = db.databaseUrl;
   const measured = await runMeasured([setup.cli, "sync", "--json", ...extra, "--config", db.configPath], {
     dir: setup.dir,
     env,

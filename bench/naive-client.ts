@@ -14,7 +14,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import { RESOURCE_COLUMNS } from "../src/store/resources.js";
+import { RESOURCE_COLUMNS } from "../src/store/types.js";
 
 const FINISHED = new Set(["completed", "incomplete", "failed"]);
 

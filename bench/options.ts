@@ -1,6 +1,8 @@
 /**
  * Benchmark sizes and knobs: `--name value` flags win over `BENCH_*` environment variables, which
  * win over the defaults. `npm run bench -- --resources 20000` or `BENCH_RESOURCES=20000 npm run bench`.
+ * The defaults keep the whole run under 10 minutes on two loaded cores; FULL_SIZE_FLAGS are the
+ * sizes issue 10's figures were measured at.
  */
 import { parseArgs } from "node:util";
 
@@ -24,8 +26,14 @@ export interface BenchOptions {
   /** The mirror's poll_initial_seconds, and the naive client's fixed sleep. */
   pollSeconds: number;
   pollMaxSeconds: number;
-  /** Exports the limit client reads at once: the mirror's ingest concurrency. */
-  limitConcurrency: number;
+  /** Server-side latency of the latency workloads (5, 6), in ms. */
+  latencyMs: number;
+  /** Exported rows of each latency workload. */
+  latencyResources: number;
+  /** `--scale`: run the scale workloads (bench/scale.ts) instead of the default set. */
+  scale: boolean;
+  /** Exported rows of the scale run's two sizes. */
+  scaleResources: number[];
   /** Run the naive reference client (it is the slowest part). */
   naive: boolean;
   /** Where the report goes. */
@@ -35,19 +43,30 @@ export interface BenchOptions {
   /** Write a V8 CPU profile of every measured mirror pass into this directory. */
   cpuProfDir: string | undefined;
   /**
-   * NODE_OPTIONS for one more cold pass at each size, to show what a capped V8 heap does to peak
-   * RSS and throughput (empty: skip those passes).
+   * The container's NODE_OPTIONS (the Dockerfile's): one more cold pass at each size with them, to
+   * show what the capped V8 heap does to peak RSS and throughput (empty: skip those passes); the
+   * scale run uses them for every pass.
    */
   cappedNodeOptions: string;
   /** Cold passes behind the peak-RSS comparison are run this many times; medians are reported. */
   rssRepeats: number;
+  /** Synthetic resources of the search bench (bench/search.ts, run last); 0 skips it. */
+  searchResources: number;
+  /** Documents of its end-to-end cold sync (3 users). */
+  searchE2eDocs: number;
+  /** Run the PostgreSQL workloads (skipped anyway when no server answers, see pg-server.ts). */
+  postgres: boolean;
+  /** Mirrors (sync configs) of the scale-out workload; 0 skips it. */
+  replicaMirrors: number;
+  /** Exported rows of each of those mirrors. */
+  replicaResources: number;
   /** Another build's `cli.js` to measure as the mirror (A/B against dist/cli.js); the simulator stays dist's. */
   mirrorCli: string | undefined;
 }
 
 const SPEC = {
-  resources: { env: "BENCH_RESOURCES", fallback: "100000" },
-  "small-resources": { env: "BENCH_SMALL_RESOURCES", fallback: "10000" },
+  resources: { env: "BENCH_RESOURCES", fallback: "20000" },
+  "small-resources": { env: "BENCH_SMALL_RESOURCES", fallback: "2000" },
   docs: { env: "BENCH_DOCS", fallback: "" },
   users: { env: "BENCH_USERS", fallback: "20" },
   servers: { env: "BENCH_SERVERS", fallback: "notion=1,github=1" },
@@ -57,28 +76,47 @@ const SPEC = {
   "poll-docs": { env: "BENCH_POLL_DOCS", fallback: "50" },
   "poll-seconds": { env: "BENCH_POLL_SECONDS", fallback: "0.5" },
   "poll-max-seconds": { env: "BENCH_POLL_MAX_SECONDS", fallback: "2" },
-  "limit-concurrency": { env: "BENCH_LIMIT_CONCURRENCY", fallback: "4" },
-  naive: { env: "BENCH_NAIVE", fallback: "1" },
+  "latency-ms": { env: "BENCH_LATENCY_MS", fallback: "100" },
+  "latency-resources": { env: "BENCH_LATENCY_RESOURCES", fallback: "20000" },
+  scale: { env: "BENCH_SCALE", fallback: "0" },
+  "scale-resources": { env: "BENCH_SCALE_RESOURCES", fallback: "10000,100000,1000000" },
+  naive: { env: "BENCH_NAIVE", fallback: "0" },
   out: { env: "BENCH_OUT", fallback: "bench/RESULTS.md" },
   keep: { env: "BENCH_KEEP", fallback: "0" },
   "cpu-prof": { env: "BENCH_CPU_PROF", fallback: "" },
-  "capped-node-options": { env: "BENCH_CAPPED_NODE_OPTIONS", fallback: "--max-old-space-size=96" },
-  "rss-repeats": { env: "BENCH_RSS_REPEATS", fallback: "3" },
+  "capped-node-options": {
+    env: "BENCH_CAPPED_NODE_OPTIONS",
+    fallback: "--max-old-space-size=96 --max-semi-space-size=4",
+  },
+  "rss-repeats": { env: "BENCH_RSS_REPEATS", fallback: "1" },
   "mirror-cli": { env: "BENCH_MIRROR_CLI", fallback: "" },
+  "search-resources": { env: "BENCH_SEARCH_RESOURCES", fallback: "10000" },
+  "search-e2e-docs": { env: "BENCH_SEARCH_E2E_DOCS", fallback: "2000" },
+  postgres: { env: "BENCH_POSTGRES", fallback: "1" },
+  "replica-mirrors": { env: "BENCH_REPLICA_MIRRORS", fallback: "6" },
+  "replica-resources": { env: "BENCH_REPLICA_RESOURCES", fallback: "5000" },
 } as const;
 
 type Name = keyof typeof SPEC;
 
+export const FULL_SIZE_FLAGS =
+  "--resources 100000 --small-resources 10000 --latency-resources 50000 --rss-repeats 3 --naive 1 --search-resources 100000 --search-e2e-docs 20000";
+
 export function readBenchOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
   const { values } = parseArgs({
     args: argv,
-    options: Object.fromEntries(Object.keys(SPEC).map((name) => [name, { type: "string" as const }])),
+    options: {
+      ...Object.fromEntries(Object.keys(SPEC).map((name) => [name, { type: "string" as const }])),
+      // `npm run bench -- --scale` is a switch.
+      scale: { type: "boolean" as const },
+    },
     strict: true,
     allowPositionals: false,
   });
   const raw = (name: Name): string => {
-    const flag = values[name];
+    const flag = (values as Record<string, string | boolean | undefined>)[name];
     if (typeof flag === "string") return flag;
+    if (flag === true) return "1";
     return env[SPEC[name].env] ?? SPEC[name].fallback;
   };
   const num = (name: Name, min: number, max: number, integer = true): number => {
@@ -109,7 +147,13 @@ export function readBenchOptions(argv: string[], env: NodeJS.ProcessEnv): BenchO
     pollDocs: num("poll-docs", 1, 1_000_000),
     pollSeconds: num("poll-seconds", 0.01, 60, false),
     pollMaxSeconds: num("poll-max-seconds", 0.01, 600, false),
-    limitConcurrency: num("limit-concurrency", 1, 64),
+    latencyMs: num("latency-ms", 0, 10_000),
+    latencyResources: num("latency-resources", 100, 50_000_000),
+    scale: flag("scale"),
+    scaleResources: raw("scale-resources")
+      .split(",")
+      .map((n) => Number(n))
+      .filter((n) => Number.isInteger(n) && n >= 100),
     naive: flag("naive"),
     out: raw("out"),
     keep: flag("keep"),
@@ -117,6 +161,11 @@ export function readBenchOptions(argv: string[], env: NodeJS.ProcessEnv): BenchO
     cappedNodeOptions: raw("capped-node-options").trim(),
     rssRepeats: num("rss-repeats", 1, 9),
     mirrorCli: raw("mirror-cli") === "" ? undefined : raw("mirror-cli"),
+    searchResources: num("search-resources", 0, 10_000_000),
+    searchE2eDocs: num("search-e2e-docs", 1, 10_000_000),
+    postgres: flag("postgres"),
+    replicaMirrors: num("replica-mirrors", 0, 50),
+    replicaResources: num("replica-resources", 100, 50_000_000),
   };
 }
 

@@ -1,6 +1,9 @@
 /** bench/RESULTS.md: machine facts, the goals, every figure and the ratios, as Markdown. */
 import { analysis, fixed, goals, mb, type Results, rate, ratios } from "./figures.js";
-import type { BenchOptions } from "./options.js";
+import { type BenchOptions, FULL_SIZE_FLAGS } from "./options.js";
+import { type PostgresReport, postgresSection } from "./postgres.js";
+import { replicaSection } from "./replicas.js";
+import { scaleSection } from "./scale.js";
 import type { WorkloadResult } from "./workloads.js";
 
 export interface MachineFacts {
@@ -30,6 +33,11 @@ export interface Report {
   machine: MachineFacts;
   sizes: Sizes;
   results: Results;
+  postgres: PostgresReport;
+  /** The hand-written part of the previous RESULTS.md (see keptSection), carried over as it was. */
+  kept: string | undefined;
+  /** bench/RESULTS-scale.md as the last `--scale` run wrote it, quoted at the end. */
+  scaleReport: string | undefined;
 }
 
 /** The order workloads appear in the tables (ids not listed come last, as run). */
@@ -46,6 +54,15 @@ const ORDER = [
   "naive-cold",
   "naive-small",
   "naive-poll",
+  "one-run",
+  "one-run-seq",
+  "limit-one-run",
+  "many-runs",
+  "many-runs-seq",
+  "limit-many-runs",
+  "pg-cold",
+  "pg-full",
+  "pg-limit-store",
 ];
 
 type Cell = string | number;
@@ -69,6 +86,7 @@ export function renderReport(report: Report): string {
       `${options.mirrorCli ? ` measuring the mirror build ${options.mirrorCli}` : ""}; the run took ` +
       `${fixed(report.benchWallMs / 60_000, 1)} min after the build. Every run rewrites this file: change bench/report.ts, not this file.`,
     "",
+    ...(report.kept ? [report.kept, ""] : []),
     ...machineSection(report.machine),
     ...sizesSection(report),
     ...goalsSection(results, options),
@@ -77,8 +95,22 @@ export function renderReport(report: Report): string {
     ...ratiosSection(results),
     ...rssSection(results, options),
     ...pollingSection(results),
+    ...latencySection(results, options),
+    ...postgresSection(results, report.postgres, table),
+    ...replicaSection(report.postgres.replicas, report.postgres.replicasSkipped, table),
     ...routesSection(list),
+    ...scaleSection(report.scaleReport),
   ].join("\n");
+}
+
+const KEPT_START = "<!-- kept: written by hand; bench/report.ts carries it over unchanged -->";
+const KEPT_END = "<!-- /kept -->";
+
+/** The hand-written part of a previous report, markers included, if it has one. */
+export function keptSection(previous: string | undefined): string | undefined {
+  const start = previous?.indexOf(KEPT_START) ?? -1;
+  const end = previous?.indexOf(KEPT_END, start) ?? -1;
+  return previous && start >= 0 && end > start ? previous.slice(start, end + KEPT_END.length) : undefined;
 }
 
 function rank(id: string): number {
@@ -119,14 +151,16 @@ function sizesSection({ sizes, options }: Report): string[] {
   return [
     "## Sizes",
     "",
-    `- Large (workloads 1-3, the naive and limit references): ${describe(sizes.large)}, sized for ${options.resources} exported rows.`,
+    `- Large (workloads 1-3 on both stores, the naive and limit references): ${describe(sizes.large)}, sized for ${options.resources} exported rows.`,
     `- Small (peak RSS at the smaller export): ${describe(sizes.small)}, sized for ${options.smallResources} exported rows.`,
     `- Polling (workload 4): ${describe(sizes.polling)}, so one run per user.`,
     `- Warm incremental: ${sizes.edited} documents edited (${options.changeFraction * 100}%) before the pass.`,
     `- "Rows" are resource rows exported across all runs (a key visible to k users arrives k times); "keys" are distinct keys. ` +
-      `For 100k distinct keys (about 1.2M rows, roughly 12 times the large workloads' time) run \`npm run bench -- --docs 100000\`.`,
+      `For 100k distinct keys (about 1.2M rows) run \`npm run bench -- --docs 100000\`; for the sizes issue 10 was measured at, \`npm run bench -- ${FULL_SIZE_FLAGS}\`.`,
     `- Mirror polling: poll_initial_seconds ${options.pollSeconds}, poll_max_seconds ${options.pollMaxSeconds}; ` +
-      `the naive client sleeps ${options.pollSeconds} s between rounds; the limit client reads ${options.limitConcurrency} exports at once, as the mirror does.`,
+      `the naive client sleeps ${options.pollSeconds} s between rounds; the limit client keeps 8 export requests in flight in the workloads without latency (the most the mirror's defaults allow: 4 runs at once plus \`export.pages_ahead_per_pass\` 4), and in the latency workloads as many as the simulator saw the mirror keep. Column "In flight" is the most export requests open at the simulator at once: without latency it answers each request in one go, so it shows 1 there.`,
+    `- Latency (workloads 5 and 6): the simulator holds every API request ${options.latencyMs} ms before answering; each workload is sized for ${options.latencyResources} exported rows, workload 5 with one user (one run), workload 6 with ${options.users}.`,
+    `- Scale-out: ${options.replicaMirrors} mirrors, each sized for ${options.replicaResources} exported rows (see its section).`,
     "",
   ];
 }
@@ -134,6 +168,10 @@ function sizesSection({ sizes, options }: Report): string[] {
 function goalsSection(results: Results, options: BenchOptions): string[] {
   return [
     "## Goals",
+    "",
+    `Judged at this run's sizes (large ${options.resources}, small ${options.smallResources} exported rows). Issue 10 sets its RSS and ` +
+      "throughput goals at 100k and 1M rows: at the default sizes the small pass is a single page per run, so the RSS ratio overstates growth " +
+      "(see the hand-written section above, or run with the full-size flags under Sizes).",
     "",
     ...table(
       ["Goal", "Target", "Measured", "Met"],
@@ -162,7 +200,7 @@ function resultsSection(list: WorkloadResult[], options: BenchOptions): string[]
       `CPU is that process's user + system time; sim CPU is the simulator process's over the same span.${repeats}`,
     "",
     ...table(
-      [...header, "CPU s", "Sim CPU s", "API requests", "DB MB"],
+      [...header, "CPU s", "Sim CPU s", "API requests", "In flight", "DB MB"],
       list.map((w) => [
         w.title,
         w.client,
@@ -175,6 +213,7 @@ function resultsSection(list: WorkloadResult[], options: BenchOptions): string[]
         fixed(w.cpuSeconds, 1),
         fixed(w.simCpuSeconds, 1),
         w.totalRequests,
+        w.exportInFlight,
         w.db ? fixed(w.db.bytes / 1e6, 1) : "-",
       ]),
     ),
@@ -320,6 +359,49 @@ function routesSection(list: WorkloadResult[]): string[] {
           return c ? `${c.count}${c.failed ? ` (${c.failed} failed)` : ""}` : "";
         }),
       ]),
+    ),
+  ];
+}
+
+function latencySection(results: Results, options: BenchOptions): string[] {
+  const r = ratios(results);
+  const rows: Cell[][] = [];
+  for (const [id, label, vsLimit, vsSeq] of [
+    ["one-run", "5. One large run", r.oneRunVsLimit, r.oneRunVsSequential],
+    ["many-runs", "6. Many runs", r.manyRunsVsLimit, r.manyRunsVsSequential],
+  ] as const) {
+    const piped = results.get(id);
+    const seq = results.get(`${id}-seq`);
+    const limit = results.get(`limit-${id}`);
+    if (!piped || !seq || !limit) continue;
+    rows.push([
+      `${label}, ${options.latencyMs} ms latency`,
+      Math.round(rate(seq)),
+      Math.round(rate(piped)),
+      Math.round(rate(limit)),
+      piped.exportInFlight,
+      fixed(vsSeq, 1),
+      fixed(vsLimit),
+    ]);
+  }
+  if (rows.length === 0) return [];
+  return [
+    "## Remote latency: pipelined paging",
+    "",
+    "Rows/s of the whole pass (wall time from spawn to exit). One page at a time is the mirror with `export.pages_ahead_per_run: 0` " +
+      "(the paging before pipelining); the limit client fetches and parses the same pages with the same number of export requests in flight as the simulator saw the pipelined mirror keep.",
+    "",
+    ...table(
+      [
+        "Workload",
+        "One page at a time, rows/s",
+        "Pipelined, rows/s",
+        "Limit, rows/s",
+        "Requests in flight",
+        "Pipelined / one at a time",
+        "Pipelined / limit",
+      ],
+      rows,
     ),
   ];
 }

@@ -9,14 +9,17 @@
  * mirror for the peak-RSS comparison. Sizes: see options.ts.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, release, tmpdir, totalmem, type } from "node:os";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import Database from "better-sqlite3";
-import { rssMethod } from "./measure.js";
+import { latencyWorkloads } from "./latency.js";
+import { machineFacts } from "./machine.js";
 import { type BenchOptions, docsForRows, readBenchOptions, serverCount } from "./options.js";
-import { type MachineFacts, renderReport } from "./report.js";
-import { type SimProcess, startSimProcess } from "./sim-process.js";
+import { adminUrl } from "./pg-server.js";
+import { postgresPasses, postgresReplicas, probePostgres } from "./postgres.js";
+import { keptSection, renderReport } from "./report.js";
+import { runScale, SCALE_OUT } from "./scale.js";
+import { type SimProcess, withSimProcess } from "./sim-process.js";
 import {
   type BenchContext,
   createDb,
@@ -31,6 +34,8 @@ import {
 const BENCH_DIR = import.meta.dirname;
 const ROOT = resolve(BENCH_DIR, "..", "..");
 const CLI = join(ROOT, "dist", "cli.js");
+/** The mirror's 4 runs exported at once, each with its next page, plus export.pages_ahead_per_pass (4). */
+const MIRROR_MAX_EXPORTS_IN_FLIGHT = 8;
 
 async function main(): Promise<void> {
   const options = readBenchOptions(process.argv.slice(2), process.env);
@@ -46,7 +51,6 @@ async function main(): Promise<void> {
     dir,
     pollSeconds: options.pollSeconds,
     pollMaxSeconds: options.pollMaxSeconds,
-    limitConcurrency: options.limitConcurrency,
     cpuProfDir: options.cpuProfDir ? resolve(options.cpuProfDir) : undefined,
     log: (text) =>
       process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${text}\n`),
@@ -58,6 +62,17 @@ async function main(): Promise<void> {
   const pairs = options.users * serverCount(options.servers);
   if (pairs > 500) throw new Error(`users x servers = ${pairs}: a trigger allows at most 500 pairs`);
   let edited = 0;
+  if (options.scale) {
+    try {
+      await runScale(ctx, options, { out: resolve(ROOT, SCALE_OUT), root: ROOT, startedAt, loadStart });
+    } finally {
+      if (options.keep) ctx.log(`kept ${dir}`);
+      else rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
+  const pgAdmin = adminUrl();
+  const postgres = await probePostgres(options, pgAdmin, ctx.log);
   try {
     ctx.log(`large: ${largeDocs} docs; small: ${smallDocs} docs; work dir ${dir}`);
     await withSim(ctx, { ...options, docs: largeDocs }, async (sim) => {
@@ -83,14 +98,26 @@ async function main(): Promise<void> {
           full: true,
         }),
       );
-      add(await limitPass(ctx, sim, { id: "limit-fetch", title: "Limit: fetch + parse", mode: "fetch" }));
+      // Without latency the simulator answers one request at a time, so it never sees requests
+      // queue up: the limit gets the most the mirror's default settings may keep in flight.
+      const inFlight = MIRROR_MAX_EXPORTS_IN_FLIGHT;
+      add(
+        await limitPass(ctx, sim, {
+          id: "limit-fetch",
+          title: "Limit: fetch + parse",
+          mode: "fetch",
+          inFlight,
+        }),
+      );
       add(
         await limitPass(ctx, sim, {
           id: "limit-store",
           title: "Limit: fetch + parse + bare write",
           mode: "store",
+          inFlight,
         }),
       );
+      if (!postgres.skipped) await postgresPasses(ctx, sim, pgAdmin, inFlight, add);
       if (options.naive) {
         add(await naivePass(ctx, sim, { id: "naive-cold", title: "Naive: cold full mirror" }));
       }
@@ -137,6 +164,8 @@ async function main(): Promise<void> {
         );
       }
     });
+    await latencyWorkloads(ctx, options, add);
+    await postgresReplicas(ctx, options, pgAdmin, postgres);
   } finally {
     if (options.keep) ctx.log(`kept ${dir}`);
     else rmSync(dir, { recursive: true, force: true });
@@ -145,7 +174,7 @@ async function main(): Promise<void> {
     startedAt,
     benchWallMs: performance.now() - started,
     options,
-    machine: machineFacts(loadStart),
+    machine: machineFacts(loadStart, ROOT),
     sizes: {
       large: { docs: largeDocs, users: options.users, servers: options.servers },
       small: { docs: smallDocs, users: options.users, servers: options.servers },
@@ -153,57 +182,40 @@ async function main(): Promise<void> {
       edited,
     },
     results,
+    postgres,
+    kept: keptSection(readIfExists(resolve(ROOT, options.out))),
+    scaleReport: readIfExists(resolve(ROOT, SCALE_OUT)),
   });
   const out = resolve(ROOT, options.out);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, markdown);
   process.stdout.write(`${markdown}\n`);
   ctx.log(`wrote ${out} in ${round((performance.now() - started) / 1000)} s`);
+  if (options.searchResources > 0) {
+    const sizes = [
+      "--resources",
+      String(options.searchResources),
+      "--e2e-docs",
+      String(options.searchE2eDocs),
+    ];
+    spawnSync(process.execPath, [join(BENCH_DIR, "search.js"), ...sizes], { stdio: "inherit" });
+  }
 }
 
-async function withSim(
+function withSim(
   ctx: BenchContext,
   o: Pick<BenchOptions, "seed" | "users" | "servers"> & { docs: number },
   fn: (sim: SimProcess) => Promise<void>,
 ): Promise<void> {
-  const sim = await startSimProcess({
-    cli: ctx.cli,
-    seed: o.seed,
-    users: o.users,
-    docs: o.docs,
-    servers: o.servers,
-  });
-  ctx.log(`simulator: ${o.docs} docs, ${o.users} users, servers ${o.servers} (ready in ${sim.readyMs} ms)`);
-  try {
-    await fn(sim);
-  } finally {
-    await sim.stop();
-  }
+  return withSimProcess(
+    { cli: ctx.cli, seed: o.seed, users: o.users, docs: o.docs, servers: o.servers },
+    ctx.log,
+    fn,
+  );
 }
 
-function machineFacts(loadStart: number[]): MachineFacts {
-  const db = new Database(":memory:");
-  const sqlite = (db.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v;
-  db.close();
-  const git = (...args: string[]) =>
-    spawnSync("git", args, { cwd: ROOT, encoding: "utf8" }).stdout?.trim() ?? "";
-  const commit = git("rev-parse", "--short", "HEAD") || "unknown";
-  const dirty = git("status", "--porcelain", "--untracked-files=no") !== "";
-  return {
-    cpu: cpus()[0]?.model ?? "unknown",
-    cores: cpus().length,
-    memoryGiB: round(totalmem() / 2 ** 30, 1),
-    os: `${type()} ${release()}`,
-    node: process.version,
-    sqlite,
-    loadStart,
-    loadEnd: loadavg(),
-    rssMethod:
-      rssMethod() === "gnu-time"
-        ? "GNU time (maxrss of the node process)"
-        : "/proc/<pid>/status VmHWM, sampled",
-    commit: `${commit}${dirty ? " with uncommitted changes" : ""}`,
-  };
+function readIfExists(path: string): string | undefined {
+  return existsSync(path) ? readFileSync(path, "utf8") : undefined;
 }
 
 main().catch((error: unknown) => {

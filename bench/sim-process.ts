@@ -19,6 +19,7 @@ export interface SimProcess {
   /** The simulator's CPU seconds (user + system) so far. */
   cpuSeconds(): number;
   editRandom(fraction: number, seed: number): Promise<{ edited: number; live: number }>;
+  removeRandom(fraction: number, seed: number): Promise<{ removed: number; live: number }>;
   requests(): Promise<LoggedRequest[]>;
   clearRequests(): Promise<void>;
   stop(): Promise<void>;
@@ -30,6 +31,8 @@ export interface SimArgs {
   users: number;
   docs: number;
   servers: string;
+  /** Server-side delay of every API request (`simulate --latency-ms`). */
+  latencyMs?: number;
 }
 
 export async function startSimProcess(args: SimArgs): Promise<SimProcess> {
@@ -48,6 +51,8 @@ export async function startSimProcess(args: SimArgs): Promise<SimProcess> {
       String(args.docs),
       "--servers",
       args.servers,
+      "--latency-ms",
+      String(args.latencyMs ?? 0),
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -81,6 +86,7 @@ export async function startSimProcess(args: SimArgs): Promise<SimProcess> {
       return cpu.user + cpu.system;
     },
     editRandom: (fraction, seed) => call("POST", "/docs/edit-random", { fraction, seed }),
+    removeRandom: (fraction, seed) => call("POST", "/docs/remove-random", { fraction, seed }),
     requests: async () => (await call<{ entries: LoggedRequest[] }>("GET", "/requests")).entries,
     clearRequests: () => call("DELETE", "/requests"),
     async stop() {
@@ -106,4 +112,22 @@ function readBanner(child: ChildProcess): Promise<string> {
     child.once("error", reject);
     child.once("exit", (code) => reject(new Error(`simulate exited with ${code}: ${err || out}`)));
   });
+}
+
+/** Runs `fn` against a simulator process started for it, and stops that process after. */
+export async function withSimProcess(
+  args: SimArgs,
+  log: (line: string) => void,
+  fn: (sim: SimProcess) => Promise<void>,
+): Promise<void> {
+  const sim = await startSimProcess(args);
+  log(
+    `simulator: ${args.docs} docs, ${args.users} users, servers ${args.servers}` +
+      `${args.latencyMs ? `, latency ${args.latencyMs} ms` : ""} (ready in ${sim.readyMs} ms)`,
+  );
+  try {
+    await fn(sim);
+  } finally {
+    await sim.stop();
+  }
 }

@@ -15,6 +15,7 @@ import {
   runSyncPass,
   TOKEN_ENV,
 } from "./mirror.js";
+import { pgFacts } from "./pg-server.js";
 import { countByRoute, mirrorPolling, type PollingStats, type RouteCount } from "./requests.js";
 import type { SimProcess } from "./sim-process.js";
 
@@ -35,6 +36,8 @@ export interface WorkloadResult {
   simCpuSeconds: number;
   requests: RouteCount[];
   totalRequests: number;
+  /** Most export requests open at the simulator at once (its request log's `inFlight`). */
+  exportInFlight: number;
   db: DbFacts | undefined;
   phases: Phases | undefined;
   polling: PollingStats | undefined;
@@ -51,7 +54,6 @@ export interface BenchContext {
   dir: string;
   pollSeconds: number;
   pollMaxSeconds: number;
-  limitConcurrency: number;
   cpuProfDir: string | undefined;
   log(line: string): void;
 }
@@ -59,7 +61,9 @@ export interface BenchContext {
 /** Clears the simulator's request log, runs `fn`, and attaches what the simulator saw. */
 async function observed(
   sim: SimProcess,
-  fn: () => Promise<Omit<WorkloadResult, "simCpuSeconds" | "requests" | "totalRequests" | "polling">>,
+  fn: () => Promise<
+    Omit<WorkloadResult, "simCpuSeconds" | "requests" | "totalRequests" | "polling" | "exportInFlight">
+  >,
   pollingRuns?: number,
 ): Promise<WorkloadResult> {
   await sim.clearRequests();
@@ -72,14 +76,24 @@ async function observed(
     simCpuSeconds,
     requests: countByRoute(entries),
     totalRequests: entries.length,
+    exportInFlight: Math.max(
+      0,
+      ...entries.filter((e) => e.route === "/sync-task/{sync_id}/export").map((e) => e.inFlight),
+    ),
     polling: pollingRuns === undefined ? undefined : mirrorPolling(entries, pollingRuns),
   };
 }
 
 const cpu = (m: Measured) => m.userSeconds + m.systemSeconds;
 
-export function mirrorSetup(ctx: BenchContext, sim: SimProcess, name: string): MirrorSetup {
+export function mirrorSetup(
+  ctx: BenchContext,
+  sim: SimProcess,
+  name: string,
+  exportPaging?: MirrorSetup["exportPaging"],
+): MirrorSetup {
   return {
+    exportPaging,
     cli: ctx.mirrorCli,
     dir: ctx.dir,
     name,
@@ -106,7 +120,7 @@ export async function mirrorPass(
     async () => {
       const args = w.full ? ["--full"] : [];
       const { measured, summary, phases } = await runSyncPass(setup, db, args, w.nodeOptions);
-      const facts = dbFacts(db.dbPath);
+      const facts = db.databaseUrl ? await pgFacts(db.databaseUrl) : dbFacts(db.dbPath);
       const { upserted, unchanged, rejected } = summary.counts;
       return {
         id: w.id,
@@ -135,8 +149,14 @@ export async function mirrorPass(
   return result;
 }
 
-export function createDb(ctx: BenchContext, sim: SimProcess, name: string) {
-  const setup = mirrorSetup(ctx, sim, name);
+export function createDb(
+  ctx: BenchContext,
+  sim: SimProcess,
+  name: string,
+  exportPaging?: MirrorSetup["exportPaging"],
+  databaseUrl?: string,
+) {
+  const setup = { ...mirrorSetup(ctx, sim, name, exportPaging), databaseUrl };
   return { setup, db: createMirrorDb(setup) };
 }
 
@@ -188,13 +208,16 @@ export async function naivePass(
   return result;
 }
 
-/** The limit client: fetch and parse only, or also write the rows in one bare transaction. */
+/**
+ * The limit client: fetch and parse only, or also write the rows in one bare transaction, with
+ * `inFlight` export requests open at once (the mirror's measured `exportInFlight`).
+ */
 export async function limitPass(
   ctx: BenchContext,
   sim: SimProcess,
-  w: { id: string; title: string; mode: "fetch" | "store" },
+  w: { id: string; title: string; mode: LimitMode; inFlight: number; databaseUrl?: string },
 ): Promise<WorkloadResult> {
-  ctx.log(`${w.id}: limit client (${w.mode}) ...`);
+  ctx.log(`${w.id}: limit client (${w.mode}, ${w.inFlight} requests in flight) ...`);
   const dbPath = join(ctx.dir, `${w.id}.db`);
   const result = await observed(sim, async () => {
     const measured = await runMeasured([join(ctx.benchDir, "limit-client.js")], {
@@ -206,10 +229,11 @@ export async function limitPass(
         LIMIT_MODE: w.mode,
         LIMIT_BASE_URL: sim.baseUrl,
         LIMIT_CONFIG_ID: sim.syncConfigId,
-        LIMIT_CONCURRENCY: String(ctx.limitConcurrency),
+        LIMIT_IN_FLIGHT: String(Math.max(1, w.inFlight)),
         LIMIT_POLL_MS: String(Math.round(ctx.pollSeconds * 1000)),
         LIMIT_POLL_MAX_MS: String(Math.round(ctx.pollMaxSeconds * 1000)),
         LIMIT_DB: dbPath,
+        ...(w.databaseUrl ? { LIMIT_PG_URL: w.databaseUrl } : {}),
       },
     });
     const out = parseOutput<{
@@ -229,7 +253,7 @@ export async function limitPass(
       peakRssKb: measured.peakRssKb,
       rows: out.rows,
       uniqueKeys: out.uniqueKeys,
-      db: w.mode === "store" ? dbFacts(dbPath, { resources: "resources", access: "access" }) : undefined,
+      db: await limitFacts(w.mode, dbPath, w.databaseUrl),
       phases: undefined,
       notes: {
         pages: out.pages,
@@ -243,6 +267,16 @@ export async function limitPass(
   return result;
 }
 
+/** The limit client's modes: fetch + parse, and also a bare write to SQLite or PostgreSQL. */
+export type LimitMode = "fetch" | "store" | "pg-store";
+
+async function limitFacts(mode: LimitMode, dbPath: string, databaseUrl: string | undefined) {
+  const tables = { resources: "resources", access: "access" };
+  if (mode === "store") return dbFacts(dbPath, tables);
+  if (mode === "pg-store" && databaseUrl) return pgFacts(databaseUrl, tables);
+  return undefined;
+}
+
 function parseOutput<T>(measured: Measured, what: string): T {
   try {
     if (measured.code === 0) return JSON.parse(measured.stdout) as T;
@@ -254,7 +288,7 @@ function parseOutput<T>(measured: Measured, what: string): T {
 
 function summarize(r: WorkloadResult): string {
   const s = r.wallMs / 1000;
-  return `${s.toFixed(1)} s, ${r.rows} rows (${Math.round(r.rows / s)}/s), ${r.uniqueKeys} keys, peak RSS ${Math.round(r.peakRssKb / 1024)} MB, cpu ${r.cpuSeconds.toFixed(1)} s, sim cpu ${r.simCpuSeconds.toFixed(1)} s, ${r.totalRequests} requests`;
+  return `${s.toFixed(1)} s, ${r.rows} rows (${Math.round(r.rows / s)}/s), ${r.uniqueKeys} keys, peak RSS ${Math.round(r.peakRssKb / 1024)} MB, cpu ${r.cpuSeconds.toFixed(1)} s, sim cpu ${r.simCpuSeconds.toFixed(1)} s, ${r.totalRequests} requests, at most ${r.exportInFlight} exports in flight`;
 }
 
 export function round(value: number, digits = 0): number {

@@ -1,58 +1,79 @@
 #!/usr/bin/env node
 /**
  * argv -> command. The only place that sets the exit code or calls process.exit.
+ *
+ * The signal handlers are installed before the commands are loaded: loading them (SQLite, drizzle,
+ * undici, the simulator) takes a few hundred milliseconds, and a SIGTERM that arrived then used to
+ * kill the process outright instead of stopping it cleanly. Static imports here are the two
+ * modules that import nothing.
  */
-import { check } from "./commands/check.js";
+import { readFileSync } from "node:fs";
 import type { Command, CommandIo } from "./commands/command.js";
-import { demo } from "./commands/demo.js";
-import { run } from "./commands/run.js";
-import { simulate } from "./commands/simulate.js";
-import { status } from "./commands/status.js";
-import { sync } from "./commands/sync.js";
+import { type CommandName, formatHelp, formatOverview, isCommandName } from "./commands/help.js";
 import { AbortedError } from "./errors.js";
 
-const COMMANDS: Record<string, Command> = { run, sync, status, check, demo, simulate };
+const controller = new AbortController();
+// Commands log the stop themselves: stderr carries JSON log lines only (SPEC "Logs").
+const stop = (signal: NodeJS.Signals) => {
+  if (!controller.signal.aborted) controller.abort(new AbortedError(`${signal} received`));
+};
+process.once("SIGTERM", stop);
+process.once("SIGINT", stop);
 
-const USAGE = `usage: syncmirror <command> [--config FILE]
-
-commands:
-  run        the daemon: schedules every mirror, serves HTTP, resumes work left in flight
-  sync       one pass now: [--mirror NAME]... [--full] [--dry-run] [--allow-mass-delete] [--json]
-  status     per-mirror state [--json]
-  check      validate the config, reach the API, print the access matrix
-  demo       mirror a sample workspace from the bundled simulator into a temporary database
-  simulate   run the simulated upstream service [--port N] [--seed N] [--users N] [--docs N]
-             [--servers TYPE=N,...]
-
-The config path defaults to $SYNCMIRROR_CONFIG, then config/syncmirror.yaml.
-`;
+const LOADERS: Record<CommandName, () => Promise<Command>> = {
+  run: async () => (await import("./commands/run.js")).run,
+  sync: async () => (await import("./commands/sync.js")).sync,
+  status: async () => (await import("./commands/status.js")).status,
+  check: async () => (await import("./commands/check.js")).check,
+  demo: async () => (await import("./commands/demo.js")).demo,
+  simulate: async () => (await import("./commands/simulate.js")).simulate,
+  changes: async () => (await import("./commands/changes.js")).changes,
+  search: async () => (await import("./commands/search.js")).search,
+  reindex: async () => (await import("./commands/reindex.js")).reindex,
+};
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
-  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
-    process.stdout.write(USAGE);
-    return name === undefined ? 2 : 0;
-  }
-  const command = COMMANDS[name];
-  if (!command) {
-    process.stderr.write(`syncmirror: unknown command "${name}"\n\n${USAGE}`);
+  if (name === undefined) {
+    process.stderr.write(formatOverview());
     return 2;
   }
-  const controller = new AbortController();
-  // Commands log the stop themselves: stderr carries JSON log lines only (SPEC "Logs").
-  const stop = (signal: NodeJS.Signals) => {
-    if (!controller.signal.aborted) controller.abort(new AbortedError(`${signal} received`));
-  };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
+  if (name === "--help" || name === "-h" || name === "help") {
+    const topic = args[0];
+    process.stdout.write(topic !== undefined && isCommandName(topic) ? formatHelp(topic) : formatOverview());
+    return 0;
+  }
+  if (name === "--version" || name === "-v" || name === "version") {
+    process.stdout.write(`syncmirror ${readVersion()}\n`);
+    return 0;
+  }
+  if (!isCommandName(name)) {
+    process.stderr.write(`syncmirror: unknown command "${name}"\n\n${formatOverview()}`);
+    return 2;
+  }
+  if (args.includes("--help") || args.includes("-h")) {
+    process.stdout.write(formatHelp(name));
+    return 0;
+  }
+  // `ps` shows which command runs; set once the handlers above are in place.
+  process.title = `syncmirror ${name}`;
+  const command = await LOADERS[name]();
   const io: CommandIo = {
     stdout: process.stdout,
     stderr: process.stderr,
     env: process.env,
     signal: controller.signal,
     isTty: process.stdout.isTTY === true,
+    stderrIsTty: process.stderr.isTTY === true,
   };
   return command(args, io);
+}
+
+function readVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
+  return pkg.version;
 }
 
 main(process.argv.slice(2)).then(

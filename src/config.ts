@@ -6,10 +6,17 @@ import { readFileSync } from "node:fs";
 import cron from "node-cron";
 import { parseDocument } from "yaml";
 import { z } from "zod";
-import { ConfigError, type ConfigIssue } from "./errors.js";
+import { type DatabaseConfig, DatabaseSection, envName, freezeDatabase } from "./config-database.js";
+import { DEFAULT_HTTP_TOKEN_ENV, DEFAULT_TOKEN_ENV, findSecrets, formatPath } from "./config-secrets.js";
+import { ConfigError } from "./errors.js";
+
+export { type DatabaseConfig, requireDatabaseUrl } from "./config-database.js";
 
 export const DEFAULT_CONFIG_PATH = "config/syncmirror.yaml";
-export const DEFAULT_TOKEN_ENV = "SYNCMIRROR_API_TOKEN";
+/** Enough to hide a 100 ms round trip behind the service's and the mirror's own work per page. */
+const DEFAULT_PAGES_AHEAD_PER_RUN = 4;
+/** Pages fetched ahead wait parsed in memory (a few MB each): this bounds them for the whole pass. */
+const DEFAULT_PAGES_AHEAD_PER_PASS = 4;
 
 const cronExpression = z.string().refine((v) => cron.validate(v), {
   message: 'is not a valid cron expression (5 or 6 fields, e.g. "*/15 * * * *")',
@@ -20,111 +27,123 @@ const timezone = z
 const positive = z.number().positive();
 const nonNegativeInt = z.number().int().nonnegative();
 
-/** Keys that may appear in `defaults` and be overridden per mirror. */
-const scheduleShape = {
-  incremental_cron: cronExpression,
-  full_cron: cronExpression,
-  timezone,
-  since_overlap_seconds: nonNegativeInt,
-  poll_initial_seconds: positive,
-  poll_max_seconds: positive,
-  run_timeout_minutes: positive,
-  continue_incomplete: nonNegativeInt,
-  continue_message: z.string().min(1).max(50_000),
-  delete_after_missed_full: z.number().int().min(1),
-  max_delete_fraction: z.number().min(0).max(1),
-  inaccessible_grace_hours: z.number().nonnegative(),
+/**
+ * Every setting that may appear in `defaults` and be overridden per mirror, with its validator and
+ * its default: the one place such a setting is declared. `MirrorConfig` and `freeze` derive from it.
+ */
+const SCHEDULE = {
+  incremental_cron: cronExpression.default("*/15 * * * *"),
+  full_cron: cronExpression.default("0 3 * * *"),
+  timezone: timezone.default("UTC"),
+  since_overlap_seconds: nonNegativeInt.default(300),
+  poll_initial_seconds: positive.default(5),
+  poll_max_seconds: positive.default(60),
+  run_timeout_minutes: positive.default(240),
+  continue_incomplete: nonNegativeInt.default(0),
+  continue_message: z.string().min(1).max(50_000).default("Continue where you stopped and finish the task."),
+  delete_after_missed_full: z.number().int().min(1).default(1),
+  max_delete_fraction: z.number().min(0).max(1).default(0.5),
+  inaccessible_grace_hours: z.number().nonnegative().default(72),
 };
 
-const Defaults = z.strictObject({
-  incremental_cron: scheduleShape.incremental_cron.default("*/15 * * * *"),
-  full_cron: scheduleShape.full_cron.default("0 3 * * *"),
-  timezone: scheduleShape.timezone.default("UTC"),
-  since_overlap_seconds: scheduleShape.since_overlap_seconds.default(300),
-  poll_initial_seconds: scheduleShape.poll_initial_seconds.default(5),
-  poll_max_seconds: scheduleShape.poll_max_seconds.default(60),
-  run_timeout_minutes: scheduleShape.run_timeout_minutes.default(240),
-  continue_incomplete: scheduleShape.continue_incomplete.default(0),
-  continue_message: scheduleShape.continue_message.default("Continue where you stopped and finish the task."),
-  delete_after_missed_full: scheduleShape.delete_after_missed_full.default(1),
-  max_delete_fraction: scheduleShape.max_delete_fraction.default(0.5),
-  inaccessible_grace_hours: scheduleShape.inaccessible_grace_hours.default(72),
-});
+type ScheduleKey = keyof typeof SCHEDULE;
+type Schedule = { [K in ScheduleKey]: z.output<(typeof SCHEDULE)[K]> };
+type CamelCase<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<CamelCase<T>>}` : S;
 
-const Mirror = z
-  .strictObject(scheduleShape)
-  .partial()
-  .extend({
-    name: z
-      .string()
-      .regex(/^[a-z0-9_-]+$/, "must match [a-z0-9_-]+ (it is used in metrics and the database)"),
-    sync_config_id: z.string().min(1),
-  });
+/** The same validators without their defaults: a mirror overrides only what it names. */
+const overrides = Object.fromEntries(
+  Object.entries(SCHEDULE).map(([key, schema]) => [key, schema.unwrap().optional()]),
+) as { [K in ScheduleKey]: z.ZodOptional<ReturnType<(typeof SCHEDULE)[K]["unwrap"]>> };
+
+const Defaults = z.strictObject(SCHEDULE);
+
+const Mirror = z.strictObject(overrides).extend({
+  name: z.string().regex(/^[a-z0-9_-]+$/, "must match [a-z0-9_-]+ (it is used in metrics and the database)"),
+  sync_config_id: z.string().min(1),
+});
 
 const listen = z
   .string()
   .regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, "must be host:port, e.g. 0.0.0.0:9464");
 
+const Http = z.strictObject({
+  listen: listen.default("0.0.0.0:9464"),
+  token_env: envName.default(DEFAULT_HTTP_TOKEN_ENV),
+});
+
 const File = z.strictObject({
   api: z.strictObject({
     base_url: z.url({ protocol: /^https?$/ }),
-    token_env: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name")
-      .default(DEFAULT_TOKEN_ENV),
+    token_env: envName.default(DEFAULT_TOKEN_ENV),
     timeout_seconds: positive.default(60),
     max_attempts: z.number().int().min(1).max(20).default(6),
   }),
-  database: z
-    .strictObject({ path: z.string().min(1).default("data/mirror.db") })
-    .default({ path: "data/mirror.db" }),
-  http: z.strictObject({ listen: listen.default("0.0.0.0:9464") }).default({ listen: "0.0.0.0:9464" }),
+  database: DatabaseSection,
+  http: Http.default(Http.parse({})),
+  search: z.strictObject({ enabled: z.boolean().default(false) }).default({ enabled: false }),
   max_concurrent_mirrors: z.number().int().min(1).default(2),
+  export: z
+    .strictObject({
+      pages_ahead_per_run: z.number().int().min(0).max(64).default(DEFAULT_PAGES_AHEAD_PER_RUN),
+      pages_ahead_per_pass: z.number().int().min(0).max(256).default(DEFAULT_PAGES_AHEAD_PER_PASS),
+    })
+    .default({
+      pages_ahead_per_run: DEFAULT_PAGES_AHEAD_PER_RUN,
+      pages_ahead_per_pass: DEFAULT_PAGES_AHEAD_PER_PASS,
+    }),
   defaults: Defaults.default(Defaults.parse({})),
   mirrors: z
     .array(Mirror)
     .min(1, "list at least one mirror")
     .superRefine((mirrors, ctx) => {
       const seen = new Set<string>();
+      const byConfigId = new Map<string, string>();
       mirrors.forEach((m, i) => {
         if (seen.has(m.name))
           ctx.addIssue({ code: "custom", path: [i, "name"], message: `duplicate mirror name "${m.name}"` });
         seen.add(m.name);
+        // Two mirrors of one config would trigger it twice and each adopt the other's runs.
+        const other = byConfigId.get(m.sync_config_id);
+        if (other !== undefined) {
+          ctx.addIssue({
+            code: "custom",
+            path: [i, "sync_config_id"],
+            message: `mirrors "${other}" and "${m.name}" both mirror sync config ${m.sync_config_id}; one trigger per sync config at a time: keep one of them`,
+          });
+        } else byConfigId.set(m.sync_config_id, m.name);
       });
     }),
 });
 
-/** One mirror with every default resolved. */
-export interface MirrorConfig {
-  readonly name: string;
-  readonly syncConfigId: string;
-  readonly incrementalCron: string;
-  readonly fullCron: string;
-  readonly timezone: string;
-  readonly sinceOverlapSeconds: number;
-  readonly pollInitialSeconds: number;
-  readonly pollMaxSeconds: number;
-  readonly runTimeoutMinutes: number;
-  readonly continueIncomplete: number;
-  readonly continueMessage: string;
-  readonly deleteAfterMissedFull: number;
-  readonly maxDeleteFraction: number;
-  readonly inaccessibleGraceHours: number;
-}
+/** One mirror with every default resolved: `SCHEDULE`'s keys in camelCase, plus its identity. */
+export type MirrorConfig = { readonly name: string; readonly syncConfigId: string } & {
+  readonly [K in ScheduleKey as CamelCase<K>]: Schedule[K];
+};
 
 export interface Config {
   readonly file: string;
   readonly api: {
     readonly baseUrl: string;
     readonly tokenEnv: string;
-    /** From the environment; undefined when the variable is unset (see `requireToken`). */
+    /** From the environment; undefined when the variable is unset or empty (see `requireToken`). */
     readonly token: string | undefined;
+    readonly tokenSetButEmpty: boolean;
     readonly timeoutSeconds: number;
     readonly maxAttempts: number;
   };
-  readonly database: { readonly path: string };
-  readonly http: { readonly host: string; readonly port: number };
+  readonly database: DatabaseConfig;
+  readonly http: {
+    readonly host: string;
+    readonly port: number;
+    readonly tokenEnv: string;
+    /** Bearer token for endpoints that name users; from the environment, never logged. */
+    readonly token: string | undefined;
+  };
+  /** The FTS5 index behind `search` and `/v1/search`, maintained by triggers when enabled. */
+  readonly search: { readonly enabled: boolean };
   readonly maxConcurrentMirrors: number;
+  /** Export pages fetched ahead of the page a run needs next: per run, and across a pass's runs. */
+  readonly export: { readonly pagesAheadPerRun: number; readonly pagesAheadPerPass: number };
   readonly mirrors: readonly MirrorConfig[];
 }
 
@@ -141,13 +160,11 @@ export function loadConfig(file: string, env: Env): Config {
   try {
     text = readFileSync(file, "utf8");
   } catch (cause) {
-    throw new ConfigError(
-      file,
-      [{ path: "", message: `cannot read the file (${(cause as Error).message})` }],
-      {
-        cause,
-      },
-    );
+    const missing = (cause as NodeJS.ErrnoException).code === "ENOENT";
+    const message = missing
+      ? `no such file: copy config/syncmirror.example.yaml there and edit it, or name another file with --config FILE or $SYNCMIRROR_CONFIG`
+      : `cannot read the file (${(cause as Error).message})`;
+    throw new ConfigError(file, [{ path: "", message }], { cause });
   }
   return parseConfig(file, text, env);
 }
@@ -157,7 +174,7 @@ export function parseConfig(file: string, text: string, env: Env): Config {
   if (doc.errors.length > 0) {
     throw new ConfigError(
       file,
-      doc.errors.map((e) => ({ path: "", message: `YAML: ${e.message.split("\n")[0]}` })),
+      doc.errors.map((e) => ({ path: "", message: yamlMessage(e.message, e.linePos?.[0]) })),
     );
   }
   const raw: unknown = doc.toJS() ?? {};
@@ -192,87 +209,62 @@ export function readCrashAt(env: Env): { point: string; hit: number } | null {
 /** The token, or a ConfigError saying which variable to set. */
 export function requireToken(config: Config): string {
   if (config.api.token) return config.api.token;
+  const state = config.api.tokenSetButEmpty ? "is set but empty" : "is not set";
   throw new ConfigError(config.file, [
     {
       path: "api.token_env",
-      message: `environment variable ${config.api.tokenEnv} is not set: export the platform access token in it`,
+      message: `environment variable ${config.api.tokenEnv} ${state}: export the platform access token in it`,
     },
   ]);
+}
+
+/** yaml's first message line ends in "at line L, column C:" before a code excerpt it cuts off. */
+function yamlMessage(message: string, at: { line: number; col: number } | undefined): string {
+  const text = (message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
+  return `YAML: ${text}${at ? ` (line ${at.line}, column ${at.col})` : ""}`;
 }
 
 function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
   const d = data.defaults;
   const mirrors = data.mirrors.map((m): MirrorConfig => {
-    const pick = <K extends keyof typeof d>(k: K): (typeof d)[K] => (m[k] ?? d[k]) as (typeof d)[K];
+    const settings = Object.fromEntries(
+      (Object.keys(SCHEDULE) as ScheduleKey[]).map((key) => [camelCase(key), m[key] ?? d[key]]),
+    ) as Omit<MirrorConfig, "name" | "syncConfigId">;
     return Object.freeze({
+      ...settings,
       name: m.name,
       syncConfigId: m.sync_config_id,
-      incrementalCron: pick("incremental_cron"),
-      fullCron: pick("full_cron"),
-      timezone: pick("timezone"),
-      sinceOverlapSeconds: pick("since_overlap_seconds"),
-      pollInitialSeconds: pick("poll_initial_seconds"),
-      pollMaxSeconds: Math.max(pick("poll_max_seconds"), pick("poll_initial_seconds")),
-      runTimeoutMinutes: pick("run_timeout_minutes"),
-      continueIncomplete: pick("continue_incomplete"),
-      continueMessage: pick("continue_message"),
-      deleteAfterMissedFull: pick("delete_after_missed_full"),
-      maxDeleteFraction: pick("max_delete_fraction"),
-      inaccessibleGraceHours: pick("inaccessible_grace_hours"),
+      pollMaxSeconds: Math.max(settings.pollMaxSeconds, settings.pollInitialSeconds),
     });
   });
   const { host, port } = splitListen(data.http.listen);
   const token = env[data.api.token_env];
+  const httpToken = env[data.http.token_env];
   return Object.freeze({
     file,
     api: Object.freeze({
       baseUrl: data.api.base_url.replace(/\/+$/, ""),
       tokenEnv: data.api.token_env,
       token: token === "" ? undefined : token,
+      tokenSetButEmpty: token === "",
       timeoutSeconds: data.api.timeout_seconds,
       maxAttempts: data.api.max_attempts,
     }),
-    database: Object.freeze({ path: data.database.path }),
-    http: Object.freeze({ host, port }),
+    database: Object.freeze(freezeDatabase(data.database, env)),
+    http: Object.freeze({
+      host,
+      port,
+      tokenEnv: data.http.token_env,
+      token: httpToken === "" ? undefined : httpToken,
+    }),
+    search: Object.freeze({ enabled: data.search.enabled }),
     maxConcurrentMirrors: data.max_concurrent_mirrors,
+    export: Object.freeze({
+      pagesAheadPerRun: data.export.pages_ahead_per_run,
+      pagesAheadPerPass: data.export.pages_ahead_per_pass,
+    }),
     mirrors: Object.freeze(mirrors),
   });
-}
-
-const SECRET_KEY = /(^|_)(token|secret|password|api_?key|bearer)$/i;
-
-/**
- * A token must never sit in the file: a key named like a secret (other than `token_env`) holding a
- * string, or any value equal to the token in the environment. Messages name the key, never the value.
- */
-function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
-  const issues: ConfigIssue[] = [];
-  const tokenEnv = readTokenEnv(raw);
-  const envToken = env[tokenEnv];
-  const walk = (value: unknown, path: (string | number)[]): void => {
-    if (Array.isArray(value)) {
-      for (const [i, v] of value.entries()) walk(v, [...path, i]);
-    } else if (value !== null && typeof value === "object") {
-      for (const [k, v] of Object.entries(value)) walk(v, [...path, k]);
-    } else if (typeof value === "string") {
-      const key = String(path.at(-1) ?? "");
-      const namedSecret = SECRET_KEY.test(key) && key !== "token_env";
-      const isEnvToken = envToken !== undefined && envToken.length >= 8 && value.includes(envToken);
-      if (namedSecret || isEnvToken) {
-        issues.push({
-          path: formatPath(path),
-          message: `holds a token; tokens are read only from the environment variable named by api.token_env (${tokenEnv}): remove it from the file`,
-        });
-      }
-    }
-  };
-  walk(raw, []);
-  return issues;
-}
-
-function readTokenEnv(raw: unknown): string {
-  const api = (raw as { api?: { token_env?: unknown } } | null)?.api;
-  return typeof api?.token_env === "string" ? api.token_env : DEFAULT_TOKEN_ENV;
 }
 
 function splitListen(listenValue: string): { host: string; port: number } {
@@ -280,10 +272,8 @@ function splitListen(listenValue: string): { host: string; port: number } {
   return { host: listenValue.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(listenValue.slice(i + 1)) };
 }
 
-function formatPath(path: readonly PropertyKey[]): string {
-  return path
-    .map((p, i) => (typeof p === "number" ? `[${p}]` : `${i === 0 ? "" : "."}${String(p)}`))
-    .join("");
+function camelCase(key: string): string {
+  return key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
 function isTimeZone(tz: string): boolean {

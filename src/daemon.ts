@@ -1,24 +1,31 @@
 /**
  * The composition root of `syncmirror run`: HTTP first (so probes answer while the database is
  * opened), then the database, metrics restored from it, the resumption of triggers a previous
- * process left in flight, and the schedules. `stop()` releases everything last-opened-first.
+ * process (or a replica that died) left in flight, and the schedules. `stop()` releases
+ * everything last-opened-first.
+ *
+ * Replicas sharing a PostgreSQL store (SPEC "Scale-out") coordinate through it: a cron tick runs
+ * where it was claimed, a pass runs under the mirror's lease, and a watcher resumes, within a
+ * lease plus one poll interval, the in-flight trigger of a mirror whose holder stopped renewing.
  */
 import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Registry } from "prom-client";
 import type { CommandIo } from "./commands/command.js";
-import { type Config, readLogLevel } from "./config.js";
-import { DatabaseLockedError } from "./errors.js";
-import { createHttpServer } from "./http-server.js";
-import { createLogger, type Logger } from "./log.js";
-import { createMetrics, type Metrics } from "./metrics.js";
-import { createRuntime, type Runtime } from "./runtime.js";
+import type { Config } from "./config.js";
+import { createConsumerRoutes } from "./consumers/http-routes.js";
+import { DatabaseLockedError, DatabaseUnavailableError } from "./errors.js";
+import { createHttpServer, isLoopback } from "./http-server.js";
+import type { Logger } from "./log.js";
+import { createMetrics, initMirrorSeries, type Metrics } from "./metrics.js";
+import { processHolder, withMirrorLease } from "./mirror-lease.js";
+import { createIoLogger, createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
+import { refreshMirrorGauges } from "./sync/gauges.js";
 import { buildStatus } from "./sync/status-report.js";
-import { recordSkippedGauge, syncMirror } from "./sync/sync-mirror.js";
+import { syncMirror } from "./sync/sync-mirror.js";
 
 const LOCK_RETRY_MS = 2000;
-const OUTCOMES = ["succeeded", "partial", "failed", "refused"] as const;
-const MODES = ["incremental", "full"] as const;
+const UNAVAILABLE_RETRY_MAX_MS = 30_000;
 
 export interface Daemon {
   /** Resolves once the schedules run; rejects on a config, database or listen error. */
@@ -27,14 +34,28 @@ export interface Daemon {
 }
 
 export function createDaemon(config: Config, io: CommandIo, options: { log?: Logger } = {}): Daemon {
-  const log = options.log ?? createLogger({ level: readLogLevel(io.env), name: "syncmirror" });
+  const log = options.log ?? createIoLogger(io);
   const metrics = createMetrics(new Registry());
+  for (const mirror of config.mirrors) initMirrorSeries(metrics, mirror.name);
+  const holder = processHolder();
   let runtime: Runtime | undefined;
   let scheduler: Scheduler | undefined;
+  let watcher: NodeJS.Timeout | undefined;
+  // Readiness needs a working connection: the watcher pings the store each round.
+  let connected = false;
   const http = createHttpServer({
     registry: metrics.registry,
-    isReady: () => runtime !== undefined,
-    getStatus: () => (runtime ? buildStatus(runtime.store, config.mirrors) : { mirrors: [], ready: false }),
+    isReady: () => runtime !== undefined && connected,
+    getStatus: async () =>
+      runtime ? await buildStatus(runtime.store, config.mirrors) : { mirrors: [], ready: false },
+    token: config.http.token,
+    routes: createConsumerRoutes({
+      source: () => runtime?.store,
+      token: config.http.token,
+      mirrors: config.mirrors.map((m) => m.name),
+      searchEnabled: config.search.enabled,
+      signal: io.signal,
+    }),
     log,
   });
 
@@ -48,33 +69,69 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   return {
     async start() {
       const { port } = await http.listen(config.http.host, config.http.port);
-      log.info({ host: config.http.host, port }, "http listening: /metrics /healthz /readyz /status");
+      log.info(
+        { host: config.http.host, port },
+        "http listening: /metrics /healthz /readyz /status /v1/changes /v1/search",
+      );
+      if (config.http.token === undefined && !isLoopback(config.http.host)) {
+        log.warn(
+          { token_env: config.http.tokenEnv },
+          `/status answers 401 (it names users): set ${config.http.tokenEnv} to require a bearer token, or listen on a loopback address`,
+        );
+      }
+      if (io.signal.aborted) return;
       runtime = await openWhenFree(config, io, log, metrics);
       if (runtime === undefined) return;
-      restoreMetrics(runtime, metrics);
+      connected = true;
+      await restoreMetrics(runtime, metrics);
       const rt = runtime;
-      scheduler = createScheduler({
+      const { leaseSeconds } = config.database;
+      const sched = createScheduler({
         mirrors: config.mirrors,
         maxConcurrentMirrors: config.maxConcurrentMirrors,
         runPass: async (mirror, mode, signal) => {
-          await syncMirror(mirror, rt.syncContext(signal), {
-            full: mode === "full",
-            allowMassDelete: false,
-            dryRun: false,
-          });
+          const leased = await withMirrorLease(
+            { store: rt.store, mirror: mirror.name, holder, leaseSeconds, signal, log },
+            (passSignal) =>
+              syncMirror(mirror, rt.syncContext(passSignal, holder), {
+                full: mode === "full",
+                allowMassDelete: false,
+                dryRun: false,
+              }),
+          );
+          if (!leased.taken) {
+            metrics.ticksSkipped.inc({ mirror: mirror.name, mode, reason: "leased" });
+            log.info(
+              { mirror: mirror.name, mode },
+              "pass skipped: another replica holds this mirror's lease",
+            );
+          }
         },
+        claimTick: (mirror, mode, tickAt) => rt.store.leases.claimTick(mirror, mode, tickAt, holder),
         log,
         metrics,
       });
-      for (const mirror of config.mirrors) {
-        const inFlight = rt.store.state.findInFlight(mirror.name);
-        if (inFlight) void scheduler.resume(mirror.name, inFlight.mode);
-      }
-      scheduler.start();
-      log.info({ mirrors: config.mirrors.map((m) => m.name) }, "daemon started");
+      scheduler = sched;
+      await resumeOrphans(rt, sched, log);
+      sched.start();
+      watcher = setInterval(() => {
+        rt.store.ping().then(
+          () => {
+            connected = true;
+            return resumeOrphans(rt, sched, log);
+          },
+          (error: unknown) => {
+            if (connected) log.error({ err: (error as Error).message }, "database unreachable: not ready");
+            connected = false;
+          },
+        );
+      }, watchIntervalMs(config));
+      watcher.unref();
+      log.info({ mirrors: config.mirrors.map((m) => m.name), holder }, "daemon started");
     },
 
     async stop() {
+      clearInterval(watcher);
       await scheduler?.stop();
       await http.close();
       await runtime?.close();
@@ -97,14 +154,23 @@ async function openWhenFree(
   log: Logger,
   metrics: Metrics,
 ): Promise<Runtime | undefined> {
+  let unavailableMs = 1000;
   for (;;) {
+    let waitMs = LOCK_RETRY_MS;
     try {
-      return createRuntime(config, io, { lock: true, log, metrics });
+      return await createRuntime(config, io, { lock: true, log, metrics });
     } catch (error) {
-      if (!(error instanceof DatabaseLockedError)) throw error;
-      log.warn({ err: error.message }, "database locked by another process; waiting (not ready)");
+      if (error instanceof DatabaseLockedError) {
+        log.warn({ err: error.message }, "database locked by another process; waiting (not ready)");
+      } else if (error instanceof DatabaseUnavailableError) {
+        waitMs = unavailableMs;
+        unavailableMs = Math.min(unavailableMs * 2, UNAVAILABLE_RETRY_MAX_MS);
+        log.warn({ err: error.message, retry_in_ms: waitMs }, "database unreachable; retrying (not ready)");
+      } else {
+        throw error;
+      }
       try {
-        await sleepTimer(LOCK_RETRY_MS, undefined, { signal: io.signal });
+        await sleepTimer(waitMs, undefined, { signal: io.signal });
       } catch {
         return undefined;
       }
@@ -112,23 +178,35 @@ async function openWhenFree(
   }
 }
 
-/** Gauges come from the database, so they are right from the first scrape after a restart. */
-function restoreMetrics(runtime: Runtime, metrics: Metrics): void {
-  for (const mirror of runtime.config.mirrors) {
-    const labels = { mirror: mirror.name };
-    runtime.store.state.ensureMirror(mirror.name, mirror.syncConfigId);
-    const state = runtime.store.state.getMirror(mirror.name);
-    metrics.resources.set(labels, runtime.store.access.countLive(mirror.name));
-    metrics.pairsAwaitingBaseline.set(labels, runtime.store.pairs.countAwaitingBaseline(mirror.name));
-    metrics.heldRevocations.set(labels, state?.heldRevocations ?? 0);
-    // The gauge describes the latest trigger: the one in flight once its POST was answered.
-    const inFlight = runtime.store.state.findInFlight(mirror.name);
-    const latest = inFlight?.state === "active" ? inFlight : runtime.store.state.lastFinished(mirror.name);
-    recordSkippedGauge(metrics, mirror.name, latest);
-    for (const mode of MODES) {
-      for (const outcome of OUTCOMES) metrics.triggers.inc({ ...labels, mode, outcome }, 0);
-      const last = mode === "full" ? state?.lastFullSuccessAt : state?.lastIncrementalSuccessAt;
-      if (last) metrics.lastSuccess.set({ ...labels, mode }, Date.parse(last) / 1000);
+/**
+ * Mirrors with a trigger in flight that no live process holds (left by a previous process, or a
+ * replica that died and stopped renewing its lease) are resumed here; the lease decides which
+ * replica gets each one, and the resumed pass adopts the same trigger, never POSTing again.
+ */
+async function resumeOrphans(runtime: Runtime, scheduler: Scheduler, log: Logger): Promise<void> {
+  const { store, config } = runtime;
+  try {
+    const holders = await store.leases.holders();
+    for (const mirror of config.mirrors) {
+      if (holders.has(mirror.name) || scheduler.isBusy(mirror.name)) continue;
+      const inFlight = await store.triggers.findInFlight(mirror.name);
+      if (inFlight) void scheduler.resume(mirror.name, inFlight.mode);
     }
+  } catch (error) {
+    log.warn({ err: (error as Error).message }, "could not look for triggers left in flight; trying again");
+  }
+}
+
+/** One poll interval: how soon a trigger orphaned by a dead replica is resumed after its lease expires. */
+function watchIntervalMs(config: Config): number {
+  const seconds = Math.min(...config.mirrors.map((m) => m.pollInitialSeconds));
+  return Math.max(250, seconds * 1000);
+}
+
+/** Gauges come from the database, so they are right from the first scrape after a restart. */
+async function restoreMetrics(runtime: Runtime, metrics: Metrics): Promise<void> {
+  for (const mirror of runtime.config.mirrors) {
+    await runtime.store.mirrors.ensure(mirror.name, mirror.syncConfigId);
+    await refreshMirrorGauges(runtime.store, metrics, mirror.name);
   }
 }

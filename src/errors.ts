@@ -146,12 +146,77 @@ export class DatabaseLockedError extends SyncmirrorError {
   }
 }
 
+/**
+ * `database.path` (or its lock file) cannot be created or opened: a missing or read-only parent,
+ * a file where a directory should be, no permission, a filesystem that refuses new files.
+ */
+export class DatabasePathError extends SyncmirrorError {
+  readonly code = "DB_PATH" as const;
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `cannot use database ${path}: ${reason}. Make it writable by this user, or point database.path elsewhere (missing directories are created).`,
+      options,
+    );
+  }
+}
+
+/** The HTTP listener could not bind `http.listen` (port in use, address not on this host). */
+export class ListenError extends SyncmirrorError {
+  readonly code = "HTTP_LISTEN" as const;
+}
+
 /** The database cannot be opened or written (read-only file, full disk, corrupt file). */
 export class DatabaseError extends SyncmirrorError {
   readonly code = "DB_ERROR" as const;
 }
 
+/**
+ * The database server cannot be reached now (connection refused or timed out, server starting up):
+ * not the config's fault, so the daemon stays unready and retries with backoff.
+ */
+export class DatabaseUnavailableError extends SyncmirrorError {
+  readonly code = "DB_UNAVAILABLE" as const;
+  override readonly retryable = true;
+}
+
+/**
+ * The database refuses this configuration (wrong user or password, no such database, not a
+ * postgres:// URL): nothing will change by waiting, so the command exits 2 like a config error.
+ */
+export class DatabaseRefusedError extends SyncmirrorError {
+  readonly code = "DB_REFUSED" as const;
+}
+
+/** The database holds migrations this binary does not know: a newer syncmirror wrote it. */
+export class SchemaTooNewError extends SyncmirrorError {
+  readonly code = "DB_SCHEMA_TOO_NEW" as const;
+  constructor(
+    readonly database: string,
+    readonly databaseMigrations: number,
+    readonly binaryMigrations: number,
+    readonly binaryTag: string,
+  ) {
+    super(
+      `${database} has ${databaseMigrations} schema migration(s) applied, newer than this syncmirror's ${binaryMigrations} (up to ${binaryTag}); upgrade syncmirror to the version that migrated it (never downgrade the binary against a migrated database)`,
+    );
+  }
+}
+
 /** The work was stopped by an AbortSignal (shutdown). */
 export class AbortedError extends SyncmirrorError {
   readonly code = "ABORTED" as const;
+}
+
+/** A search query FTS5 cannot parse; the message never carries SQLite's text. */
+export class SearchQueryError extends SyncmirrorError {
+  readonly code = "SEARCH_QUERY_INVALID" as const;
+}
+
+/** Search was asked for while `search.enabled` is false, or before its index was built. */
+export class SearchUnavailableError extends SyncmirrorError {
+  readonly code = "SEARCH_UNAVAILABLE" as const;
 }

@@ -1,12 +1,15 @@
 /**
  * The daemon's HTTP endpoints (SPEC "HTTP"): `/metrics`, `/healthz`, `/readyz`, `/status`.
  * Read-only and content-free: GET and HEAD only, nothing else is routed, and no response ever
- * carries an error message (it could name a file path or echo a secret).
+ * carries an error message (it could name a file path or echo a secret). `/status` names users,
+ * so it needs the bearer token, or, when none is configured, a loopback listener.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, isIPv4 } from "node:net";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import { ListenError } from "./errors.js";
+import { isBearerAuthorized } from "./http-auth.js";
 
 export interface HttpServerDeps {
   registry: Registry;
@@ -14,6 +17,10 @@ export interface HttpServerDeps {
   isReady: () => boolean;
   /** The `status --json` object. */
   getStatus: () => unknown | Promise<unknown>;
+  /** Bearer token for `/status`; undefined when none is configured. */
+  token: string | undefined;
+  /** More routes (the consumer endpoints): a reply, or undefined to fall through to these. */
+  routes?: (req: IncomingMessage) => Promise<Reply | undefined>;
   log: Logger;
 }
 
@@ -24,7 +31,7 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
-interface Reply {
+export interface Reply {
   status: number;
   contentType: string;
   body: string;
@@ -37,8 +44,9 @@ const JSON_TYPE = "application/json; charset=utf-8";
 const CLOSE_GRACE_MS = 1000;
 
 export function createHttpServer(deps: HttpServerDeps): HttpServer {
+  const access = { loopback: false };
   const server = createServer((req, res) => {
-    route(deps, req)
+    route(deps, req, access.loopback)
       .catch((err: unknown): Reply => {
         deps.log.error({ err, path: pathOf(req) }, "http request failed");
         return text(500, "internal error");
@@ -52,10 +60,12 @@ export function createHttpServer(deps: HttpServerDeps): HttpServer {
 
   return {
     listen(host, port) {
+      access.loopback = isLoopback(host);
       return new Promise((resolve, reject) => {
-        server.once("error", reject);
+        const fail = (cause: NodeJS.ErrnoException) => reject(listenError(host, port, cause));
+        server.once("error", fail);
         server.listen(port, host, () => {
-          server.off("error", reject);
+          server.off("error", fail);
           resolve({ port: (server.address() as AddressInfo).port });
         });
       });
@@ -77,10 +87,12 @@ export function createHttpServer(deps: HttpServerDeps): HttpServer {
   };
 }
 
-async function route(deps: HttpServerDeps, req: IncomingMessage): Promise<Reply> {
+async function route(deps: HttpServerDeps, req: IncomingMessage, loopback: boolean): Promise<Reply> {
   if (req.method !== "GET" && req.method !== "HEAD") {
     return { ...text(405, "method not allowed"), headers: { Allow: "GET, HEAD" } };
   }
+  const extra = await deps.routes?.(req);
+  if (extra) return extra;
   switch (pathOf(req)) {
     case "/metrics":
       return { status: 200, contentType: deps.registry.contentType, body: await deps.registry.metrics() };
@@ -90,6 +102,9 @@ async function route(deps: HttpServerDeps, req: IncomingMessage): Promise<Reply>
     case "/readyz":
       return deps.isReady() ? text(200, "ready") : text(503, "not ready");
     case "/status":
+      if (!mayReadUsers(deps.token, req.headers.authorization, loopback)) {
+        return { ...text(401, "unauthorized"), headers: { "WWW-Authenticate": 'Bearer realm="syncmirror"' } };
+      }
       return status(deps);
     default:
       return text(404, "not found");
@@ -104,6 +119,34 @@ async function status(deps: HttpServerDeps): Promise<Reply> {
     deps.log.error({ err }, "building /status failed");
     return { status: 500, contentType: JSON_TYPE, body: JSON.stringify({ error: "status unavailable" }) };
   }
+}
+
+function listenError(host: string, port: number, cause: NodeJS.ErrnoException): ListenError {
+  const why =
+    cause.code === "EADDRINUSE"
+      ? "the port is already in use: stop the other process or pick another port"
+      : cause.code === "EADDRNOTAVAIL"
+        ? "that address is not on this host: use 0.0.0.0 or one of its addresses"
+        : cause.code === "EACCES"
+          ? "this user may not bind that port: use a port above 1023"
+          : `${cause.code ?? cause.message}`;
+  return new ListenError(`cannot listen on ${host}:${port} (http.listen): ${why}`, { cause });
+}
+
+/** With a token configured it is always required; without one, only a loopback listener is open. */
+function mayReadUsers(
+  token: string | undefined,
+  authorization: string | undefined,
+  loopback: boolean,
+): boolean {
+  if (token !== undefined && token !== "") return isBearerAuthorized(authorization, token);
+  return loopback;
+}
+
+/** `localhost`, `127.0.0.0/8` and `::1`: only processes on this host can connect. */
+export function isLoopback(host: string): boolean {
+  if (host === "localhost" || host === "::1") return true;
+  return isIPv4(host) && host.startsWith("127.");
 }
 
 function send(req: IncomingMessage, res: ServerResponse, reply: Reply): void {

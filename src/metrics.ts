@@ -2,7 +2,11 @@
  * The Prometheus instruments of SPEC "Metrics", on a registry the caller owns (no default
  * registry: each test and each process builds its own).
  */
+
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from "prom-client";
+import { SKIP_REASONS } from "./scheduler.js";
+import { MODES } from "./store/types.js";
+import { OUTCOMES } from "./sync/outcome.js";
 
 export interface Metrics {
   registry: Registry;
@@ -23,7 +27,7 @@ export interface Metrics {
   apiRequests: Counter<"method" | "route" | "code">;
   apiRequestDuration: Histogram<"method" | "route">;
   /** Ticks a scheduler skipped because the mirror was still busy (not in SPEC's table: an addition). */
-  ticksSkipped: Counter<"mirror" | "mode">;
+  ticksSkipped: Counter<"mirror" | "mode" | "reason">;
 }
 
 export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -131,9 +135,31 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     ticksSkipped: new Counter({
       name: "syncmirror_ticks_skipped_total",
-      help: "Scheduled ticks skipped because the mirror already had a pass in flight",
-      labelNames: ["mirror", "mode"],
+      help: "Scheduled ticks skipped: a pass of the mirror still running here (running, overlap), its trigger in flight elsewhere (in_flight), the tick taken by another replica (taken), or the mirror's lease held by another replica (leased)",
+      labelNames: ["mirror", "mode", "reason"],
       registers,
     }),
   };
+}
+
+/** The source types API.md names; exports may bring others, which appear at their first row. */
+const SOURCE_TYPES = ["notion", "google_drive", "google_docs", "github"] as const;
+
+/**
+ * Every counter series of a configured mirror at 0, so the first event is an increase `rate()`
+ * and `increase()` can see (a series that appears at 1 has no earlier sample to compare with).
+ */
+export function initMirrorSeries(metrics: Metrics, mirror: string): void {
+  const labels = { mirror };
+  metrics.resourcesDeleted.inc(labels, 0);
+  metrics.accessRevoked.inc(labels, 0);
+  metrics.sweepsHeld.inc(labels, 0);
+  for (const source_type of SOURCE_TYPES) {
+    metrics.resourcesUpserted.inc({ ...labels, source_type }, 0);
+    metrics.resourcesUnchanged.inc({ ...labels, source_type }, 0);
+  }
+  for (const mode of MODES) {
+    for (const reason of SKIP_REASONS) metrics.ticksSkipped.inc({ ...labels, mode, reason }, 0);
+    for (const outcome of OUTCOMES) metrics.triggers.inc({ ...labels, mode, outcome }, 0);
+  }
 }

@@ -10,18 +10,18 @@ import { type Config, readCrashAt, readLogLevel, requireToken } from "./config.j
 import { AbortedError } from "./errors.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics, type Metrics } from "./metrics.js";
-import { type OpenDatabase, openDatabase } from "./store/db.js";
-import { createStore, type Store } from "./store/store.js";
+import { type AnyStore, openStore } from "./open-store.js";
 import type { CrashPoint, SyncContext } from "./sync/context.js";
+import { createPageWindow } from "./sync/page-window.js";
 
 export interface Runtime {
   config: Config;
   log: Logger;
   metrics: Metrics;
-  database: OpenDatabase;
-  store: Store;
+  store: AnyStore;
   api: ApiClient;
-  syncContext(signal: AbortSignal): SyncContext;
+  /** The context of one pass; with `holder`, its write transactions check that lease. */
+  syncContext(signal: AbortSignal, holder?: string): SyncContext;
   close(): Promise<void>;
 }
 
@@ -32,12 +32,16 @@ export interface RuntimeOptions {
   metrics?: Metrics;
 }
 
-export function createRuntime(config: Config, io: CommandIo, options: RuntimeOptions): Runtime {
-  const log = options.log ?? createLogger({ level: readLogLevel(io.env), name: "syncmirror" });
+export async function createRuntime(
+  config: Config,
+  io: CommandIo,
+  options: RuntimeOptions,
+): Promise<Runtime> {
+  const log = options.log ?? createIoLogger(io);
   const metrics = options.metrics ?? createMetrics(new Registry());
   const token = requireToken(config);
-  const database = openDatabase(config.database.path, { lock: options.lock });
-  const store = createStore(database);
+  const store = await openStore(config, { lock: options.lock, log });
+  await applySearch(store, config.search.enabled, log);
   const api = createApiClient({
     baseUrl: config.api.baseUrl,
     token,
@@ -55,10 +59,9 @@ export function createRuntime(config: Config, io: CommandIo, options: RuntimeOpt
     config,
     log,
     metrics,
-    database,
     store,
     api,
-    syncContext: (signal) => ({
+    syncContext: (signal, holder) => ({
       store,
       api,
       log,
@@ -68,12 +71,34 @@ export function createRuntime(config: Config, io: CommandIo, options: RuntimeOpt
       sleep,
       crashPoint,
       ingestConcurrency: 4,
+      pagesAheadPerRun: config.export.pagesAheadPerRun,
+      pagesAhead: createPageWindow(config.export.pagesAheadPerPass),
+      ...(holder === undefined ? {} : { holder }),
     }),
     async close() {
       await api.close();
-      database.close();
+      await store.close();
     },
   };
+}
+
+/** The command's logger: JSON lines on stderr, or readable lines when stderr is a terminal. */
+export function createIoLogger(io: CommandIo): Logger {
+  return createLogger({ level: readLogLevel(io.env), name: "syncmirror", human: io.stderrIsTty === true });
+}
+
+/** `search.enabled` decides whether the search index exists (see `SearchIndex` in store/store.ts). */
+async function applySearch(store: AnyStore, enabled: boolean, log: Logger): Promise<void> {
+  const startedMs = performance.now();
+  try {
+    const applied = await store.search.apply(enabled);
+    const ms = Math.round(performance.now() - startedMs);
+    if (applied?.action === "built") log.info({ indexed: applied.indexed, ms }, "search index built");
+    if (applied?.action === "dropped") log.info({ ms }, "search disabled: index dropped");
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
 }
 
 async function sleep(ms: number, signal: AbortSignal): Promise<void> {

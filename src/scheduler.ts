@@ -16,19 +16,14 @@
  * node-cron's `noOverlap` adds a second guard: a cron task's callback lasts as long as the pass
  * it asked for, so the same task cannot fire again meanwhile (that is counted as a skip too).
  */
-import {
-  type Logger as CronLogger,
-  schedule as cronSchedule,
-  type ScheduledTask,
-  type TaskContext,
-  type TaskOptions,
-} from "node-cron";
+import { schedule as cronSchedule, type ScheduledTask, type TaskContext, type TaskOptions } from "node-cron";
 import type { Logger } from "pino";
 import type { MirrorConfig } from "./config.js";
 import { AbortedError } from "./errors.js";
 import type { Metrics } from "./metrics.js";
+import type { Mode } from "./store/types.js";
+import { cronLogger, tickIdentity } from "./tick.js";
 
-export type SyncMode = "incremental" | "full";
 /** How late a tick may still run; cron expressions here have minute granularity. */
 const MISSED_TICK_TOLERANCE_MS = 60_000;
 export type TickOutcome = "started" | "skipped" | "queued";
@@ -44,9 +39,14 @@ export interface SchedulerDeps {
   mirrors: readonly MirrorConfig[];
   maxConcurrentMirrors: number;
   /** One pass of one mirror. Handles and logs its own outcome; the scheduler only catches. */
-  runPass: (mirror: MirrorConfig, mode: SyncMode, signal: AbortSignal) => Promise<void>;
+  runPass: (mirror: MirrorConfig, mode: Mode, signal: AbortSignal) => Promise<void>;
   /** Whether the database records a trigger of this mirror in flight. */
   isInFlight?: (mirror: string) => boolean;
+  /**
+   * Takes the cron tick (mirror, mode, scheduled minute) for this replica; false when another
+   * replica already took it (SPEC "Scale-out": each tick runs on exactly one replica).
+   */
+  claimTick?: (mirror: string, mode: Mode, tickAt: string) => Promise<boolean>;
   log: Logger;
   metrics: Metrics;
   schedule?: ScheduleFn;
@@ -58,17 +58,23 @@ export interface Scheduler {
   /** Stops the cron tasks, aborts running passes, drops waiting work, resolves once passes end. Idempotent. */
   stop(): Promise<void>;
   /** What a cron tick does (also a test seam). Resolves at once with what became of the tick. */
-  tick(mirror: string, mode: SyncMode): Promise<TickOutcome>;
+  tick(mirror: string, mode: Mode): Promise<TickOutcome>;
   /**
    * Runs a pass for a trigger a previous process left in flight (the pass resumes it): a tick
    * that the database's in-flight record, being that very trigger, does not skip.
    */
-  resume(mirror: string, mode: SyncMode): Promise<TickOutcome>;
+  resume(mirror: string, mode: Mode): Promise<TickOutcome>;
+  /** Whether a pass of the mirror runs here or waits for a slot. */
+  isBusy(mirror: string): boolean;
 }
+
+/** Why a tick did not start a pass (`syncmirror_ticks_skipped_total{reason}`). */
+export const SKIP_REASONS = ["running", "in_flight", "overlap", "taken", "leased"] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
 
 /** Work asked for one mirror; `done` resolves when its pass ends or it is dropped. */
 interface Work {
-  mode: SyncMode;
+  mode: Mode;
   readonly done: Promise<void>;
   readonly finish: () => void;
 }
@@ -104,7 +110,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
   let stopped = false;
   let stopping: Promise<void> | undefined;
 
-  function submit(name: string, mode: SyncMode, honourInFlight: boolean): Submitted {
+  function submit(name: string, mode: Mode, honourInFlight: boolean): Submitted {
     const state = states.get(name);
     if (!state) throw new Error(`scheduler: unknown mirror "${name}"`);
     if (stopped) return { outcome: "skipped" };
@@ -114,14 +120,14 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
         deps.log.info({ mirror: name, mode }, "full tick will run once the running incremental ends");
         return { outcome: "queued", work: state.fullAfter };
       }
-      return skip(name, mode, "a pass of this mirror is still running");
+      return skip(name, mode, "running", "a pass of this mirror is still running");
     }
     if (state.waiting) {
       if (mode === "full") state.waiting.mode = "full";
       return { outcome: "queued", work: state.waiting };
     }
     if (honourInFlight && deps.isInFlight?.(name)) {
-      return skip(name, mode, "the database records a trigger of this mirror in flight");
+      return skip(name, mode, "in_flight", "the database records a trigger of this mirror in flight");
     }
     const work = createWork(mode);
     if (passes.size < deps.maxConcurrentMirrors) {
@@ -133,9 +139,9 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     return { outcome: "queued", work };
   }
 
-  function skip(mirror: string, mode: SyncMode, reason: string): Submitted {
-    deps.metrics.ticksSkipped.inc({ mirror, mode });
-    deps.log.info({ mirror, mode }, `tick skipped: ${reason}`);
+  function skip(mirror: string, mode: Mode, reason: SkipReason, why: string): Submitted {
+    deps.metrics.ticksSkipped.inc({ mirror, mode, reason });
+    deps.log.info({ mirror, mode, reason }, `tick skipped: ${why}`);
     return { outcome: "skipped" };
   }
 
@@ -159,7 +165,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     });
   }
 
-  async function runPass(config: MirrorConfig, mode: SyncMode): Promise<void> {
+  async function runPass(config: MirrorConfig, mode: Mode): Promise<void> {
     try {
       await deps.runPass(config, mode, controller.signal);
     } catch (err) {
@@ -182,13 +188,18 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     }
   }
 
-  function scheduleTask(config: MirrorConfig, mode: SyncMode, supersededAt?: (date: Date) => boolean) {
+  function scheduleTask(config: MirrorConfig, mode: Mode, supersededAt?: (date: Date) => boolean) {
     const log = deps.log.child({ mirror: config.name, mode });
     const task = schedule(
       mode === "full" ? config.fullCron : config.incrementalCron,
       async (context) => {
         if (supersededAt?.(context.date)) {
           log.debug("incremental tick dropped: the full falls due at the same time");
+          return;
+        }
+        const tickAt = tickIdentity(mode === "full" ? config.fullCron : config.incrementalCron, context.date);
+        if (deps.claimTick && !(await deps.claimTick(config.name, mode, tickAt).catch(() => false))) {
+          skip(config.name, mode, "taken", "another replica took this tick (or the database is unreachable)");
           return;
         }
         await submit(config.name, mode, true).work?.done;
@@ -204,7 +215,9 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
       },
     );
     // node-cron's noOverlap blocked the tick (and logged it): count it like any other skip.
-    task.on("execution:overlap", () => deps.metrics.ticksSkipped.inc({ mirror: config.name, mode }));
+    task.on("execution:overlap", () =>
+      deps.metrics.ticksSkipped.inc({ mirror: config.name, mode, reason: "overlap" }),
+    );
     tasks.push(task);
     return task;
   }
@@ -248,25 +261,17 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     async resume(mirror, mode) {
       return submit(mirror, mode, false).outcome;
     },
+    isBusy(mirror) {
+      const state = states.get(mirror);
+      return state !== undefined && (state.running !== undefined || state.waiting !== undefined);
+    },
   };
 }
 
-function createWork(mode: SyncMode): Work {
+function createWork(mode: Mode): Work {
   let finish!: () => void;
   const done = new Promise<void>((resolve) => {
     finish = resolve;
   });
   return { mode, done, finish };
-}
-
-/** node-cron's own messages (missed executions, overlap) into the daemon's log. */
-function cronLogger(log: Logger): CronLogger {
-  const write = (level: "debug" | "error", message: string | Error, err?: Error) =>
-    message instanceof Error ? log[level]({ err: message }, message.message) : log[level]({ err }, message);
-  return {
-    info: (message) => log.debug(message),
-    warn: (message) => log.warn(message),
-    error: (message, err) => write("error", message, err),
-    debug: (message, err) => write("debug", message, err),
-  };
 }

@@ -64,11 +64,15 @@ export interface ApiClient {
   /** Every run, newest first, 100 per request; stop iterating to stop fetching. */
   listAllRuns(query: RunQuery, signal?: AbortSignal): AsyncIterable<S.RunListItem>;
   getRun(syncId: string, signal?: AbortSignal): Promise<S.RunDetail>;
-  /** 409 (ConflictError, `detail` per ExportNotReadyDetail) until the run or source has finished. */
+  /**
+   * 409 (ConflictError, `detail` per ExportNotReadyDetail) until the run or source has finished.
+   * `onThrottled` hears of each 429 (which is retried) so the caller can fetch fewer pages ahead.
+   */
   getExportPage(
     syncId: string,
     query: { offset: number; limit: number; source?: string },
     signal?: AbortSignal,
+    hooks?: { onThrottled?: () => void },
   ): Promise<S.ExportPage>;
   /** Retried on 429/5xx; a failure that may have delivered the message throws ContinueOutcomeUnknownError. */
   continueRun(
@@ -222,7 +226,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     getRun: (syncId, signal) =>
       request({ method: "GET", route: routes.run, params: { sync_id: syncId }, schema: S.RunDetail, signal }),
 
-    getExportPage: (syncId, query, signal) =>
+    getExportPage: (syncId, query, signal, hooks) =>
       request({
         method: "GET",
         route: routes.runExport,
@@ -230,6 +234,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         query: { source: query.source, offset: query.offset, limit: query.limit },
         schema: S.ExportPage,
         signal,
+        onThrottled: hooks?.onThrottled,
       }),
 
     continueRun: (syncId, body, signal) =>

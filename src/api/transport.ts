@@ -17,7 +17,7 @@ import {
   BadResponseError,
   UnavailableError,
 } from "../errors.js";
-import { type Logger, logContext } from "../log.js";
+import type { Logger } from "../log.js";
 import {
   type BackoffOptions,
   backoffDelayMs,
@@ -63,6 +63,8 @@ export interface Call<T> {
   schema?: z.ZodType<T>;
   unsafe?: UnsafeCall;
   signal?: AbortSignal | undefined;
+  /** Told of each 429 before its retry waits, so a caller can send less. */
+  onThrottled?: () => void;
 }
 
 export interface Transport {
@@ -141,7 +143,6 @@ export function createTransport(options: TransportOptions): Transport {
       answer.kind === "response" ? undefined : answer.timedOut ? "timeout" : transportErrorCode(answer.error);
     log.debug(
       {
-        ...logContext(),
         method: call.method,
         route: call.route,
         status: code,
@@ -256,6 +257,7 @@ export function createTransport(options: TransportOptions): Transport {
         }
       }
       const failure = judge(call, answer);
+      if (failure.status === 429) call.onThrottled?.();
       if (attempt >= maxAttempts) throw unavailable(call, attempt, failure);
       const delayMs =
         answer.kind === "response"
@@ -269,7 +271,6 @@ export function createTransport(options: TransportOptions): Transport {
           : backoffDelayMs(attempt, options.backoff, options.random);
       log.warn(
         {
-          ...logContext(),
           method: call.method,
           route: call.route,
           status: failure.label,
@@ -285,8 +286,13 @@ export function createTransport(options: TransportOptions): Transport {
 
   function unavailable(call: Call<unknown>, attempts: number, failure: Failure): UnavailableError {
     const described = describeDetail(failure.detail);
+    // No connection at all is not weather: more attempts will not help, a wrong address will not heal.
+    const advice =
+      failure.status === undefined && classifyTransportError(failure.cause, false) === "not-sent"
+        ? `nothing answers at ${new URL(baseUrl).origin}: check api.base_url (${baseUrl}) and that the service is reachable from this host; the next pass tries again`
+        : "the service is unavailable or rate-limiting; the next pass tries again. Check the service's status, or raise api.max_attempts / api.timeout_seconds";
     return new UnavailableError(
-      `${call.method} ${call.route} still failed after ${attempts} attempt${attempts === 1 ? "" : "s"} (last: ${failure.label}${described ? `: ${described}` : ""}): the service is unavailable or rate-limiting; the next pass tries again. Check the service's status, or raise api.max_attempts / api.timeout_seconds`,
+      `${call.method} ${call.route} still failed after ${attempts} attempt${attempts === 1 ? "" : "s"} (last: ${failure.label}${described ? `: ${described}` : ""}): ${advice}`,
       { method: call.method, route: call.route, status: failure.status, detail: failure.detail },
       { cause: failure.cause },
     );

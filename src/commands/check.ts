@@ -3,17 +3,21 @@
  * config and prints the user x server access matrix with its problems. Exit 0 ok, 1 problems
  * found, 2 config invalid.
  */
+import { isBaseUrlWrong, WRONG_BASE_URL_ADVICE } from "../api/base-url.js";
 import { createApiClient } from "../api/client.js";
 import type { AccessItem, SyncConfig } from "../api/schemas.js";
-import { type MirrorConfig, readLogLevel, requireToken } from "../config.js";
+import { type Config, type MirrorConfig, requireToken } from "../config.js";
 import { NotFoundError, SyncmirrorError } from "../errors.js";
-import { createLogger } from "../log.js";
+import { silentLogger } from "../log.js";
+import { openStore } from "../open-store.js";
+import { createIoLogger } from "../runtime.js";
+import { findDatabasePathProblem } from "../store/sqlite/database-path.js";
 import type { Command, CommandIo } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
 export const check: Command = (args, io) =>
   withErrors(io, async () => {
-    const { values } = parseCommandArgs(args, {});
+    const { values } = parseCommandArgs("check", args, {});
     const config = loadCommandConfig(values.config, io);
     const token = requireToken(config);
     io.stdout.write(`config ${config.file}: ok (${config.mirrors.length} mirror(s))\n`);
@@ -23,10 +27,10 @@ export const check: Command = (args, io) =>
       tokenEnv: config.api.tokenEnv,
       timeoutMs: config.api.timeoutSeconds * 1000,
       maxAttempts: Math.min(config.api.maxAttempts, 3),
-      log: createLogger({ level: readLogLevel(io.env), name: "syncmirror" }),
+      log: createIoLogger(io),
     });
     try {
-      let problems = 0;
+      let problems = await checkDatabase(config, io);
       for (const mirror of config.mirrors) problems += await checkMirror(mirror, api, io);
       io.stdout.write(problems === 0 ? "no problems found\n" : `${problems} problem(s) found\n`);
       return problems === 0 ? 0 : 1;
@@ -34,6 +38,29 @@ export const check: Command = (args, io) =>
       await api.close();
     }
   });
+
+/** SQLite: the file can be created or opened. PostgreSQL: the server answers and the schema is current. */
+async function checkDatabase(config: Config, io: CommandIo): Promise<number> {
+  const db = config.database;
+  if (db.kind === "postgres") {
+    try {
+      const store = await openStore(config, { lock: false, log: silentLogger() });
+      await store.close();
+      io.stdout.write(`database $${db.urlEnv}: reachable, schema current\n`);
+      return 0;
+    } catch (error) {
+      io.stdout.write(`PROBLEM database $${db.urlEnv}: ${(error as Error).message}\n`);
+      return 1;
+    }
+  }
+  const problem = findDatabasePathProblem(db.path);
+  io.stdout.write(
+    problem === undefined
+      ? `database ${db.path}: can be opened\n`
+      : `PROBLEM database ${db.path} cannot be opened: ${problem}; fix database.path or the permissions\n`,
+  );
+  return problem === undefined ? 0 : 1;
+}
 
 async function checkMirror(
   mirror: MirrorConfig,
@@ -48,6 +75,10 @@ async function checkMirror(
     remote = await api.getSyncConfig(mirror.syncConfigId, io.signal);
     access = await api.listAccess(mirror.syncConfigId, io.signal);
   } catch (error) {
+    if (error instanceof NotFoundError && (await isBaseUrlWrong(api, io.signal))) {
+      out(`  PROBLEM ${WRONG_BASE_URL_ADVICE}`);
+      return 1;
+    }
     if (error instanceof NotFoundError) {
       out(
         `  PROBLEM remote config missing: no sync config ${mirror.syncConfigId} upstream; fix mirrors[].sync_config_id`,

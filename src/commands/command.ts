@@ -10,6 +10,8 @@ export interface CommandIo {
   signal: AbortSignal;
   /** Whether stdout is a terminal (progress lines only then). */
   isTty: boolean;
+  /** Whether stderr is a terminal (log lines for a person then, JSON otherwise). */
+  stderrIsTty?: boolean;
 }
 
 /** A command takes its own argv (after the command name) and resolves to the process exit code. */

@@ -4,21 +4,37 @@
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { type Config, loadConfig, resolveConfigPath } from "../config.js";
-import { ConfigError, DatabaseError, SyncmirrorError, UsageError } from "../errors.js";
+import {
+  ConfigError,
+  DatabaseError,
+  DatabasePathError,
+  DatabaseRefusedError,
+  ListenError,
+  SchemaTooNewError,
+  SyncmirrorError,
+  UsageError,
+} from "../errors.js";
 import type { CommandIo } from "./command.js";
+import { type CommandName, usageHint } from "./help.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
-export function parseCommandArgs<O extends Options>(args: string[], options: O) {
+/** Parses a command's flags (plus `--config`); a flag it does not know is a UsageError with the usage line. */
+export function parseCommandArgs<O extends Options>(
+  name: CommandName,
+  args: string[],
+  options: O,
+  allowPositionals = false,
+) {
   try {
     return parseArgs({
       args,
       options: { config: { type: "string" }, ...options },
-      allowPositionals: false,
+      allowPositionals,
       strict: true,
     });
   } catch (cause) {
-    throw new UsageError((cause as Error).message, { cause });
+    throw new UsageError(`${(cause as Error).message}\n${usageHint(name)}`, { cause });
   }
 }
 
@@ -27,15 +43,16 @@ export function loadCommandConfig(flag: string | undefined, io: CommandIo): Conf
 }
 
 /**
- * Runs the command body; usage and config errors exit 2, other known errors exit 1, each with a
- * message that says what to do. SQLite errors (read-only file, full disk) are named as such.
+ * Runs the command body; usage and config errors (with a database path or listen address that
+ * cannot work) exit 2, other known errors exit 1, each with a message that says what to do.
+ * SQLite errors (read-only file, full disk) are named as such.
  */
 export async function withErrors(io: CommandIo, body: () => Promise<number>): Promise<number> {
   try {
     return await body();
   } catch (error) {
-    if (error instanceof UsageError || error instanceof ConfigError) {
-      io.stderr.write(`syncmirror: ${error.message}\n`);
+    if (isSetupError(error)) {
+      io.stderr.write(`syncmirror: ${(error as Error).message}\n`);
       return 2;
     }
     if (error instanceof SyncmirrorError) {
@@ -50,6 +67,20 @@ export async function withErrors(io: CommandIo, body: () => Promise<number>): Pr
     }
     throw error;
   }
+}
+
+/** Errors that exit 2: bad usage, or a config (its database path, its listen address) that cannot work. */
+export function isSetupError(error: unknown): boolean {
+  return (
+    error instanceof UsageError ||
+    error instanceof ConfigError ||
+    error instanceof DatabasePathError ||
+    error instanceof ListenError ||
+    // A database that refuses the configuration, or was migrated by a newer syncmirror, is fixed
+    // by the operator like a config error: waiting or retrying changes nothing.
+    error instanceof DatabaseRefusedError ||
+    error instanceof SchemaTooNewError
+  );
 }
 
 function databaseAdvice(code: string, message: string): string {

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { loadConfig } from "../config.js";
 import { silentLogger } from "../log.js";
 import { createRuntime } from "../runtime.js";
-import { startSimulator } from "../simulator/index.js";
+import { type Simulator, startSimulator } from "../simulator/index.js";
+import type { Store } from "../store/store.js";
 import type { MirrorSummary } from "../sync/summary.js";
 import { syncMirror } from "../sync/sync-mirror.js";
 import type { Command } from "./command.js";
@@ -20,7 +21,7 @@ const TOKEN_ENV = "SYNCMIRROR_DEMO_TOKEN";
 
 export const demo: Command = (args, io) =>
   withErrors(io, async () => {
-    const { values } = parseCommandArgs(args, { keep: { type: "boolean", default: false } });
+    const { values } = parseCommandArgs("demo", args, { keep: { type: "boolean", default: false } });
     const out = (line: string) => io.stdout.write(`${line}\n`);
     const sim = await startSimulator({
       seed: 7,
@@ -41,6 +42,8 @@ export const demo: Command = (args, io) =>
         "defaults:",
         "  poll_initial_seconds: 0.05",
         "  poll_max_seconds: 0.2",
+        "search:",
+        "  enabled: true",
         "mirrors:",
         "  - name: demo",
         `    sync_config_id: ${sim.syncConfigId}`,
@@ -51,7 +54,7 @@ export const demo: Command = (args, io) =>
     const config = loadConfig(configPath, env);
     const mirror = config.mirrors[0];
     if (!mirror) throw new Error("demo config has no mirror");
-    const runtime = createRuntime(config, { ...io, env }, { lock: true, log: silentLogger() });
+    const runtime = await createRuntime(config, { ...io, env }, { lock: true, log: silentLogger() });
     const pass = async (title: string, full: boolean): Promise<MirrorSummary> => {
       const summary = await syncMirror(mirror, runtime.syncContext(io.signal), {
         full,
@@ -85,10 +88,12 @@ export const demo: Command = (args, io) =>
       }
       await pass("3. incremental pass: exports never report deletions, so nothing is removed", false);
       await pass("4. full pass: the key is missing from the snapshot, so it is swept", true);
-      const row = runtime.database.sqlite
+      const { store } = runtime;
+      if (store.dialect !== "sqlite") throw new Error("demo always mirrors into a temporary SQLite file");
+      const row = store.database.sqlite
         .prepare("SELECT count(*) AS live, sum(deleted_at IS NOT NULL) AS tombstones FROM resources")
         .get() as { live: number; tombstones: number };
-      const feed = runtime.database.sqlite
+      const feed = store.database.sqlite
         .prepare("SELECT op, count(*) AS n FROM changes GROUP BY op ORDER BY op")
         .all() as {
         op: string;
@@ -96,6 +101,7 @@ export const demo: Command = (args, io) =>
       }[];
       out(`\nresources: ${row.live - row.tombstones} live, ${row.tombstones} tombstone(s)`);
       out(`changes feed: ${feed.map((f) => `${f.n} ${f.op}`).join(", ")}`);
+      await searchAsTwoUsers(store, sim, out);
       return 0;
     } finally {
       await runtime.close();
@@ -104,3 +110,25 @@ export const demo: Command = (args, io) =>
       else rmSync(dir, { recursive: true, force: true });
     }
   });
+
+/**
+ * The same query as two users: a word from the title of a document only the first can see, so the
+ * two result lists differ by exactly what access allows.
+ */
+async function searchAsTwoUsers(store: Store, sim: Simulator, out: (line: string) => void): Promise<void> {
+  const live = sim.docs.list().filter((d) => !d.deleted);
+  const privateDoc = live.find((d) => d.visibleTo.length === 1);
+  const owner = privateDoc?.visibleTo[0];
+  const other = sim.users.find((u) => u !== owner);
+  const words = privateDoc?.title.match(/\p{L}+/gu);
+  if (!owner || !other || !words) return;
+  // A phrase query on the title: the private document ranks first for its owner only.
+  const query = `"${words.join(" ")}"`;
+  out(`\n== 5. search ${query} (search.enabled: true), as two users`);
+  for (const user of [owner, other]) {
+    const hits = await store.search.query({ userEmail: user, query, limit: 3 });
+    out(`${user}: ${hits.length === 0 ? "no results" : `${hits.length} result(s)`}`);
+    for (const h of hits)
+      out(`  ${h.title ?? "(untitled)"}  ${h.key}\n    ${h.snippet.replace(/\s+/g, " ")}`);
+  }
+}

@@ -9,7 +9,7 @@ import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
 export const run: Command = (args, io) =>
   withErrors(io, async () => {
-    const { values } = parseCommandArgs(args, {});
+    const { values } = parseCommandArgs("run", args, {});
     const config = loadCommandConfig(values.config, io);
     const daemon = createDaemon(config, io);
     try {

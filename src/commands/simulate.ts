@@ -2,9 +2,8 @@
 import { parseArgs } from "node:util";
 import { type SourceType, startSimulator } from "../simulator/index.js";
 import type { Command } from "./command.js";
+import { usageHint } from "./help.js";
 
-const USAGE =
-  "usage: syncmirror simulate [--port N] [--seed N] [--users N] [--docs N] [--servers TYPE=N,...]\n";
 const SOURCE_TYPES: readonly SourceType[] = ["notion", "google_drive", "google_docs", "github"];
 
 export const simulate: Command = async (args, io) => {
@@ -13,6 +12,7 @@ export const simulate: Command = async (args, io) => {
     seed: number;
     users: number;
     docs: number;
+    latencyMs: number;
     serversPerType?: Partial<Record<SourceType, number>>;
   };
   try {
@@ -24,6 +24,7 @@ export const simulate: Command = async (args, io) => {
         users: { type: "string", default: "3" },
         docs: { type: "string", default: "50" },
         servers: { type: "string" },
+        "latency-ms": { type: "string", default: "0" },
       },
       strict: true,
       allowPositionals: false,
@@ -33,11 +34,12 @@ export const simulate: Command = async (args, io) => {
       seed: intOption("seed", values.seed, 0, 2 ** 32 - 1),
       users: intOption("users", values.users, 1, 10_000),
       docs: intOption("docs", values.docs, 0, 10_000_000),
+      latencyMs: intOption("latency-ms", values["latency-ms"], 0, 600_000),
     };
     if (values.servers !== undefined) options.serversPerType = serversOption(values.servers);
   } catch (error) {
     io.stderr.write(
-      `syncmirror simulate: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`,
+      `syncmirror simulate: ${error instanceof Error ? error.message : String(error)}\n${usageHint("simulate")}\n`,
     );
     return 2;
   }
@@ -51,7 +53,7 @@ export const simulate: Command = async (args, io) => {
       `token: ${sim.token}`,
       `project_id: ${sim.projectId}`,
       `sync_config_id: ${sim.syncConfigId}`,
-      `users: ${sim.users.length}, servers: ${sim.servers.length}, docs: ${options.docs} (ready in ${startMs} ms)`,
+      `users: ${sim.users.length}, servers: ${sim.servers.length}, docs: ${options.docs}, latency: ${options.latencyMs} ms (ready in ${startMs} ms)`,
       `admin: ${new URL(sim.baseUrl).origin}/_sim (POST /docs/edit-random {fraction}, GET|DELETE /requests; same token)`,
       `try: curl -H "Authorization: Bearer ${sim.token}" ${sim.baseUrl}/projects`,
       "",

@@ -2,25 +2,28 @@
  * `syncmirror status [--json]`: per-mirror state from the database. Needs no token and takes no
  * lock, so it works beside a running daemon.
  */
-import { openDatabase } from "../store/db.js";
-import { createStore } from "../store/store.js";
+import { createLogger } from "../log.js";
+import { openStore } from "../open-store.js";
 import { buildStatus, type MirrorStatus } from "../sync/status-report.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
 export const status: Command = (args, io) =>
   withErrors(io, async () => {
-    const { values } = parseCommandArgs(args, { json: { type: "boolean", default: false } });
+    const { values } = parseCommandArgs("status", args, { json: { type: "boolean", default: false } });
     const config = loadCommandConfig(values.config, io);
-    const database = openDatabase(config.database.path);
+    const store = await openStore(config, {
+      lock: false,
+      log: createLogger({ level: "warn", name: "syncmirror" }),
+    });
     try {
-      const report = buildStatus(createStore(database), config.mirrors);
+      const report = await buildStatus(store, config.mirrors);
       io.stdout.write(
         values.json ? `${JSON.stringify(report, null, 2)}\n` : report.mirrors.map(formatMirror).join("\n"),
       );
       return 0;
     } finally {
-      database.close();
+      await store.close();
     }
   });
 

@@ -3,18 +3,19 @@
  * succeeded, 1 when any failed or was partial, 2 for bad usage or config.
  */
 import type { Config, MirrorConfig } from "../config.js";
-import { UsageError } from "../errors.js";
+import { SyncmirrorError, UsageError } from "../errors.js";
+import { processHolder, withMirrorLease } from "../mirror-lease.js";
 import { createRuntime } from "../runtime.js";
-import type { Progress } from "../sync/context.js";
+import type { PassOptions, Progress } from "../sync/context.js";
 import { exitCodeFor } from "../sync/outcome.js";
-import type { MirrorSummary } from "../sync/summary.js";
+import { leaseBusySummary, type MirrorSummary } from "../sync/summary.js";
 import { syncMirror } from "../sync/sync-mirror.js";
 import type { Command, CommandIo } from "./command.js";
-import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
+import { isSetupError, loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
 export const sync: Command = (args, io) =>
   withErrors(io, async () => {
-    const { values } = parseCommandArgs(args, {
+    const { values } = parseCommandArgs("sync", args, {
       mirror: { type: "string", multiple: true },
       full: { type: "boolean", default: false },
       "dry-run": { type: "boolean", default: false },
@@ -25,36 +26,95 @@ export const sync: Command = (args, io) =>
       throw new UsageError("--dry-run needs --full: only a full snapshot sweeps");
     const config = loadCommandConfig(values.config, io);
     const mirrors = selectMirrors(config, values.mirror ?? []);
-    const runtime = createRuntime(config, io, { lock: true });
-    const onStop = () =>
-      runtime.log.warn(
-        { reason: io.signal.reason instanceof Error ? io.signal.reason.message : "stop requested" },
-        "stopping: the current page commits; run sync again to resume",
-      );
-    io.signal.addEventListener("abort", onStop, { once: true });
+    const json = values.json ?? false;
+    const options = {
+      full: values.full ?? false,
+      allowMassDelete: values["allow-mass-delete"] ?? false,
+      dryRun: values["dry-run"] ?? false,
+    };
+    const summaries: MirrorSummary[] = [];
     try {
-      const summaries: MirrorSummary[] = [];
-      for (const mirror of mirrors) {
-        if (io.signal.aborted) break;
-        const ctx = runtime.syncContext(io.signal);
-        if (io.isTty && !values.json) ctx.onProgress = (p) => drawProgress(io, p);
-        summaries.push(
-          await syncMirror(mirror, ctx, {
-            full: values.full ?? false,
-            allowMassDelete: values["allow-mass-delete"] ?? false,
-            dryRun: values["dry-run"] ?? false,
-          }),
+      await runPasses(config, mirrors, options, { io, json, summaries });
+    } catch (error) {
+      // A script reading --json gets an object for every exit 1, the lock held included.
+      if (!json || !(error instanceof SyncmirrorError) || isSetupError(error)) throw error;
+      printJson(io, summaries, { code: error.code, message: error.message });
+      io.stderr.write(`syncmirror: ${error.message}\n`);
+      return 1;
+    }
+    if (io.isTty && !json) io.stdout.write("\r\x1b[K");
+    // Stopped before every mirror had its pass: not "all succeeded", whatever the ones that ran did.
+    const code = io.signal.aborted ? 1 : exitCodeFor(summaries.map((s) => s.outcome));
+    if (json) printJson(io, summaries);
+    else io.stdout.write(formatTable(summaries));
+    return code;
+  });
+
+/** One pass per mirror, one after the other, each summary pushed as it ends. */
+async function runPasses(
+  config: Config,
+  mirrors: readonly MirrorConfig[],
+  options: PassOptions,
+  out: { io: CommandIo; json: boolean; summaries: MirrorSummary[] },
+): Promise<void> {
+  const { io } = out;
+  const runtime = await createRuntime(config, io, { lock: true });
+  const onStop = () =>
+    runtime.log.warn(
+      { reason: io.signal.reason instanceof Error ? io.signal.reason.message : "stop requested" },
+      "stopping: the current page commits; run sync again to resume",
+    );
+  if (io.signal.aborted) onStop();
+  else io.signal.addEventListener("abort", onStop, { once: true });
+  try {
+    const holder = processHolder();
+    for (const mirror of mirrors) {
+      if (io.signal.aborted) break;
+      // The same per-mirror lease as a replica's, so this may run beside daemons on PostgreSQL.
+      const leased = await withMirrorLease(
+        {
+          store: runtime.store,
+          mirror: mirror.name,
+          holder,
+          leaseSeconds: config.database.leaseSeconds,
+          signal: io.signal,
+          log: runtime.log,
+        },
+        (signal) => {
+          const ctx = runtime.syncContext(signal, holder);
+          if (io.isTty && !out.json) ctx.onProgress = (p) => drawProgress(io, p);
+          return syncMirror(mirror, ctx, options);
+        },
+      );
+      if (leased.taken) out.summaries.push(leased.value);
+      else {
+        const busy = (await runtime.store.leases.holders()).get(mirror.name);
+        out.summaries.push(
+          leaseBusySummary(mirror.name, options.full ? "full" : "incremental", busy?.holder ?? null),
         );
       }
-      if (io.isTty && !values.json) io.stdout.write("\r\x1b[K");
-      const code = exitCodeFor(summaries.map((s) => s.outcome));
-      print(io, summaries, values.json ?? false, code);
-      return code;
-    } finally {
-      io.signal.removeEventListener("abort", onStop);
-      await runtime.close();
     }
-  });
+  } finally {
+    io.signal.removeEventListener("abort", onStop);
+    await runtime.close();
+  }
+}
+
+/**
+ * `outcome` is `succeeded` when every selected mirror succeeded, else `not_all_succeeded`; `error`
+ * is there when the command stopped before finishing its mirrors (the database in use, a signal).
+ */
+function printJson(
+  io: CommandIo,
+  summaries: MirrorSummary[],
+  error?: { code: string; message: string },
+): void {
+  const allSucceeded = !error && !io.signal.aborted && exitCodeFor(summaries.map((s) => s.outcome)) === 0;
+  const outcome = allSucceeded ? "succeeded" : "not_all_succeeded";
+  io.stdout.write(
+    `${JSON.stringify({ outcome, ...(error ? { error } : {}), mirrors: summaries }, null, 2)}\n`,
+  );
+}
 
 function drawProgress(io: CommandIo, p: Progress): void {
   io.stdout.write(
@@ -75,23 +135,16 @@ function selectMirrors(config: Config, names: string[]): MirrorConfig[] {
   });
 }
 
-function print(io: CommandIo, summaries: MirrorSummary[], json: boolean, code: number): void {
-  if (json) {
-    io.stdout.write(
-      `${JSON.stringify({ outcome: code === 0 ? "succeeded" : "not_all_succeeded", mirrors: summaries }, null, 2)}\n`,
-    );
-    return;
-  }
-  io.stdout.write(formatTable(summaries));
-}
-
+/** `rows` are exported rows read (a key seen by k users is k rows); new / changed / unchanged are keys. */
 export function formatTable(summaries: readonly MirrorSummary[]): string {
   const header = [
     "mirror",
     "mode",
     "outcome",
     "runs",
-    "upserted",
+    "rows",
+    "new",
+    "changed",
     "unchanged",
     "deleted",
     "revoked",
@@ -103,8 +156,10 @@ export function formatTable(summaries: readonly MirrorSummary[]): string {
     s.mode,
     s.outcome,
     String(Object.values(s.runs).reduce((a, b) => a + b, 0)),
-    String(s.counts.upserted),
-    String(s.counts.unchanged),
+    String(s.counts.upserted + s.counts.unchanged + s.counts.rejected),
+    String(s.keys.new),
+    String(s.keys.changed),
+    String(s.keys.unchanged),
     String(s.counts.deleted),
     String(s.counts.access_revoked),
     String(s.counts.held_revocations),
@@ -121,8 +176,6 @@ export function formatTable(summaries: readonly MirrorSummary[]): string {
     out += line(row);
     const s = summaries[i] as MirrorSummary;
     out += `  ${s.message}\n`;
-    if (s.dry_run)
-      out += `  dry run: would revoke ${s.dry_run.would_revoke}, would delete ${s.dry_run.would_delete}\n`;
   }
   return out;
 }

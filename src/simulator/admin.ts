@@ -7,6 +7,8 @@
  * - `POST /_sim/docs/edit-random` `{fraction, seed?}`: edits that share of the live documents,
  *   picked at random (seeded, default 1), as `sim.docs.edit` does: a new version, so a new
  *   content_hash, and modified_at = now. Answers `{edited, live}`.
+ * - `POST /_sim/docs/remove-random` `{fraction, seed?}`: removes that share of the live documents
+ *   (as `sim.docs.remove`), so the next full snapshot misses their keys. Answers `{removed, live}`.
  * - `GET /_sim/requests`: the request log, oldest first, as `sim.requests` holds it: `{entries}`.
  * - `DELETE /_sim/requests`: clears the request log (204).
  */
@@ -28,22 +30,18 @@ export function createAdminRoutes(
       method: "POST",
       template: "/docs/edit-random",
       handler: ({ body }) => {
-        const { fraction, seed } = parseEditRandom(body);
-        const live: number[] = [];
-        for (let index = 0; index < state.dataset.count; index++) {
-          if (state.dataset.deleted[index] !== 1) live.push(index);
-        }
-        const count = Math.min(live.length, Math.round(fraction * live.length));
-        const random = createRandom(hash32(seed, "edit-random"));
-        // Partial Fisher-Yates: the first `count` slots end up a uniform sample without repeats.
-        for (let i = 0; i < count; i++) {
-          const j = random.int(i, live.length);
-          const picked = live[j] ?? 0;
-          live[j] = live[i] ?? 0;
-          live[i] = picked;
-          docs.edit(docIdOf(picked));
-        }
-        return { status: 200, body: { edited: count, live: live.length } };
+        const { picked, live } = pickRandom(state, body, "edit-random");
+        for (const index of picked) docs.edit(docIdOf(index));
+        return { status: 200, body: { edited: picked.length, live } };
+      },
+    },
+    {
+      method: "POST",
+      template: "/docs/remove-random",
+      handler: ({ body }) => {
+        const { picked, live } = pickRandom(state, body, "remove-random");
+        for (const index of picked) docs.remove(docIdOf(index));
+        return { status: 200, body: { removed: picked.length, live } };
       },
     },
     {
@@ -60,6 +58,25 @@ export function createAdminRoutes(
       },
     },
   ];
+}
+
+/** A seeded uniform sample, without repeats, of `fraction` of the live documents. */
+function pickRandom(state: SimState, body: unknown, salt: string): { picked: number[]; live: number } {
+  const { fraction, seed } = parseEditRandom(body);
+  const live: number[] = [];
+  for (let index = 0; index < state.dataset.count; index++) {
+    if (state.dataset.deleted[index] !== 1) live.push(index);
+  }
+  const count = Math.min(live.length, Math.round(fraction * live.length));
+  const random = createRandom(hash32(seed, salt));
+  // Partial Fisher-Yates: the first `count` slots end up a uniform sample without repeats.
+  for (let i = 0; i < count; i++) {
+    const j = random.int(i, live.length);
+    const picked = live[j] ?? 0;
+    live[j] = live[i] ?? 0;
+    live[i] = picked;
+  }
+  return { picked: live.slice(0, count), live: live.length };
 }
 
 function parseEditRandom(body: unknown): { fraction: number; seed: number } {

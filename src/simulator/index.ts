@@ -89,6 +89,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         if (requests.length > logLimit) requests.splice(0, requests.length - logLimit);
       },
       admin: createAdminRoutes(state, docs, requests),
+      latencyMs: positiveInt(options.latencyMs ?? 0, "latencyMs", 0),
     },
     options.port ?? 0,
   );

@@ -28,6 +28,8 @@ export interface RequestLogEntry {
   at: string;
   /** The injected fault, when one was applied. */
   fault?: FaultKind;
+  /** API requests open at the server when this one arrived, itself included. */
+  inFlight: number;
 }
 
 export interface HttpServerDeps {
@@ -38,6 +40,8 @@ export interface HttpServerDeps {
   log: (entry: RequestLogEntry) => void;
   /** Routes served under ADMIN_PREFIX (templates relative to it). */
   admin?: readonly Route[];
+  /** Every API request waits this long (a timer) before it is handled: a remote service's round trip. */
+  latencyMs?: number;
 }
 
 export interface RunningServer {
@@ -47,8 +51,9 @@ export interface RunningServer {
 
 export async function listen(deps: HttpServerDeps, port: number): Promise<RunningServer> {
   const waits = new Set<() => void>();
+  const open = { requests: 0 };
   const server = createServer((req, res) => {
-    handle(deps, req, res, waits).catch((error: unknown) => {
+    handle(deps, req, res, waits, open).catch((error: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { detail: `simulator error: ${String(error)}` });
       else res.destroy();
     });
@@ -73,6 +78,7 @@ async function handle(
   req: IncomingMessage,
   res: ServerResponse,
   waits: Set<() => void>,
+  open: { requests: number },
 ) {
   const url = new URL(req.url ?? "/", "http://127.0.0.1");
   const method = req.method ?? "GET";
@@ -86,17 +92,40 @@ async function handle(
   const match: RouteMatch = path === null ? { kind: "none" } : matchRoute(deps.routes, method, path);
   const template =
     match.kind === "found" ? match.route.template : match.kind === "wrong-method" ? match.template : null;
-  const entry: RequestLogEntry = {
-    method,
-    route: template,
-    path: url.pathname,
-    query,
-    status: null,
-    at: formatZuluIso(deps.nowMs()),
-  };
+  // Counted down in the same tick as the answer is handed to the socket, so a request a client
+  // sends after reading an answer never finds that answer's request still open.
+  open.requests++;
+  try {
+    await answer(deps, req, res, waits, match, {
+      method,
+      route: template,
+      path: url.pathname,
+      query,
+      status: null,
+      at: formatZuluIso(deps.nowMs()),
+      inFlight: open.requests,
+    });
+  } finally {
+    open.requests--;
+  }
+}
+
+async function answer(
+  deps: HttpServerDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  waits: Set<() => void>,
+  match: RouteMatch,
+  entry: RequestLogEntry,
+): Promise<void> {
+  const { method, query } = entry;
   // Logged on arrival and completed before answering, so a client that got its answer sees it.
   deps.log(entry);
-  const fault = deps.faults.take(`${method} ${template ?? url.pathname}`);
+  if (deps.latencyMs) {
+    await pause(deps.latencyMs, waits);
+    if (res.destroyed) return;
+  }
+  const fault = deps.faults.take(`${method} ${entry.route ?? entry.path}`);
   if (fault) entry.fault = fault.kind;
   if (fault && (await answeredByFault(fault, req, res, entry, waits))) return;
   let reply = await dispatch(deps.token, match, req, query);
@@ -167,17 +196,22 @@ async function answeredByFault(
       sendJson(res, entry.status, { detail: `Injected ${fault.kind}` });
       return true;
     case "delay":
-      await new Promise<void>((resolve) => {
-        const release = () => {
-          clearTimeout(timer);
-          waits.delete(release);
-          resolve();
-        };
-        const timer = setTimeout(release, fault.ms);
-        waits.add(release);
-      });
+      await pause(fault.ms, waits);
       return res.destroyed;
     default:
       return false;
   }
+}
+
+/** A timer that `close()` releases early, so a closing server never waits out a delay. */
+function pause(ms: number, waits: Set<() => void>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const release = () => {
+      clearTimeout(timer);
+      waits.delete(release);
+      resolve();
+    };
+    const timer = setTimeout(release, ms);
+    waits.add(release);
+  });
 }

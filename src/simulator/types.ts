@@ -27,6 +27,11 @@ export interface SimulatorOptions {
   lifecycle?: Lifecycle;
   /** Request log entries kept (oldest dropped first). Default 50,000. */
   requestLogLimit?: number;
+  /**
+   * Milliseconds every API request waits (a timer, server-side) before it is handled, as a remote
+   * service's round trip would; the `/_sim` admin routes are not delayed. Default 0.
+   */
+  latencyMs?: number;
 }
 
 export interface SimulatorServer {

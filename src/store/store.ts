@@ -1,28 +1,248 @@
 /**
- * Everything the sync needs from the database, built once per open database.
+ * The one interface the sync code sees (SPEC "Database", "Scale-out"). Each dialect implements it
+ * in its own folder (`sqlite/`, `postgres/`); the composition root picks one from the config, and
+ * nothing under `sync/` knows which it has.
+ *
+ * Every method is async. A transaction is `store.transaction(async (tx) => ...)`: everything done
+ * through `tx` commits or rolls back together. Work done through the store itself while a
+ * transaction runs in the same async context joins that transaction (so a helper handed the
+ * store instead of `tx` neither deadlocks nor escapes it), but callers pass `tx` explicitly.
  */
-import { createAccessStore } from "./access.js";
-import { createChangeStore } from "./changes.js";
-import type { OpenDatabase } from "./db.js";
-import { createDryRunStore } from "./dry-run.js";
-import { createPairStore } from "./pairs.js";
-import { createResourceStore } from "./resources.js";
-import { createStateStore } from "./state.js";
+import { DatabaseError } from "../errors.js";
+import type { FeedPage, FeedQuery, SearchHit, SearchQuery, SearchSettingApplied } from "./consumer-types.js";
+import type {
+  ActiveTrigger,
+  ChangeOp,
+  LeaseHolder,
+  MirrorState,
+  Mode,
+  NewRun,
+  Pair,
+  PairRef,
+  PendingContinue,
+  ResourceWrite,
+  Run,
+  RunSource,
+  SkippedPairRecord,
+  SourceReport,
+  StoredResourceState,
+  Trigger,
+} from "./types.js";
 
-export function createStore(open: OpenDatabase) {
-  const { db } = open;
-  return {
-    /** Runs `fn` in one synchronous transaction: no await and no HTTP inside. */
-    transaction<T>(fn: () => T): T {
-      return open.sqlite.transaction(fn)();
-    },
-    resources: createResourceStore(db),
-    access: createAccessStore(db),
-    changes: createChangeStore(db),
-    pairs: createPairStore(db),
-    state: createStateStore(db),
-    dryRun: createDryRunStore(open),
-  };
+export interface ResourceRepo {
+  findState(key: string): Promise<StoredResourceState | undefined>;
+  /** The stored state of each of `keys` that has a row: one round trip for a page on PostgreSQL. */
+  findStates(keys: readonly string[]): Promise<Map<string, StoredResourceState>>;
+  /** Writes the resource (new, changed, or back from a tombstone). */
+  write(r: ResourceWrite, engineVersion: string | null, at: string): Promise<void>;
+  /** Keeps the row as a tombstone: `deleted_at` set, content and JSON parts cleared. */
+  tombstone(key: string, at: string): Promise<void>;
 }
 
-export type Store = ReturnType<typeof createStore>;
+export interface AccessRepo {
+  /** Records that the user saw the key; true when the user had no access to it before. */
+  see(row: PairRef & { key: string; source: string; seenAt: string }): Promise<boolean>;
+  hasAnyAccess(key: string): Promise<boolean>;
+  countPairKeys(pair: PairRef): Promise<number>;
+  /** Keys the pair holds that a snapshot created at `snapshotAt` did not see and that reach `threshold` misses. */
+  countRevocable(pair: PairRef, snapshotAt: string, threshold: number): Promise<number>;
+  /** One more miss for every key the snapshot did not see, then revokes those at `threshold`. */
+  sweepMissed(pair: PairRef, snapshotAt: string, threshold: number): Promise<string[]>;
+  /** Removes every key the pair holds (user left, pair removed or past its grace). */
+  revokePair(pair: PairRef): Promise<string[]>;
+  /** Distinct (user, server) pairs holding access through the mirror. */
+  pairsWithAccess(mirror: string): Promise<PairRef[]>;
+  /** Live resources visible through the mirror (the `syncmirror_resources` gauge). */
+  countLive(mirror: string): Promise<number>;
+}
+
+export interface ChangeRepo {
+  /**
+   * Appends a change unless the key already changed within `scope` (a run's sync_id, or a
+   * sweep's id): at most one change per key per run ingested. A later change that says more
+   * (a `delete` after an `access`, an `upsert` after an `access`) replaces the earlier one and is
+   * appended anew, so a consumer that already read the earlier seq still sees it.
+   */
+  record(c: { key: string; op: ChangeOp; at: string; mirror: string; scope: string }): Promise<boolean>;
+}
+
+export interface PairRepo {
+  /** The pair ran in a trigger: it is neither skipped nor retired any more. */
+  ran(p: PairRef, runCreatedAt: string): Promise<void>;
+  /** The pair's source succeeded in a run created at `runCreatedAt` (server clock). */
+  succeeded(p: PairRef, runCreatedAt: string, full: boolean): Promise<void>;
+  skipped(p: PairRef, s: { reason: string; authStatus: string | null; seenAt: string }): Promise<void>;
+  retire(p: PairRef, reason: string, at: string): Promise<void>;
+  /** Too far behind the mirror's newest watermark: no longer holds `since` back. */
+  markAwaitingBaseline(p: PairRef): Promise<void>;
+  listForMirror(mirror: string): Promise<Pair[]>;
+  countAwaitingBaseline(mirror: string): Promise<number>;
+}
+
+export interface TriggerRepo {
+  findInFlight(mirror: string): Promise<Trigger | undefined>;
+  get(id: number): Promise<Trigger>;
+  lastFinished(mirror: string): Promise<Trigger | undefined>;
+  /** Written before the POST so that a crash between the two leaves something to adopt from. */
+  createIntent(t: {
+    mirror: string;
+    mode: Mode;
+    since: string | null;
+    knownBefore: string | null;
+    intentAt: string;
+    allowMassDelete: boolean;
+  }): Promise<Trigger>;
+  /** The trigger's runs are known (from the POST response or adopted from the run list). */
+  activate(
+    id: number,
+    t: {
+      triggerId: string;
+      skipped: SkippedPairRecord[] | null;
+      skippedCount: number;
+      adopted: boolean;
+      startedAt: string;
+    },
+  ): Promise<ActiveTrigger>;
+  setMassDeleteAllowed(id: number, allow: boolean): Promise<void>;
+  addSweepCounts(
+    id: number,
+    c: { deleted?: number; revoked?: number; held?: number; sweepsHeld?: number },
+  ): Promise<void>;
+  markLeaversSwept(id: number, leaversUnknown: boolean): Promise<void>;
+  finish(
+    id: number,
+    f: { outcome: string; message: string; summary: unknown; finishedAt: string },
+  ): Promise<void>;
+}
+
+export interface RunRepo {
+  /** Newest server `created_at` among the mirror's known runs: adoption only takes runs after it. */
+  newestCreatedAt(mirror: string): Promise<string | null>;
+  isKnown(syncId: string): Promise<boolean>;
+  /** Records runs not known yet; known ones are left as they are. */
+  insertMany(triggerRowId: number, mirror: string, runs: readonly NewRun[]): Promise<void>;
+  ofTrigger(triggerRowId: number): Promise<Run[]>;
+  get(syncId: string): Promise<Run>;
+  updateStatus(syncId: string, status: string, createdAt: string | null): Promise<void>;
+  setIngest(syncId: string, ingest: Run["ingest"], error?: string | null): Promise<void>;
+  /**
+   * Counted before the POST, with what the sources looked like (`pending`), so a crash or a lost
+   * answer in between is settled by reading the run: never one continue too many, nor one too few.
+   */
+  countContinue(syncId: string, pending: PendingContinue): Promise<void>;
+  /** The continue was answered (or is known to have arrived): nothing is pending. */
+  clearContinuePending(syncId: string): Promise<void>;
+  saveFirstPage(
+    syncId: string,
+    p: { schemaVersion: string; engineVersion: string | null; diagnostics: unknown; sources: SourceReport[] },
+  ): Promise<void>;
+  /** The checkpoint: written in the same transaction as the page it follows. */
+  checkpoint(
+    syncId: string,
+    nextOffset: number | null,
+    c: { upserted: number; unchanged: number; rejected: number },
+  ): Promise<void>;
+  sourcesOf(syncId: string): Promise<RunSource[]>;
+  markSwept(syncId: string, source: string, swept: "applied" | "held"): Promise<void>;
+}
+
+export interface MirrorRepo {
+  ensure(mirror: string, syncConfigId: string): Promise<void>;
+  get(mirror: string): Promise<MirrorState | undefined>;
+  recordOutcome(
+    mirror: string,
+    o: { mode: Mode; outcome: string; message: string; at: string; heldRevocations?: number },
+  ): Promise<void>;
+}
+
+/**
+ * `sync --full --dry-run`'s scratch space: the keys each user saw, compared with
+ * `resource_access`, keyed by the trigger so concurrent dry runs never mix.
+ */
+export interface DryRunRepo {
+  seen(triggerRowId: number, userEmail: string, keys: readonly string[]): Promise<void>;
+  /** Marks the pair's unseen keys that would reach the miss threshold. */
+  collectPair(triggerRowId: number, p: PairRef & { threshold: number }): Promise<void>;
+  /** Marks every key the pair holds (a user who left, a pair removed or past its grace). */
+  collectWholePair(triggerRowId: number, p: PairRef): Promise<void>;
+  /** What the marks add up to; the scratch rows are removed. */
+  totals(triggerRowId: number): Promise<{ would_revoke: number; would_delete: number }>;
+}
+
+/**
+ * Coordination between replicas (SPEC "Scale-out"). A lease on a mirror says which process may run
+ * its pass; a claimed tick says which replica runs a cron tick. Expiry is judged by the database's
+ * clock, so replicas whose clocks differ still agree.
+ */
+export interface LeaseRepo {
+  /**
+   * Takes the lease if it is free, expired, or already `holder`'s (or `replacing`'s: a holder the
+   * caller knows is dead), for `ttlSeconds`.
+   */
+  acquire(mirror: string, holder: string, ttlSeconds: number, replacing?: string): Promise<boolean>;
+  /** True while `holder` holds an unexpired lease (checked inside each page transaction). */
+  isHeld(mirror: string, holder: string): Promise<boolean>;
+  release(mirror: string, holder: string): Promise<void>;
+  /** Unexpired holders by mirror. */
+  holders(): Promise<Map<string, LeaseHolder>>;
+  /** True when this call took the tick (mirror, mode, scheduled minute); false when another did. */
+  claimTick(mirror: string, mode: Mode, tickAt: string, holder: string): Promise<boolean>;
+}
+
+/** What can be done inside a transaction (and, one statement at a time, outside one). */
+export interface StoreOps {
+  resources: ResourceRepo;
+  access: AccessRepo;
+  changes: ChangeRepo;
+  pairs: PairRepo;
+  triggers: TriggerRepo;
+  runs: RunRepo;
+  mirrors: MirrorRepo;
+  dryRun: DryRunRepo;
+  leases: LeaseRepo;
+}
+
+/** The change feed as consumers read it: one consistent snapshot per page. */
+export interface FeedReader {
+  readChanges(q: FeedQuery): Promise<FeedPage>;
+}
+
+/**
+ * ACL-aware full-text search. Access is checked when querying (live rows the user holds through
+ * `resource_access`), never copied into the index, so a revoke or delete shows at once.
+ */
+export interface SearchIndex {
+  /** `search.enabled`: builds the index when absent, drops it when disabled, so off costs nothing. */
+  apply(enabled: boolean): Promise<SearchSettingApplied>;
+  /** Drops and rebuilds the index from the live resources in one transaction. */
+  rebuild(): Promise<{ indexed: number }>;
+  /** The user's live matches, best first; SearchQueryError for bad syntax, SearchUnavailableError without an index. */
+  query(q: SearchQuery): Promise<SearchHit[]>;
+}
+
+export interface Store extends StoreOps {
+  readonly feed: FeedReader;
+  readonly search: SearchIndex;
+  readonly dialect: "sqlite" | "postgres";
+  /**
+   * Runs `fn` in one transaction; on Postgres it is retried from the start on a deadlock or a
+   * serialization failure, so `fn` must do nothing but database work (no HTTP inside).
+   */
+  transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T>;
+  /** Called after each committed transaction that recorded a change (wakes change-feed waiters). */
+  onCommit(listener: () => void): () => void;
+  /** Throws when the database cannot be reached (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * An error of the database itself, not of the export: SQLite's own (disk full, read-only, I/O),
+ * or any Postgres failure, which that store raises as DatabaseError. The pass stops with its
+ * trigger in flight rather than blaming the run.
+ */
+export function isDatabaseError(error: unknown): boolean {
+  if (error instanceof DatabaseError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_");
+}

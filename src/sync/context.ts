@@ -3,6 +3,8 @@ import type { MirrorConfig } from "../config.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
+import type { KeyTally } from "./key-tally.js";
+import type { PageWindow } from "./page-window.js";
 
 /** Named points where an env-guarded crash seam may kill the process (reliability tests only). */
 export type CrashPoint =
@@ -29,6 +31,12 @@ export interface SyncContext {
   onProgress?: (progress: Progress) => void;
   /** Runs exported at once per pass (HTTP concurrency; database writes stay serialized). */
   ingestConcurrency: number;
+  /** The lease holder this pass runs as; its write transactions check the lease (`fence.ts`). */
+  holder?: string;
+  /** Export pages one run may fetch ahead of the page it needs next (`export.pages_ahead_per_run`). */
+  pagesAheadPerRun: number;
+  /** This pass's budget of pages fetched ahead across its runs (`export.pages_ahead_per_pass`). */
+  pagesAhead: PageWindow;
 }
 
 export interface Progress {
@@ -50,4 +58,6 @@ export interface MirrorPass {
   mirror: MirrorConfig;
   ctx: SyncContext;
   options: PassOptions;
+  /** What each key ingested in this pass was (shared by the pass's runs). */
+  keys: KeyTally;
 }

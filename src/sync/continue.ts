@@ -8,35 +8,32 @@
  */
 import type { RunDetail } from "../api/schemas.js";
 import { ConflictError, ContinueOutcomeUnknownError } from "../errors.js";
-import type { RunRow } from "../store/state.js";
+import type { PendingContinue, Run } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 
-/** Source label -> its `completed_at` when the continue was decided. */
-type Pending = Record<string, string | null>;
-
 /** Sends the run's INCOMPLETE sources a continue message, counted once. */
-export async function sendContinue(pass: MirrorPass, run: RunRow): Promise<void> {
+export async function sendContinue(pass: MirrorPass, run: Run): Promise<void> {
   const { ctx } = pass;
   const detail = await ctx.api.getRun(run.syncId, ctx.signal);
-  const pending: Pending = {};
+  const pending: PendingContinue = {};
   for (const s of detail.sources) if (s.status === "INCOMPLETE") pending[s.source] = s.completed_at ?? null;
   // The listing was older than the detail: the next listing shows where the run is now.
   if (Object.keys(pending).length === 0) return;
-  ctx.store.state.countContinue(run.syncId, JSON.stringify(pending));
+  await ctx.store.runs.countContinue(run.syncId, pending);
   ctx.crashPoint("during-continue");
   await post(pass, run, Object.keys(pending), run.continuesSent + 1);
 }
 
 /** Settles a continue counted earlier whose arrival is unknown: resends what never arrived. */
-export async function settlePendingContinue(pass: MirrorPass, run: RunRow): Promise<void> {
+export async function settlePendingContinue(pass: MirrorPass, run: Run): Promise<void> {
   const { ctx } = pass;
-  const pending: Pending = JSON.parse(run.continuePending as string);
+  const pending = run.continuePending ?? {};
   const detail = await ctx.api.getRun(run.syncId, ctx.signal);
   const undelivered = Object.entries(pending)
     .filter(([source, completedAt]) => stillAsLeft(detail, source, completedAt))
     .map(([source]) => source);
   if (undelivered.length === 0) {
-    ctx.store.state.clearContinuePending(run.syncId);
+    await ctx.store.runs.clearContinuePending(run.syncId);
     return;
   }
   ctx.log.warn(
@@ -51,7 +48,7 @@ function stillAsLeft(detail: RunDetail, source: string, completedAt: string | nu
   return s?.status === "INCOMPLETE" && (s.completed_at ?? null) === completedAt;
 }
 
-async function post(pass: MirrorPass, run: RunRow, sources: string[], attempt: number): Promise<void> {
+async function post(pass: MirrorPass, run: Run, sources: string[], attempt: number): Promise<void> {
   const { ctx, mirror } = pass;
   const log = ctx.log.child({ sync_id: run.syncId });
   let unknown = false;
@@ -75,7 +72,7 @@ async function post(pass: MirrorPass, run: RunRow, sources: string[], attempt: n
       throw error;
     }
   }
-  if (!unknown) ctx.store.state.clearContinuePending(run.syncId);
+  if (!unknown) await ctx.store.runs.clearContinuePending(run.syncId);
   // Until the next listing says otherwise, the run is running again.
-  ctx.store.state.updateRunStatus(run.syncId, "running", null);
+  await ctx.store.runs.updateStatus(run.syncId, "running", null);
 }

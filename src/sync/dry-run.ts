@@ -5,9 +5,10 @@
  * access (users who left, pairs past their grace) are included, as the real sweep revokes them.
  */
 import { Resource } from "../api/schemas.js";
-import type { RunRow, TriggerRow } from "../store/state.js";
+import type { Run, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
-import { engineOf, exportPages, sourceReports } from "./ingest.js";
+import { engineOf, fetchExportPages } from "./export-pages.js";
+import { sourceReports } from "./ingest.js";
 import { sourceSucceeded } from "./outcome.js";
 import { settle } from "./settle.js";
 import type { MirrorSummary } from "./summary.js";
@@ -16,16 +17,16 @@ import { waitAndIngest } from "./wait.js";
 
 export async function dryRunSweep(
   pass: MirrorPass,
-  trigger: TriggerRow,
+  trigger: Trigger,
   startedAtMs: number,
 ): Promise<MirrorSummary> {
   const { ctx, mirror } = pass;
   const { timedOut } = await waitAndIngest(pass, trigger, collectKeys);
-  for (const run of ctx.store.state.runsOf(trigger.id)) {
+  for (const run of await ctx.store.runs.ofTrigger(trigger.id)) {
     if (run.ingest !== "done") continue;
-    for (const s of ctx.store.state.sourcesOf(run.syncId)) {
+    for (const s of await ctx.store.runs.sourcesOf(run.syncId)) {
       if (!sourceSucceeded(run, s)) continue;
-      ctx.store.dryRun.collectPair({
+      await ctx.store.dryRun.collectPair(trigger.id, {
         mirror: mirror.name,
         userEmail: run.userEmail,
         serverInstanceId: s.serverInstanceId,
@@ -34,29 +35,35 @@ export async function dryRunSweep(
     }
   }
   for (const { pair } of (await findLeavingPairs(pass, trigger)) ?? [])
-    ctx.store.dryRun.collectWholePair(pair);
-  const dryRun = ctx.store.dryRun.totals();
-  const summary = settle(pass, trigger.id, { timedOut, resumed: false, startedAtMs, dryRun: true });
+    await ctx.store.dryRun.collectWholePair(trigger.id, pair);
+  const dryRun = await ctx.store.dryRun.totals(trigger.id);
+  const summary = await settle(pass, trigger.id, { timedOut, resumed: false, startedAtMs, dryRun: true });
   summary.dry_run = dryRun;
   summary.message = `dry run: the sweep would revoke ${dryRun.would_revoke} access row(s) and delete ${dryRun.would_delete} resource(s); nothing was written`;
   return summary;
 }
 
-async function collectKeys({ ctx }: MirrorPass, _trigger: TriggerRow, run: RunRow): Promise<void> {
-  for await (const { page, offset } of exportPages(ctx, run.syncId, 0)) {
-    const keys = page.resources.flatMap((raw) => {
-      const parsed = Resource.safeParse(raw);
-      return parsed.success ? [parsed.data.key] : [];
-    });
-    ctx.store.dryRun.seen(run.userEmail, keys);
-    if (offset === 0) {
-      ctx.store.state.saveFirstPage(run.syncId, {
-        schemaVersion: String(page.schema_version),
-        engineVersion: engineOf(page),
-        diagnostics: {},
-        sources: sourceReports(page),
+async function collectKeys({ ctx }: MirrorPass, trigger: Trigger, run: Run): Promise<void> {
+  const pages = fetchExportPages(ctx, run.syncId, 0);
+  try {
+    for (let next = await pages.next(); next; next = await pages.next()) {
+      const { page, offset } = next;
+      const keys = page.resources.flatMap((raw) => {
+        const parsed = Resource.safeParse(raw);
+        return parsed.success ? [parsed.data.key] : [];
       });
+      await ctx.store.dryRun.seen(trigger.id, run.userEmail, keys);
+      if (offset === 0) {
+        await ctx.store.runs.saveFirstPage(run.syncId, {
+          schemaVersion: String(page.schema_version),
+          engineVersion: engineOf(page),
+          diagnostics: {},
+          sources: sourceReports(page),
+        });
+      }
     }
+  } finally {
+    pages.close();
   }
-  ctx.store.state.checkpoint(run.syncId, null, { upserted: 0, unchanged: 0, rejected: 0 });
+  await ctx.store.runs.checkpoint(run.syncId, null, { upserted: 0, unchanged: 0, rejected: 0 });
 }

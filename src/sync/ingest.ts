@@ -4,78 +4,38 @@
  * checkpoint, so a killed process resumes at the next page. Memory is bounded by the page size.
  */
 import { type ExportPage, Resource } from "../api/schemas.js";
-import { BadResponseError, UnsupportedSchemaVersionError } from "../errors.js";
-import type { ResourceInput } from "../store/resources.js";
-import type { RunRow, SourceReport, TriggerRow } from "../store/state.js";
-import type { MirrorPass, SyncContext } from "./context.js";
+import type { StoreOps } from "../store/store.js";
+import type { ResourceInput, ResourceWrite, Run, SourceReport, Trigger } from "../store/types.js";
+import type { MirrorPass } from "./context.js";
+import { type ExportPageStream, engineOf, fetchExportPages } from "./export-pages.js";
+import { assertLeaseHeld } from "./fence.js";
+import { tallyKey } from "./key-tally.js";
 import { sourceSucceeded } from "./outcome.js";
 
-export const EXPORT_PAGE_LIMIT = 500;
-
-/**
- * The run's export pages from `offset` on, each checked for a readable schema_version and for
- * progress; the caller handles one page before the next is fetched.
- */
-export async function* exportPages(
-  ctx: SyncContext,
-  syncId: string,
-  offset: number | null,
-): AsyncGenerator<{ page: ExportPage; offset: number }> {
-  let engineVersion: string | null = null;
-  let page: ExportPage | undefined;
-  while (offset !== null) {
-    // Let go of the previous page before waiting for the next: a suspended generator keeps its
-    // variables, so without this each run would hold two pages while downloading.
-    page = undefined;
-    page = await ctx.api.getExportPage(syncId, { offset, limit: EXPORT_PAGE_LIMIT }, ctx.signal);
-    const major = String(page.schema_version).split(".")[0];
-    if (major !== "1" || !/^1(\.\d+)*$/.test(String(page.schema_version))) {
-      throw new UnsupportedSchemaVersionError(syncId, page.schema_version);
-    }
-    const next = page.page.next_offset;
-    if (next !== null && next <= offset) {
-      throw new BadResponseError(`export of run ${syncId} did not advance (offset ${offset} -> ${next})`, {
-        method: "GET",
-        route: "/sync-task/{sync_id}/export",
-      });
-    }
-    const pageEngine = engineOf(page);
-    if (engineVersion !== null && pageEngine !== engineVersion) {
-      ctx.log.warn(
-        { sync_id: syncId, from: engineVersion, to: pageEngine },
-        "engine_version changed within one export",
-      );
-    }
-    engineVersion = pageEngine;
-    yield { page, offset };
-    offset = next;
-  }
-}
-
 /** Reads every remaining page of the run's export into the mirror, from its checkpoint on. */
-export async function ingestRun(pass: MirrorPass, trigger: TriggerRow, run: RunRow): Promise<void> {
-  const pages = exportPages(pass.ctx, run.syncId, run.nextOffset);
-  // One call per page rather than `for await`, whose loop keeps the last page reachable while the
-  // next one downloads: with the generator's own care, a run holds one page at a time.
-  while (await ingestNextPage(pass, trigger, run, pages)) {}
+export async function ingestRun(pass: MirrorPass, trigger: Trigger, run: Run): Promise<void> {
+  const pages = fetchExportPages(pass.ctx, run.syncId, run.nextOffset);
+  // One call per page rather than a loop variable, which would keep the applied page reachable
+  // while the next one downloads: a run holds only the pages in flight.
+  try {
+    while (await ingestNextPage(pass, trigger, run, pages)) {}
+  } finally {
+    pages.close();
+  }
 }
 
 async function ingestNextPage(
   pass: MirrorPass,
-  trigger: TriggerRow,
-  run: RunRow,
-  pages: AsyncGenerator<{ page: ExportPage; offset: number }>,
+  trigger: Trigger,
+  run: Run,
+  pages: ExportPageStream,
 ): Promise<boolean> {
   const next = await pages.next();
-  if (next.done) return false;
-  const { page, offset } = next.value;
-  pass.ctx.store.transaction(() => applyPage(pass, trigger, run, page, offset === 0));
+  if (next === undefined) return false;
+  const { page, offset } = next;
+  await pass.ctx.store.transaction((tx) => applyPage(pass, tx, trigger, run, page, offset === 0));
   if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
   return true;
-}
-
-export function engineOf(page: ExportPage): string | null {
-  return page.engine_version == null ? null : String(page.engine_version);
 }
 
 /** The first page's per-source statuses and counts, as the run keeps them. */
@@ -90,21 +50,23 @@ export function sourceReports(page: ExportPage): SourceReport[] {
   }));
 }
 
-/** Synchronous: runs inside the page transaction. */
-function applyPage(
+/** Runs inside the page transaction: database work only. */
+async function applyPage(
   pass: MirrorPass,
-  trigger: TriggerRow,
-  run: RunRow,
+  tx: StoreOps,
+  trigger: Trigger,
+  run: Run,
   page: ExportPage,
   firstPage: boolean,
-): void {
+): Promise<void> {
   const { ctx, mirror } = pass;
-  const { store, metrics } = ctx;
+  const { metrics } = ctx;
+  await assertLeaseHeld(pass, tx);
   const at = ctx.now().toISOString();
   const seenAt = run.createdAt as string;
   const engineVersion = engineOf(page);
   if (firstPage) {
-    store.state.saveFirstPage(run.syncId, {
+    await tx.runs.saveFirstPage(run.syncId, {
       schemaVersion: String(page.schema_version),
       engineVersion,
       diagnostics: {
@@ -117,6 +79,10 @@ function applyPage(
     });
   }
   const counts = { upserted: 0, unchanged: 0, rejected: 0 };
+  // The page's stored states in one read (one round trip on PostgreSQL), kept current as the page
+  // writes, so a key the page repeats sees its own earlier write as it would row by row.
+  const looked = new Set(page.resources.map(keyOf).filter((key): key is string => key !== undefined));
+  const states = await tx.resources.findStates([...looked]);
   for (const raw of page.resources) {
     const parsed = Resource.safeParse(raw);
     if (!parsed.success) {
@@ -135,25 +101,31 @@ function applyPage(
         "resource text held unpaired UTF-16 surrogates (not representable in UTF-8): stored with U+FFFD in their place",
       );
     }
-    const stored = store.resources.findState(r.key);
+    const stored = looked.has(r.key) ? states.get(r.key) : await tx.resources.findState(r.key);
     const changed = stored === undefined || stored.deletedAt !== null || stored.contentHash !== r.contentHash;
+    const keyState = stored === undefined ? "new" : changed ? "changed" : "unchanged";
     if (changed) {
-      const unstorable = tryWrite(ctx, r, engineVersion, at);
-      if (unstorable !== null) {
+      const serialized = serialize(r);
+      if ("reason" in serialized) {
         counts.rejected++;
         ctx.log.warn(
-          { sync_id: run.syncId, key: r.key, path: unstorable.path, reason: unstorable.reason },
+          { sync_id: run.syncId, key: r.key, path: serialized.path, reason: serialized.reason },
           "resource rejected: it cannot be stored",
         );
         continue;
       }
+      await tx.resources.write(serialized, engineVersion, at);
+      looked.add(r.key);
+      states.set(r.key, { contentHash: r.contentHash, deletedAt: null });
       counts.upserted++;
+      tallyKey(pass.keys, r.key, keyState);
       metrics.resourcesUpserted.inc({ mirror: mirror.name, source_type: r.sourceType });
     } else {
       counts.unchanged++;
+      tallyKey(pass.keys, r.key, keyState);
       metrics.resourcesUnchanged.inc({ mirror: mirror.name, source_type: r.sourceType });
     }
-    const newAccess = store.access.see({
+    const newAccess = await tx.access.see({
       mirror: mirror.name,
       userEmail: run.userEmail,
       key: r.key,
@@ -162,7 +134,7 @@ function applyPage(
       seenAt,
     });
     if (changed || newAccess) {
-      store.changes.record({
+      await tx.changes.record({
         key: r.key,
         op: changed ? "upsert" : "access",
         at,
@@ -173,20 +145,25 @@ function applyPage(
     ctx.crashPoint("mid-page");
   }
   const next = page.page.next_offset;
-  store.state.checkpoint(run.syncId, next, counts);
-  if (next === null) finishRun(pass, trigger, run);
+  await tx.runs.checkpoint(run.syncId, next, counts);
+  if (next === null) await finishRun(pass, tx, trigger, run);
 }
 
 /** The last page is in: each source that succeeded moves its pair's watermark. */
-function finishRun({ ctx, mirror }: MirrorPass, trigger: TriggerRow, run: RunRow): void {
-  const { store, metrics } = ctx;
+async function finishRun(
+  { ctx, mirror }: MirrorPass,
+  tx: StoreOps,
+  trigger: Trigger,
+  run: Run,
+): Promise<void> {
+  const { metrics } = ctx;
   const createdAt = run.createdAt as string;
   // Re-read: the checkpoint just marked it done and added this page's rejections.
-  const finished = store.state.getRun(run.syncId);
-  for (const s of store.state.sourcesOf(run.syncId)) {
+  const finished = await tx.runs.get(run.syncId);
+  for (const s of await tx.runs.sourcesOf(run.syncId)) {
     const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
-    store.pairs.ran(pair, createdAt);
-    if (sourceSucceeded(finished, s)) store.pairs.succeeded(pair, createdAt, trigger.mode === "full");
+    await tx.pairs.ran(pair, createdAt);
+    if (sourceSucceeded(finished, s)) await tx.pairs.succeeded(pair, createdAt, trigger.mode === "full");
     metrics.sources.inc({
       mirror: mirror.name,
       source_type: s.sourceType,
@@ -198,20 +175,23 @@ function finishRun({ ctx, mirror }: MirrorPass, trigger: TriggerRow, run: RunRow
 
 const JSON_PARTS = ["fields", "metadata", "relations", "attachments", "provenance"] as const;
 
+const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
+
 /**
- * Writes one resource. A value JSON.stringify cannot serialize (nesting deeper than the stack
- * allows: JSON.parse accepted it) is that resource's problem, not the page's: it is rejected alone
- * before anything of it is written. Database errors still stop the page.
+ * The resource with its JSON parts serialized. A value JSON.stringify cannot serialize (nesting
+ * deeper than the stack allows: JSON.parse accepted it) is that resource's problem, not the
+ * page's: it is rejected alone before anything of it is written.
  */
-function tryWrite(
-  ctx: SyncContext,
-  r: ResourceInput,
-  engineVersion: string | null,
-  at: string,
-): { path: string | undefined; reason: string } | null {
+function serialize(r: ResourceInput): ResourceWrite | { path: string | undefined; reason: string } {
   try {
-    ctx.store.resources.write(r, engineVersion, at);
-    return null;
+    return {
+      ...r,
+      fields: json(r.fields),
+      metadata: json(r.metadata),
+      relations: json(r.relations),
+      attachments: json(r.attachments),
+      provenance: json(r.provenance),
+    };
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
     const path = JSON_PARTS.find((part) => {

@@ -1,9 +1,10 @@
 /**
  * What counts as success (SPEC "Pair", "Outcome and exit code").
  */
-import type { RunRow, RunSourceRow } from "../store/state.js";
+import type { Run, RunSource } from "../store/types.js";
 
-export type Outcome = "succeeded" | "partial" | "failed" | "refused";
+export const OUTCOMES = ["succeeded", "partial", "failed", "refused"] as const;
+export type Outcome = (typeof OUTCOMES)[number];
 
 const GOOD_EXPORT_STATUSES = new Set(["ok", "no_results"]);
 
@@ -13,8 +14,8 @@ const GOOD_EXPORT_STATUSES = new Set(["ok", "no_results"]);
  * the snapshot for that reason must not be swept as a crawl miss.
  */
 export function sourceSucceeded(
-  run: Pick<RunRow, "ingest" | "rejected">,
-  s: Pick<RunSourceRow, "taskStatus" | "exportStatus">,
+  run: Pick<Run, "ingest" | "rejected">,
+  s: Pick<RunSource, "taskStatus" | "exportStatus">,
 ): boolean {
   return (
     run.ingest === "done" &&

@@ -2,18 +2,18 @@
  * Planning a pass (SPEC "Incremental"): which pairs are active, and the `since` to send.
  */
 import type { MirrorConfig } from "../config.js";
-import type { PairRow } from "../store/pairs.js";
+import type { Mode, Pair } from "../store/types.js";
 
 export interface Plan {
-  mode: "incremental" | "full";
+  mode: Mode;
   /** ISO timestamp to send, or null for a full snapshot. */
   since: string | null;
   /** Pairs too far behind the newest watermark: they stop holding `since` back and await a baseline. */
-  stale: PairRow[];
+  stale: Pair[];
 }
 
 /** The newest watermark among the mirror's pairs (server clock), or null. */
-export function newestWatermark(pairs: readonly PairRow[]): string | null {
+export function newestWatermark(pairs: readonly Pair[]): string | null {
   let newest: string | null = null;
   for (const p of pairs)
     if (p.watermark !== null && (newest === null || p.watermark > newest)) newest = p.watermark;
@@ -21,12 +21,12 @@ export function newestWatermark(pairs: readonly PairRow[]): string | null {
 }
 
 /** How far (ms) a pair lags the mirror's newest watermark; a pair that never succeeded counts from first sight. */
-export function lagMs(pair: PairRow, newest: string | null): number {
+export function lagMs(pair: Pair, newest: string | null): number {
   if (newest === null) return 0;
   return Date.parse(newest) - Date.parse(pair.watermark ?? pair.firstSeenAt);
 }
 
-export function planPass(pairs: readonly PairRow[], mirror: MirrorConfig, forceFull: boolean): Plan {
+export function planPass(pairs: readonly Pair[], mirror: MirrorConfig, forceFull: boolean): Plan {
   const newest = newestWatermark(pairs);
   const graceMs = mirror.inaccessibleGraceHours * 3_600_000;
   const live = pairs.filter((p) => p.retiredAt === null);

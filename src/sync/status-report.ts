@@ -5,6 +5,7 @@
  */
 import type { MirrorConfig } from "../config.js";
 import type { Store } from "../store/store.js";
+import type { Mode } from "../store/types.js";
 import { planPass } from "./plan.js";
 
 export interface MirrorStatus {
@@ -16,7 +17,7 @@ export interface MirrorStatus {
   last_outcome_at: string | null;
   last_message: string | null;
   next_since: string | null;
-  next_mode: "incremental" | "full";
+  next_mode: Mode;
   in_flight: {
     trigger_id: string | null;
     mode: string;
@@ -29,17 +30,29 @@ export interface MirrorStatus {
   pairs_awaiting_baseline: number;
   skipped_pairs: { user_email: string; server_instance_id: string; reason: string }[];
   held_revocations: number;
+  /** The replica holding the mirror's lease (`hostname:pid`), or null when none does. */
+  holder: string | null;
 }
 
-export function buildStatus(store: Store, mirrors: readonly MirrorConfig[]): { mirrors: MirrorStatus[] } {
-  return { mirrors: mirrors.map((m) => mirrorStatus(store, m)) };
+export async function buildStatus(
+  store: Store,
+  mirrors: readonly MirrorConfig[],
+): Promise<{ mirrors: MirrorStatus[] }> {
+  const holders = await store.leases.holders();
+  const statuses: MirrorStatus[] = [];
+  for (const m of mirrors) statuses.push(await mirrorStatus(store, m, holders.get(m.name)?.holder ?? null));
+  return { mirrors: statuses };
 }
 
-function mirrorStatus(store: Store, mirror: MirrorConfig): MirrorStatus {
-  const state = store.state.getMirror(mirror.name);
-  const pairs = store.pairs.listForMirror(mirror.name);
+async function mirrorStatus(
+  store: Store,
+  mirror: MirrorConfig,
+  holder: string | null,
+): Promise<MirrorStatus> {
+  const state = await store.mirrors.get(mirror.name);
+  const pairs = await store.pairs.listForMirror(mirror.name);
   const plan = planPass(pairs, mirror, false);
-  const trigger = store.state.findInFlight(mirror.name);
+  const trigger = await store.triggers.findInFlight(mirror.name);
   return {
     mirror: mirror.name,
     sync_config_id: mirror.syncConfigId,
@@ -56,7 +69,7 @@ function mirrorStatus(store: Store, mirror: MirrorConfig): MirrorStatus {
           mode: trigger.mode,
           state: trigger.state,
           since: trigger.since,
-          runs: store.state.runsOf(trigger.id).map((r) => ({
+          runs: (await store.runs.ofTrigger(trigger.id)).map((r) => ({
             sync_id: r.syncId,
             user_email: r.userEmail,
             status: r.status,
@@ -64,9 +77,9 @@ function mirrorStatus(store: Store, mirror: MirrorConfig): MirrorStatus {
           })),
         }
       : null,
-    live_resources: store.access.countLive(mirror.name),
+    live_resources: await store.access.countLive(mirror.name),
     pairs: pairs.filter((p) => p.retiredAt === null).length,
-    pairs_awaiting_baseline: store.pairs.countAwaitingBaseline(mirror.name),
+    pairs_awaiting_baseline: await store.pairs.countAwaitingBaseline(mirror.name),
     skipped_pairs: pairs
       .filter((p) => p.retiredAt === null && p.skipReason !== null)
       .map((p) => ({
@@ -75,5 +88,6 @@ function mirrorStatus(store: Store, mirror: MirrorConfig): MirrorStatus {
         reason: p.skipReason as string,
       })),
     held_revocations: state?.heldRevocations ?? 0,
+    holder,
   };
 }

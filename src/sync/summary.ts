@@ -1,4 +1,4 @@
-import type { Mode } from "../store/state.js";
+import type { Mode } from "../store/types.js";
 import type { Outcome } from "./outcome.js";
 
 /** One mirror's pass, as `sync --json` prints it and the trigger row keeps it. */
@@ -16,6 +16,12 @@ export interface MirrorSummary {
   runs: Record<string, number>;
   /** Sources by export status (of runs whose export was read). */
   sources: Record<string, number>;
+  /**
+   * Distinct keys this pass ingested: `new` (never in the mirror before), `changed` (content hash
+   * changed, or back from a tombstone), `unchanged` (as stored).
+   */
+  keys: { new: number; changed: number; unchanged: number };
+  /** Exported rows (a key seen by k users is k rows), and the sweep's work. */
   counts: {
     upserted: number;
     unchanged: number;
@@ -31,11 +37,53 @@ export interface MirrorSummary {
   /** The trigger's `skipped_count`; null when its runs were adopted and the response is unknown. */
   skipped_total: number | null;
   pairs_awaiting_baseline: number;
-  /** Runs whose export could not be read, and why. */
-  errors: { sync_id: string; user_email: string; error: string }[];
+  /**
+   * What went wrong: runs whose export could not be read (with their `sync_id` and `user_email`),
+   * or, for a pass that failed or was refused as a whole, one entry with both null.
+   */
+  errors: { sync_id: string | null; user_email: string | null; error: string }[];
   outcome: Outcome;
   message: string;
   duration_seconds: number;
   /** Only for `--full --dry-run`: what the sweep would do. */
   dry_run?: { would_revoke: number; would_delete: number };
+}
+
+/** A summary with nothing counted yet, for a pass of `mirror` in `mode`. */
+export function emptySummary(mirror: string, mode: Mode): MirrorSummary {
+  return {
+    mirror,
+    mode,
+    trigger_id: null,
+    since: null,
+    resumed: false,
+    adopted: false,
+    runs: {},
+    sources: {},
+    keys: { new: 0, changed: 0, unchanged: 0 },
+    counts: {
+      upserted: 0,
+      unchanged: 0,
+      rejected: 0,
+      deleted: 0,
+      access_revoked: 0,
+      sweeps_held: 0,
+      held_revocations: 0,
+    },
+    skipped: {},
+    skipped_total: 0,
+    pairs_awaiting_baseline: 0,
+    errors: [],
+    outcome: "failed",
+    message: "",
+    duration_seconds: 0,
+  };
+}
+
+/** The pass did not run: another process holds the mirror's lease (SPEC "Scale-out"). */
+export function leaseBusySummary(mirror: string, mode: Mode, holder: string | null): MirrorSummary {
+  return {
+    ...emptySummary(mirror, mode),
+    message: `another syncmirror process (${holder ?? "unknown"}) is running this mirror's pass; nothing was done: run sync again once it finishes`,
+  };
 }

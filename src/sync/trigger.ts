@@ -4,17 +4,18 @@
  */
 import type { RunListItem } from "../api/schemas.js";
 import { TriggerOutcomeUnknownError } from "../errors.js";
-import type { TriggerRow } from "../store/state.js";
-import type { MirrorPass } from "./context.js";
+import type { StoreOps } from "../store/store.js";
+import type { NewRun, Trigger } from "../store/types.js";
+import type { MirrorPass, SyncContext } from "./context.js";
 import type { Plan } from "./plan.js";
 import { serverTime } from "./time.js";
 
-export function recordIntent({ mirror, ctx, options }: MirrorPass, plan: Plan): TriggerRow {
-  return ctx.store.state.createIntent({
+export async function recordIntent({ mirror, ctx, options }: MirrorPass, plan: Plan): Promise<Trigger> {
+  return ctx.store.triggers.createIntent({
     mirror: mirror.name,
     mode: plan.mode,
     since: plan.since,
-    knownBefore: ctx.store.state.newestRunCreatedAt(mirror.name),
+    knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),
     intentAt: ctx.now().toISOString(),
     allowMassDelete: options.allowMassDelete,
   });
@@ -26,11 +27,11 @@ export function recordIntent({ mirror, ctx, options }: MirrorPass, plan: Plan): 
  */
 export async function establishTrigger(
   pass: MirrorPass,
-  intent: TriggerRow,
+  intent: Trigger,
   resumed: boolean,
-): Promise<TriggerRow> {
+): Promise<Trigger> {
   const { ctx } = pass;
-  if (resumed && (await adoptOrphans(pass, intent))) return ctx.store.state.getTrigger(intent.id);
+  if (resumed && (await adoptOrphans(pass, intent))) return ctx.store.triggers.get(intent.id);
   try {
     await postTrigger(pass, intent);
   } catch (error) {
@@ -41,17 +42,18 @@ export async function establishTrigger(
     );
     if (!(await adoptOrphans(pass, intent))) throw error;
   }
-  return ctx.store.state.getTrigger(intent.id);
+  return ctx.store.triggers.get(intent.id);
 }
 
-async function postTrigger({ mirror, ctx }: MirrorPass, intent: TriggerRow): Promise<void> {
+async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promise<void> {
   const response = await ctx.api.trigger(
     { sync_config_id: mirror.syncConfigId, ...(intent.since ? { since: intent.since } : {}) },
     ctx.signal,
   );
   ctx.crashPoint("after-trigger-post");
-  ctx.store.state.activate(
-    intent.id,
+  await activate(
+    ctx,
+    intent,
     {
       triggerId: response.trigger_id,
       skipped: response.skipped,
@@ -65,7 +67,6 @@ async function postTrigger({ mirror, ctx }: MirrorPass, intent: TriggerRow): Pro
       status: "pending",
       createdAt: null,
     })),
-    mirror.name,
   );
   ctx.log.info(
     {
@@ -82,12 +83,12 @@ async function postTrigger({ mirror, ctx }: MirrorPass, intent: TriggerRow): Pro
  * Runs of this sync config that the mirror does not know, created after its newest known run and
  * sent the same `since`, belong to the lost POST. The list is newest first, so it stops early.
  */
-async function adoptOrphans({ mirror, ctx }: MirrorPass, intent: TriggerRow): Promise<boolean> {
+async function adoptOrphans({ mirror, ctx }: MirrorPass, intent: Trigger): Promise<boolean> {
   const candidates = new Map<string, RunListItem[]>();
   for await (const run of ctx.api.listAllRuns({ sync_config_id: mirror.syncConfigId }, ctx.signal)) {
     const createdAt = serverTime(run.created_at);
     if (intent.knownBefore !== null && createdAt <= intent.knownBefore) break;
-    if (ctx.store.state.isKnownRun(run.sync_id) || !sameSince(run.since ?? null, intent.since)) continue;
+    if ((await ctx.store.runs.isKnown(run.sync_id)) || !sameSince(run.since ?? null, intent.since)) continue;
     const group = candidates.get(run.trigger_id) ?? [];
     group.push(run);
     candidates.set(run.trigger_id, group);
@@ -96,8 +97,9 @@ async function adoptOrphans({ mirror, ctx }: MirrorPass, intent: TriggerRow): Pr
   const [first] = candidates;
   if (!first) return false;
   const [triggerId, orphans] = first;
-  ctx.store.state.activate(
-    intent.id,
+  await activate(
+    ctx,
+    intent,
     { triggerId, skipped: null, skippedCount: 0, adopted: true, startedAt: ctx.now().toISOString() },
     orphans.map((r) => ({
       syncId: r.sync_id,
@@ -105,13 +107,25 @@ async function adoptOrphans({ mirror, ctx }: MirrorPass, intent: TriggerRow): Pr
       status: r.status,
       createdAt: serverTime(r.created_at),
     })),
-    mirror.name,
   );
   ctx.log.warn(
     { trigger_id: triggerId, runs: orphans.length },
     "adopted the runs of a trigger whose response was lost",
   );
   return true;
+}
+
+/** The trigger and its runs become known together: a crash never leaves one without the other. */
+function activate(
+  ctx: SyncContext,
+  intent: Trigger,
+  t: Parameters<StoreOps["triggers"]["activate"]>[1],
+  runs: NewRun[],
+): Promise<void> {
+  return ctx.store.transaction(async (tx) => {
+    await tx.triggers.activate(intent.id, t);
+    await tx.runs.insertMany(intent.id, intent.mirror, runs);
+  });
 }
 
 function sameSince(a: string | null, b: string | null): boolean {

@@ -4,13 +4,14 @@
  * each run as soon as it finishes while the others keep running, and continuing INCOMPLETE
  * sources up to `continue_incomplete` times.
  */
-import { FINISHED_RUN_STATUSES, type RunListItem, type RunStatus } from "../api/schemas.js";
+import type { RunListItem } from "../api/schemas.js";
 import { AbortedError, FeatureDisabledError, NotFoundError, UnauthorizedError } from "../errors.js";
-import { isDatabaseError } from "../store/db.js";
-import type { RunRow, TriggerRow } from "../store/state.js";
+import { isDatabaseError } from "../store/store.js";
+import type { Run, Trigger } from "../store/types.js";
 import type { MirrorPass, Progress } from "./context.js";
 import { sendContinue, settlePendingContinue } from "./continue.js";
 import { ingestRun } from "./ingest.js";
+import { isFinished, nextAction } from "./next-action.js";
 import { serverTime } from "./time.js";
 
 export interface WaitResult {
@@ -20,11 +21,11 @@ export interface WaitResult {
 const PROGRESS_EVERY_MS = 30_000;
 
 /** Reads one finished run's export; `ingestRun` for a real pass. */
-export type RunReader = (pass: MirrorPass, trigger: TriggerRow, run: RunRow) => Promise<void>;
+export type RunReader = (pass: MirrorPass, trigger: Trigger, run: Run) => Promise<void>;
 
 export async function waitAndIngest(
   pass: MirrorPass,
-  trigger: TriggerRow,
+  trigger: Trigger,
   read: RunReader = ingestRun,
 ): Promise<WaitResult> {
   const { ctx, mirror } = pass;
@@ -42,10 +43,12 @@ export async function waitAndIngest(
   const onAbort = () => stopTimer.abort(ctx.signal.reason);
   ctx.signal.addEventListener("abort", onAbort, { once: true });
   // On its own clock: the loop may sleep up to poll_max_seconds, or wait on one long export.
-  const progressTicker = setInterval(
-    () => ctx.log.info(progressOf(ctx.store.state.runsOf(trigger.id)), "progress"),
-    PROGRESS_EVERY_MS,
-  );
+  const progressTicker = setInterval(() => {
+    ctx.store.runs.ofTrigger(trigger.id).then(
+      (runs) => ctx.log.info(progressOf(runs), "progress"),
+      () => {},
+    );
+  }, PROGRESS_EVERY_MS);
   progressTicker.unref();
   try {
     for (;;) {
@@ -53,29 +56,21 @@ export async function waitAndIngest(
         listed = await listTriggerRuns(pass, trigger);
         await markVanished(pass, trigger, listed);
       }
-      let runs = ctx.store.state.runsOf(trigger.id);
+      let runs = await ctx.store.runs.ofTrigger(trigger.id);
       // Set when the loop below awaited (a continue) or wrote: then `runs` is re-read before use.
       let changed = false;
       for (const run of runs) {
-        if (
-          !isFinished(run.status) ||
-          !["waiting", "ingesting"].includes(run.ingest) ||
-          ingesting.has(run.syncId)
-        )
-          continue;
-        const item = listed.get(run.syncId);
-        if (run.status === "incomplete" && run.continuePending !== null && item) {
-          await settlePendingContinue(pass, run);
-          changed = true;
-          continue;
-        }
-        const mayContinue = run.continuesSent < mirror.continueIncomplete && ctx.now().getTime() <= deadline;
-        if (run.status === "incomplete" && mayContinue && item) {
-          await sendContinue(pass, run);
-          changed = true;
-          continue;
-        }
-        if (ingesting.size >= ctx.ingestConcurrency) continue;
+        const action = nextAction(run, {
+          listed: listed.has(run.syncId),
+          exporting: ingesting.has(run.syncId),
+          slotFree: ingesting.size < ctx.ingestConcurrency,
+          continueIncomplete: mirror.continueIncomplete,
+          beforeDeadline: ctx.now().getTime() <= deadline,
+        });
+        if (action === "settle-continue") await settlePendingContinue(pass, run);
+        if (action === "continue") await sendContinue(pass, run);
+        if (action === "settle-continue" || action === "continue") changed = true;
+        if (action !== "export") continue;
         const job = readOrFail(pass, trigger, run, read)
           .catch((error: unknown) => {
             fatal ??= error;
@@ -88,13 +83,14 @@ export async function waitAndIngest(
         throw fatal;
       }
       const now = ctx.now().getTime();
-      if (now > deadline && abandonUnfinished(pass, trigger)) {
+      if (now > deadline && (await abandonUnfinished(pass, trigger))) {
         timedOut = true;
         changed = true;
       }
-      // Starting an export writes nothing before its first await, so without a continue or an
-      // abandonment the runs read above are still current (a 500-run trigger wakes ~1,000 times).
-      if (changed) runs = ctx.store.state.runsOf(trigger.id);
+      // Starting an export writes nothing before its first page arrives over HTTP (ingest.ts
+      // relies on the same: the page transaction comes after the fetch), so without a continue or
+      // an abandonment the runs read above are still current (a 500-run trigger wakes ~1,000 times).
+      if (changed) runs = await ctx.store.runs.ofTrigger(trigger.id);
       const open = runs.filter((r) => r.ingest === "waiting" || r.ingest === "ingesting");
       if (open.length === 0 && ingesting.size === 0) return { timedOut };
       const progress = progressOf(runs);
@@ -129,14 +125,14 @@ export async function waitAndIngest(
 /** All the trigger's runs, 100 per request; new ones (adopted triggers) are recorded. */
 async function listTriggerRuns(
   { ctx, mirror }: MirrorPass,
-  trigger: TriggerRow,
+  trigger: Trigger,
 ): Promise<Map<string, RunListItem>> {
   const listed = new Map<string, RunListItem>();
   for await (const item of ctx.api.listAllRuns({ trigger_id: trigger.triggerId as string }, ctx.signal)) {
     listed.set(item.sync_id, item);
   }
-  ctx.store.transaction(() => {
-    ctx.store.state.insertRuns(
+  await ctx.store.transaction(async (tx) => {
+    await tx.runs.insertMany(
       trigger.id,
       mirror.name,
       [...listed.values()].map((i) => ({
@@ -147,7 +143,7 @@ async function listTriggerRuns(
       })),
     );
     for (const i of listed.values())
-      ctx.store.state.updateRunStatus(i.sync_id, i.status, serverTime(i.created_at));
+      await tx.runs.updateStatus(i.sync_id, i.status, serverTime(i.created_at));
   });
   return listed;
 }
@@ -156,11 +152,12 @@ async function listTriggerRuns(
  * Past run_timeout_minutes, runs still unfinished are given up on (their pairs do not advance);
  * runs that did finish are still exported.
  */
-function abandonUnfinished({ ctx, mirror }: MirrorPass, trigger: TriggerRow): boolean {
-  const abandoned = ctx.store.state
-    .runsOf(trigger.id)
-    .filter((r) => r.ingest === "waiting" && !isFinished(r.status));
-  for (const r of abandoned) ctx.store.state.setIngest(r.syncId, "failed", "run_timeout_minutes reached");
+async function abandonUnfinished({ ctx, mirror }: MirrorPass, trigger: Trigger): Promise<boolean> {
+  const abandoned = (await ctx.store.runs.ofTrigger(trigger.id)).filter(
+    (r) => r.ingest === "waiting" && !isFinished(r.status),
+  );
+  for (const r of abandoned)
+    await ctx.store.runs.setIngest(r.syncId, "failed", "run_timeout_minutes reached");
   if (abandoned.length > 0) {
     ctx.log.error(
       { runs: abandoned.length, run_timeout_minutes: mirror.runTimeoutMinutes },
@@ -173,17 +170,17 @@ function abandonUnfinished({ ctx, mirror }: MirrorPass, trigger: TriggerRow): bo
 /** A known run missing from the listing is read directly; a 404 means it vanished upstream. */
 async function markVanished(
   { ctx }: MirrorPass,
-  trigger: TriggerRow,
+  trigger: Trigger,
   listed: Map<string, RunListItem>,
 ): Promise<void> {
-  for (const run of ctx.store.state.runsOf(trigger.id)) {
+  for (const run of await ctx.store.runs.ofTrigger(trigger.id)) {
     if (listed.has(run.syncId) || run.ingest !== "waiting") continue;
     try {
       const detail = await ctx.api.getRun(run.syncId, ctx.signal);
-      ctx.store.state.updateRunStatus(run.syncId, detail.status, serverTime(detail.created_at));
+      await ctx.store.runs.updateStatus(run.syncId, detail.status, serverTime(detail.created_at));
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
-      ctx.store.state.setIngest(run.syncId, "failed", "the run no longer exists upstream (404)");
+      await ctx.store.runs.setIngest(run.syncId, "failed", "the run no longer exists upstream (404)");
       ctx.log.error(
         { sync_id: run.syncId },
         "run vanished upstream (404); its pairs do not advance this pass",
@@ -196,12 +193,7 @@ async function markVanished(
  * A run whose export cannot be read (unsupported schema, 404, retries exhausted) fails alone: its
  * pairs do not advance and the pass is partial. Token or feature problems stop the whole pass.
  */
-async function readOrFail(
-  pass: MirrorPass,
-  trigger: TriggerRow,
-  run: RunRow,
-  read: RunReader,
-): Promise<void> {
+async function readOrFail(pass: MirrorPass, trigger: Trigger, run: Run, read: RunReader): Promise<void> {
   const { ctx } = pass;
   try {
     await read(pass, trigger, run);
@@ -218,7 +210,7 @@ async function readOrFail(
       throw error;
     }
     const message = error instanceof Error ? error.message : String(error);
-    ctx.store.state.setIngest(run.syncId, "failed", message);
+    await ctx.store.runs.setIngest(run.syncId, "failed", message);
     ctx.log.error(
       { sync_id: run.syncId, err: message },
       "export of run could not be read; its pairs do not advance",
@@ -226,11 +218,7 @@ async function readOrFail(
   }
 }
 
-function isFinished(status: string): boolean {
-  return FINISHED_RUN_STATUSES.has(status as RunStatus);
-}
-
-function progressOf(runs: RunRow[]): Omit<Progress, "mirror"> {
+function progressOf(runs: Run[]): Omit<Progress, "mirror"> {
   return {
     runs: runs.length,
     finished: runs.filter((r) => isFinished(r.status)).length,

@@ -1,7 +1,8 @@
 /**
- * The CLI as a child process (`spawnCli`), and `syncmirror run` in particular (`startDaemon`):
- * learn its HTTP port from its JSON log line, poll its endpoints until a condition holds
- * (`until`), read `/metrics`, stop it with a signal and collect what it wrote.
+ * The CLI as a child process (`spawnCli`, optionally under a shell prelude such as `umask 000` or
+ * `ulimit -f N`), and `syncmirror run` in particular (`startDaemon`): learn its HTTP port from its
+ * JSON log line, poll its endpoints until a condition holds (`until`), read `/metrics`, stop it
+ * with a signal and collect what it wrote. The one way the suites start the CLI.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
@@ -49,9 +50,22 @@ export interface CliProcess {
   stop(signal?: NodeJS.Signals): Promise<Exit & { ms: number }>;
 }
 
-/** `node dist/cli.js <args>` with its output collected. */
-export function spawnCli(args: string[], env: Record<string, string | undefined>): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+/**
+ * `node dist/cli.js <args>` with its output collected; with `prelude`, under `sh -c` after that
+ * command (process limits and file-creation masks the harness cannot set otherwise).
+ */
+export function spawnCli(
+  args: string[],
+  env: Record<string, string | undefined>,
+  options: { prelude?: string } = {},
+): CliProcess {
+  const stdio: ["ignore", "pipe", "pipe"] = ["ignore", "pipe", "pipe"];
+  const child = options.prelude
+    ? spawn("sh", ["-c", `${options.prelude} && exec "$0" "$@"`, process.execPath, CLI, ...args], {
+        env,
+        stdio,
+      })
+    : spawn(process.execPath, [CLI, ...args], { env, stdio });
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (d: Buffer) => {
@@ -92,11 +106,7 @@ export async function startDaemon(h: Harness, extraEnv: Record<string, string> =
     if (exit) throw new Error(`daemon exited (${JSON.stringify(exit)}) before listening:\n${cli.stderr()}`);
     return listeningPort(cli.stderr());
   }, "the daemon's http listening log line");
-  const base = `http://127.0.0.1:${port}`;
-  const get = async (path: string) => {
-    const res = await fetch(`${base}${path}`);
-    return { status: res.status, body: await res.text() };
-  };
+  const get = (path: string) => httpGet(port, path);
   return {
     ...cli,
     port,
@@ -106,6 +116,17 @@ export async function startDaemon(h: Harness, extraEnv: Record<string, string> =
       return sumSeries((await get("/metrics")).body, name, labels);
     },
   };
+}
+
+/** GET on a daemon's HTTP server. */
+export async function httpGet(port: number, path: string): Promise<{ status: number; body: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`);
+  return { status: res.status, body: await res.text() };
+}
+
+/** The port a `run` started through `spawnCli` logged it listens on (`http.listen: 127.0.0.1:0`). */
+export function waitForPort(p: CliProcess): Promise<number> {
+  return until(() => listeningPort(p.stderr()), "the daemon's http listening log line", 30_000);
 }
 
 function listeningPort(stderr: string): number | undefined {
@@ -154,9 +175,4 @@ export function sumSeries(text: string, name: string, labels: Record<string, str
   return parseMetrics(text)
     .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
     .reduce((sum, s) => sum + s.value, 0);
-}
-
-/** Number of requests the simulator logged for "METHOD /template". */
-export function requestCount(h: Harness, method: string, route: string): number {
-  return h.sim.requests.filter((r) => r.method === method && r.route === route).length;
 }

@@ -10,7 +10,8 @@
  * real time, so it is deterministic).
  */
 import Database from "better-sqlite3";
-import { RESOURCE_COLUMNS } from "../../src/store/resources.js";
+import { RESOURCE_COLUMNS } from "../../src/store/types.js";
+import type { Harness } from "./mirror-harness.js";
 
 export interface DbSnapshot {
   resources: Record<string, unknown>[];
@@ -23,30 +24,26 @@ export interface DbSnapshot {
 // fetched_at is the fetch time of whichever user's run stored a shared key first: not compared.
 const COMPARED_COLUMNS = RESOURCE_COLUMNS.filter((c) => c !== "fetched_at");
 
-export function snapshotDb(path: string): DbSnapshot {
-  const db = new Database(path, { readonly: true });
-  try {
-    const all = (sql: string) => db.prepare(sql).all() as Record<string, unknown>[];
-    return {
-      resources: all(
-        `SELECT ${COMPARED_COLUMNS.join(", ")}, deleted_at IS NOT NULL AS deleted FROM resources ORDER BY key`,
-      ),
-      access: all(
-        `SELECT mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count
+/** The mirror's comparable state, read through the harness (so on either store). */
+export function snapshot(h: Harness): DbSnapshot {
+  const all = (sql: string) => h.query<Record<string, unknown>>(sql);
+  return {
+    resources: all(
+      `SELECT ${COMPARED_COLUMNS.join(", ")}, deleted_at IS NOT NULL AS deleted FROM resources ORDER BY key`,
+    ),
+    access: all(
+      `SELECT mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count
          FROM resource_access ORDER BY mirror, user_email, key`,
-      ),
-      pairs: all(
-        `SELECT mirror, user_email, server_instance_id, watermark, awaiting_baseline,
+    ),
+    pairs: all(
+      `SELECT mirror, user_email, server_instance_id, watermark, awaiting_baseline,
                 skip_reason, retired_at IS NOT NULL AS retired, retired_reason
          FROM pairs ORDER BY mirror, user_email, server_instance_id`,
-      ),
-      changes: all("SELECT key, op FROM changes")
-        .map((r) => `${r.key} ${r.op}`)
-        .sort(),
-    };
-  } finally {
-    db.close();
-  }
+    ),
+    changes: all("SELECT key, op FROM changes")
+      .map((r) => `${r.key} ${r.op}`)
+      .sort(),
+  };
 }
 
 /** `PRAGMA integrity_check` and foreign-key check: "ok" when the file is sound. */

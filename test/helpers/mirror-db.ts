@@ -45,15 +45,6 @@ export function mirrorContents(h: Harness): { resources: unknown[]; access: unkn
   };
 }
 
-/** Every public table, whole: for "nothing was written" checks. */
-export function publicTables(h: Harness): Record<string, unknown[]> {
-  return {
-    resources: h.query("SELECT * FROM resources ORDER BY key"),
-    resource_access: h.query("SELECT * FROM resource_access ORDER BY mirror, user_email, key"),
-    changes: h.query("SELECT * FROM changes ORDER BY seq"),
-  };
-}
-
 export function changes(h: Harness, afterSeq = 0): ChangeRow[] {
   return h.query<ChangeRow>("SELECT seq, key, op FROM changes WHERE seq > ? ORDER BY seq", afterSeq);
 }

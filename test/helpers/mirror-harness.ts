@@ -1,8 +1,9 @@
 /**
- * A simulator on loopback, a fresh SQLite file with the real migrations, a config file pointing
- * at both, and two ways to run a pass: the engine in-process, or the real CLI as a child process.
+ * A simulator on loopback, a fresh database with the real migrations (a SQLite file, or a
+ * PostgreSQL database of its own when the suite runs as vitest's `postgres` project), a config
+ * file pointing at both, and two ways to run a pass: the engine in-process, or the real CLI as a
+ * child process.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,11 +19,16 @@ import { type Simulator, type SimulatorOptions, startSimulator } from "../../src
 import type { PassOptions } from "../../src/sync/context.js";
 import type { MirrorSummary } from "../../src/sync/summary.js";
 import { syncMirror } from "../../src/sync/sync-mirror.js";
+import { spawnCli } from "./daemon.js";
+import { queryPostgres, TEST_DIALECT, type TestDialect } from "./dialect.js";
+import { createTestDatabase } from "./postgres.js";
 
 export const TOKEN_ENV = "SYNCMIRROR_TEST_TOKEN";
-const CLI = join(import.meta.dirname, "..", "..", "dist", "cli.js");
+const DATABASE_URL_ENV = "SYNCMIRROR_TEST_MIRROR_DATABASE_URL";
 
 export interface HarnessOptions {
+  /** The store; default: the suite's (TEST_DIALECT). */
+  dialect?: TestDialect;
   sim?: SimulatorOptions;
   /** Merged into `defaults:` (fast polling is already set). */
   defaults?: Record<string, unknown>;
@@ -31,11 +37,14 @@ export interface HarnessOptions {
   maxAttempts?: number;
   /** Merged into `api:` (e.g. `timeout_seconds`). */
   api?: Record<string, unknown>;
+  /** The `export:` section (pages fetched ahead), when given. */
+  export?: Record<string, unknown>;
 }
 
 export interface Harness {
   sim: Simulator;
   dir: string;
+  /** The SQLite file (unused when the suite runs against PostgreSQL). */
   dbPath: string;
   configPath: string;
   env: Record<string, string | undefined>;
@@ -64,6 +73,9 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     LOG_LEVEL: "warn",
   };
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+  const pgDatabase =
+    (options.dialect ?? TEST_DIALECT) === "postgres" ? await createTestDatabase() : undefined;
+  if (pgDatabase) env[DATABASE_URL_ENV] = pgDatabase.url;
   const writeConfig = () =>
     writeFileSync(
       configPath,
@@ -75,8 +87,9 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
           max_attempts: options.maxAttempts ?? 4,
           ...options.api,
         },
-        database: { path: dbPath },
+        database: pgDatabase ? { url_env: DATABASE_URL_ENV } : { path: dbPath },
         http: { listen: "127.0.0.1:0" },
+        ...(options.export ? { export: options.export } : {}),
         defaults: { poll_initial_seconds: 0.01, poll_max_seconds: 0.05, ...options.defaults },
         mirrors: [{ name: "main", sync_config_id: sim.syncConfigId, ...options.mirror }],
       }),
@@ -100,7 +113,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     writeConfig,
     async sync(passOptions = {}) {
       const config = loadConfig(configPath, env);
-      const runtime = createRuntime(config, io, { lock: true, log: silentLogger(), metrics });
+      const runtime = await createRuntime(config, io, { lock: true, log: silentLogger(), metrics });
       try {
         const mirror = config.mirrors[0];
         if (!mirror) throw new Error("no mirror");
@@ -114,25 +127,13 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
         await runtime.close();
       }
     },
-    cli(args, extraEnv = {}) {
-      return new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, [CLI, ...args, "--config", configPath], {
-          env: { ...env, ...extraEnv },
-          stdio: ["ignore", "pipe", "pipe"],
-        });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (d: Buffer) => {
-          stdout += d.toString();
-        });
-        child.stderr.on("data", (d: Buffer) => {
-          stderr += d.toString();
-        });
-        child.on("error", reject);
-        child.on("close", (code) => resolve({ code, stdout, stderr }));
-      });
+    async cli(args, extraEnv = {}) {
+      const p = spawnCli([...args, "--config", configPath], { ...env, ...extraEnv });
+      const { code } = await p.exited;
+      return { code, stdout: p.stdout(), stderr: p.stderr() };
     },
     query(sql, ...params) {
+      if (pgDatabase) return queryPostgres(pgDatabase.url, sql, params);
       const db = new Database(dbPath, { readonly: true });
       try {
         return db.prepare(sql).all(...params) as never;
@@ -142,6 +143,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     },
     async close() {
       await sim.close();
+      await pgDatabase?.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

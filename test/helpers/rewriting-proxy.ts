@@ -14,8 +14,12 @@ export interface RewritingProxy {
   baseUrl: string;
   /** Where requests go; set once the simulator is up. */
   target: string;
-  /** Applied to the next 200 export page bodies (one use each, in order). */
-  rewrites: Rewrite[];
+  /**
+   * `rewrites[i]` rewrites the i-th page (offset i x limit) of an export, once. Keyed by page and
+   * not by arrival order because the mirror reads pages ahead concurrently and their responses
+   * race.
+   */
+  rewrites: (Rewrite | undefined)[];
   /** Export page bodies as served to the mirror, after any rewrite. */
   served: Buffer[];
   close(): Promise<void>;
@@ -70,12 +74,20 @@ async function forward(
   const retryAfter = upstream.headers.get("retry-after");
   if (retryAfter) headers["retry-after"] = retryAfter;
   if (upstream.status === 200 && EXPORT_PATH.test(path.split("?")[0] ?? "")) {
-    const rewrite = proxy.rewrites.shift();
+    const page = pageIndex(path);
+    const rewrite = proxy.rewrites[page];
     if (rewrite) {
+      proxy.rewrites[page] = undefined;
       const out = rewrite(body.toString("utf8"));
       body = typeof out === "string" ? Buffer.from(out, "utf8") : out;
     }
     proxy.served.push(body);
   }
   return { status: upstream.status, headers, body };
+}
+
+function pageIndex(path: string): number {
+  const query = new URLSearchParams(path.split("?")[1] ?? "");
+  const limit = Number(query.get("limit") ?? 100);
+  return Math.floor(Number(query.get("offset") ?? 0) / limit);
 }

@@ -1,7 +1,7 @@
 /**
  * Two harnesses over identical simulators (same seed, same clock start, same dataset): one pass
  * sequence runs clean on `clean`, the same sequence runs faulted or crashed on `hurt`, and the
- * final databases are compared with `snapshotDb`.
+ * final databases are compared with `snapshot` (db-snapshot.ts).
  */
 import type { Counter } from "prom-client";
 import { createHarness, type Harness, type HarnessOptions } from "./mirror-harness.js";
@@ -29,18 +29,6 @@ export async function createTwins(options: HarnessOptions = {}): Promise<Twins> 
       await hurt.close();
     },
   };
-}
-
-/** How many trigger POSTs reached the simulator. */
-export function triggerPosts(h: Harness): number {
-  return h.sim.requests.filter((r) => r.method === "POST" && r.route === "/sync-task").length;
-}
-
-/** Requests to a route ("METHOD /template") the simulator answered with `status`. */
-export function answered(h: Harness, route: string, status?: number): number {
-  return h.sim.requests.filter(
-    (r) => `${r.method} ${r.route}` === route && (status === undefined || r.status === status),
-  ).length;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig, requireToken, resolveConfigPath } from "../../src/config.js";
+import { loadConfig, parseConfig, requireToken, resolveConfigPath } from "../../src/config.js";
 import { ConfigError } from "../../src/errors.js";
 
 const ID = "3f6c2a91-8d4e-4b7a-9c15-2e8f0d6b1a47";
@@ -21,6 +21,21 @@ function issuesOf(text: string, env: Record<string, string> = {}): { path: strin
 }
 
 describe("config", () => {
+  it("reads the HTTP bearer token from the variable http.token_env names, and search.enabled", () => {
+    const text = `${base}http:\n  token_env: MY_HTTP_TOKEN\nsearch:\n  enabled: true\n`;
+    const config = parseConfig("cfg.yaml", text, { MY_HTTP_TOKEN: "http-secret-value" });
+    expect(config.http).toMatchObject({ tokenEnv: "MY_HTTP_TOKEN", token: "http-secret-value" });
+    expect(config.search.enabled).toBe(true);
+    expect(parseConfig("cfg.yaml", text, { MY_HTTP_TOKEN: "" }).http.token).toBeUndefined();
+  });
+
+  it("refuses the HTTP token written in the file, naming the key only", () => {
+    const env = { SYNCMIRROR_HTTP_TOKEN: "http-secret-value" };
+    const issues = issuesOf(`${base}    full_cron: "http-secret-value"\n`, env);
+    expect(issues.map((i) => i.path)).toEqual(["mirrors[0].full_cron"]);
+    expect(JSON.stringify(issues)).not.toContain("http-secret-value");
+  });
+
   it("fills SPEC defaults and lets a mirror override them", () => {
     const config = parseConfig("cfg.yaml", `${base}    full_cron: "0 2 * * 0"\n`, {
       SYNCMIRROR_API_TOKEN: "t0ken-value",
@@ -32,8 +47,14 @@ describe("config", () => {
     expect(m?.deleteAfterMissedFull).toBe(1);
     expect(m?.maxDeleteFraction).toBe(0.5);
     expect(m?.inaccessibleGraceHours).toBe(72);
-    expect(config.database.path).toBe("data/mirror.db");
-    expect(config.http).toEqual({ host: "0.0.0.0", port: 9464 });
+    expect(config.database).toMatchObject({ kind: "sqlite", path: "data/mirror.db", leaseSeconds: 60 });
+    expect(config.http).toEqual({
+      host: "0.0.0.0",
+      port: 9464,
+      tokenEnv: "SYNCMIRROR_HTTP_TOKEN",
+      token: undefined,
+    });
+    expect(config.search).toEqual({ enabled: false });
     expect(config.maxConcurrentMirrors).toBe(2);
     expect(requireToken(config)).toBe("t0ken-value");
     expect(Object.isFrozen(config)).toBe(true);
@@ -47,6 +68,60 @@ describe("config", () => {
     expect(paths).toContain("mirrors[0].since_overlap_seconds");
     expect(paths).toContain("mirrors[0].full_cron");
     expect(issues.find((i) => i.path === "mirrors[0]")?.message).toMatch(/colour/);
+  });
+
+  it("reads the HTTP bearer token from http.token_env, and refuses it written in the file", () => {
+    const env = { SYNCMIRROR_API_TOKEN: "t0ken-value", STATUS_TOKEN: "http-t0ken-value" };
+    const config = parseConfig("cfg.yaml", `${base}http:\n  token_env: STATUS_TOKEN\n`, env);
+    expect(config.http).toMatchObject({ tokenEnv: "STATUS_TOKEN", token: "http-t0ken-value" });
+    const issues = issuesOf(`${base}http:\n  token_env: STATUS_TOKEN\n  listen: http-t0ken-value\n`, env);
+    expect(issues.map((i) => i.path)).toContain("http.listen");
+    expect(JSON.stringify(issues)).not.toContain("http-t0ken-value");
+  });
+
+  it("says what to do about a missing file, a YAML error, and an empty token variable", () => {
+    const missing = (() => {
+      try {
+        loadConfig("/nonexistent/syncmirror.yaml", {});
+      } catch (error) {
+        return (error as Error).message;
+      }
+    })();
+    expect(missing).toMatch(
+      /\/nonexistent\/syncmirror\.yaml.*no such file: copy config\/syncmirror\.example\.yaml/s,
+    );
+    expect(missing).toMatch(/--config FILE or \$SYNCMIRROR_CONFIG/);
+    const [yaml] = issuesOf(`${base}  x: y: z\n`);
+    expect(yaml?.message).toMatch(/^YAML: .+ \(line \d+, column \d+\)$/);
+    const empty = parseConfig("cfg.yaml", base, { SYNCMIRROR_API_TOKEN: "" });
+    expect(() => requireToken(empty)).toThrow(/SYNCMIRROR_API_TOKEN is set but empty/);
+    const unset = parseConfig("cfg.yaml", base, {});
+    expect(() => requireToken(unset)).toThrow(/SYNCMIRROR_API_TOKEN is not set/);
+  });
+
+  it("refuses two mirrors of one sync config, naming both", () => {
+    const issues = issuesOf(`${base}  - name: eng-copy\n    sync_config_id: ${ID}\n`);
+    expect(issues).toContainEqual({
+      path: "mirrors[1].sync_config_id",
+      message: expect.stringMatching(/eng-wiki.*eng-copy|eng-copy.*eng-wiki/),
+    });
+  });
+
+  it("reads the export paging bounds, defaulting to 4 pages ahead per run and per pass", () => {
+    const env = { SYNCMIRROR_API_TOKEN: "t0ken-value" };
+    expect(parseConfig("cfg.yaml", base, env).export).toEqual({ pagesAheadPerRun: 4, pagesAheadPerPass: 4 });
+    const set = parseConfig(
+      "cfg.yaml",
+      `export:\n  pages_ahead_per_run: 0\n  pages_ahead_per_pass: 12\n${base}`,
+      env,
+    );
+    expect(set.export).toEqual({ pagesAheadPerRun: 0, pagesAheadPerPass: 12 });
+    const paths = issuesOf(
+      `export:\n  pages_ahead_per_run: -1\n  pages_ahead_per_pass: 1.5\n  window: 3\n${base}`,
+    ).map((i) => i.path);
+    expect(paths).toEqual(
+      expect.arrayContaining(["export.pages_ahead_per_run", "export.pages_ahead_per_pass", "export"]),
+    );
   });
 
   it("rejects duplicate mirror names and bad names", () => {

@@ -13,16 +13,19 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function serve(overrides: { isReady?: () => boolean; getStatus?: () => unknown } = {}) {
+async function serve(
+  overrides: { isReady?: () => boolean; getStatus?: () => unknown; token?: string; host?: string } = {},
+) {
   const registry = new Registry();
   const metrics = createMetrics(registry, { defaultMetrics: false });
   server = createHttpServer({
     registry,
     isReady: overrides.isReady ?? (() => true),
     getStatus: overrides.getStatus ?? (() => ({ mirrors: [] })),
+    token: overrides.token,
     log,
   });
-  const { port } = await server.listen("127.0.0.1", 0);
+  const { port } = await server.listen(overrides.host ?? "127.0.0.1", 0);
   return { base: `http://127.0.0.1:${port}`, metrics, registry };
 }
 
@@ -119,5 +122,29 @@ describe("createHttpServer", () => {
     await server?.close();
     await server?.close();
     await expect(fetch(`${base}/healthz`)).rejects.toThrow();
+  });
+
+  it("closes /status to every caller on a non-loopback listener without a token; /metrics stays open", async () => {
+    const { port } = new URL((await serve({ host: "0.0.0.0" })).base);
+    const base = `http://127.0.0.1:${port}`;
+    const res = await fetch(`${base}/status`, { headers: { Authorization: "Bearer anything" } });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(await res.text()).toBe("unauthorized\n");
+    expect((await fetch(`${base}/metrics`)).status).toBe(200);
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+  });
+
+  it("requires the configured bearer token for /status, even on loopback", async () => {
+    const { base } = await serve({ token: "s3cret-http-token" });
+    const statusWith = async (authorization?: string) =>
+      (await fetch(`${base}/status`, authorization ? { headers: { Authorization: authorization } } : {}))
+        .status;
+    expect(await statusWith()).toBe(401);
+    expect(await statusWith("Bearer wrong")).toBe(401);
+    expect(await statusWith("Bearer s3cret-http-token-and-more")).toBe(401);
+    expect(await statusWith("Basic s3cret-http-token")).toBe(401);
+    expect(await statusWith("Bearer s3cret-http-token")).toBe(200);
   });
 });

@@ -1,7 +1,7 @@
 import { MockAgent } from "undici";
 import { describe, expect, it } from "vitest";
 import { createApiClient } from "../../src/api/client.js";
-import { createLogger, REDACT_CENSOR, silentLogger } from "../../src/log.js";
+import { createLogger, REDACT_CENSOR, silentLogger, withLogContext } from "../../src/log.js";
 
 const TOKEN = "tok-5ecret-do-not-leak-8f2a";
 
@@ -22,6 +22,35 @@ describe("createLogger", () => {
       mirror: "eng",
       msg: "hello",
     });
+  });
+
+  it("adds the enclosing withLogContext fields to every line, once, and only inside it", async () => {
+    const { lines, stream } = capture();
+    const log = createLogger({ level: "info" }, stream);
+    await withLogContext({ mirror: "eng" }, () =>
+      withLogContext({ trigger_id: "t-1" }, async () => log.info({ mirror: "eng" }, "inside")),
+    );
+    log.info("outside");
+    expect(lines[0]?.match(/"mirror"/g)).toHaveLength(1);
+    expect(JSON.parse(lines[0] ?? "")).toMatchObject({ mirror: "eng", trigger_id: "t-1", msg: "inside" });
+    expect(JSON.parse(lines[1] ?? "")).not.toHaveProperty("mirror");
+  });
+
+  it("writes one readable line per entry for a terminal, after redaction", () => {
+    const { lines, stream } = capture();
+    const log = createLogger({ level: "info", name: "syncmirror", human: true }, stream);
+    log.warn(
+      { mirror: "eng", authorization: `Bearer ${TOKEN}`, err: new Error("boom now") },
+      "api request failed",
+    );
+    expect(lines).toHaveLength(1);
+    const line = lines[0] ?? "";
+    expect(line.startsWith("\r\u001b[K")).toBe(true);
+    expect(line.slice(4)).toMatch(
+      /^\d\d:\d\d:\d\d WARN {2}api request failed mirror=eng authorization=\[redacted\] err="boom now"\n$/,
+    );
+    expect(line).not.toContain(TOKEN);
+    expect(() => JSON.parse(line)).toThrow();
   });
 
   it("censors every path that may hold the token", () => {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { MirrorConfig } from "../../src/config.js";
-import type { PairRow } from "../../src/store/pairs.js";
+import type { Pair } from "../../src/store/types.js";
 import { planPass } from "../../src/sync/plan.js";
 
 const mirror = { sinceOverlapSeconds: 300, inaccessibleGraceHours: 72 } as MirrorConfig;
 
-function pair(user: string, watermark: string | null, extra: Partial<PairRow> = {}): PairRow {
+function pair(user: string, watermark: string | null, extra: Partial<Pair> = {}): Pair {
   return {
     mirror: "m",
     userEmail: user,

@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 import type { MirrorConfig } from "../../src/config.js";
 import { AbortedError } from "../../src/errors.js";
 import { createMetrics } from "../../src/metrics.js";
-import { createScheduler, type ScheduleFn, type SyncMode } from "../../src/scheduler.js";
+import { createScheduler, type ScheduleFn } from "../../src/scheduler.js";
+import type { Mode } from "../../src/store/types.js";
 
 function mirror(name: string, overrides: Partial<MirrorConfig> = {}): MirrorConfig {
   return {
@@ -29,7 +30,7 @@ function mirror(name: string, overrides: Partial<MirrorConfig> = {}): MirrorConf
 
 interface Call {
   mirror: string;
-  mode: SyncMode;
+  mode: Mode;
   signal: AbortSignal;
   finish: () => void;
   fail: (err: Error) => void;
@@ -67,7 +68,7 @@ function harness(
     metrics,
     schedule,
   });
-  const skipped = async (m: string, mode: SyncMode): Promise<number> =>
+  const skipped = async (m: string, mode: Mode): Promise<number> =>
     (await metrics.ticksSkipped.get()).values.find((v) => v.labels.mirror === m && v.labels.mode === mode)
       ?.value ?? 0;
   const started = () => calls.map((c) => `${c.mirror}:${c.mode}`);

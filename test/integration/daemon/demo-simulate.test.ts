@@ -29,6 +29,12 @@ describe("syncmirror demo", () => {
     expect(out).toMatch(/since sent: \d{4}-\d\d-\d\dT/);
     expect(out).toMatch(/resources: \d+ live, 1 tombstone\(s\)/);
     expect(out).toMatch(/changes feed: .*\d+ delete/);
+    const [, searches = ""] = out.split(/== 5\. search .*, as two users\n/);
+    const sections = searches.split(/^(?=\S+@\S+: )/m).filter((x) => x.trim() !== "");
+    expect(sections).toHaveLength(2);
+    const keysOf = (section: string) => section.match(/ (?:notion|github):\S+/g) ?? [];
+    expect(keysOf(sections[0] as string).length).toBeGreaterThan(0);
+    expect(keysOf(sections[0] as string)).not.toEqual(keysOf(sections[1] as string));
   });
 });
 

@@ -3,9 +3,10 @@
  * trigger is in flight, SIGTERM drains and exits 0, a restarted daemon finishes the same trigger.
  */
 import { describe, expect, it } from "vitest";
-import { openDatabase } from "../../../src/store/db.js";
-import { type DaemonProcess, parseLogLines, requestCount, until } from "../../helpers/daemon.js";
+import { openDatabase } from "../../../src/store/sqlite/open.js";
+import { type DaemonProcess, parseLogLines, until } from "../../helpers/daemon.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
+import { triggerPosts } from "../../helpers/requests.js";
 import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
 
 const EXPORT = "GET /sync-task/{sync_id}/export";
@@ -56,7 +57,7 @@ describe("syncmirror run", () => {
     const second = await h.cli(["sync"]);
     expect(second.code).toBe(1);
     expect(second.stderr).toContain("in use by another syncmirror process");
-    expect(requestCount(h, "POST", "/sync-task")).toBe(0);
+    expect(triggerPosts(h)).toBe(0);
     expect((await d.get("/readyz")).status).toBe(200);
     expect((await d.stop()).code).toBe(0);
   });
@@ -68,12 +69,12 @@ describe("syncmirror run", () => {
     h.sim.runs.hold();
     const d = await daemon(h);
     const harness = h;
-    await until(() => requestCount(harness, "POST", "/sync-task") > 0, "the trigger POST");
+    await until(() => triggerPosts(harness) > 0, "the trigger POST");
     await until(
       async () => (await d.metric("syncmirror_ticks_skipped_total", { mirror: "main" })) >= 2,
       "two skipped ticks",
     );
-    expect(requestCount(h, "POST", "/sync-task")).toBe(1);
+    expect(triggerPosts(h)).toBe(1);
     h.sim.runs.release();
     await until(
       async () =>
@@ -105,7 +106,7 @@ describe("syncmirror run", () => {
       () => harness.query("SELECT 1 FROM triggers WHERE state = 'done'").length,
       "the trigger to settle",
     );
-    expect(requestCount(h, "POST", "/sync-task")).toBe(1);
+    expect(triggerPosts(h)).toBe(1);
     expect(h.query("SELECT state FROM triggers")).toEqual([{ state: "done" }]);
     expectMirrorMatchesSimulator(h);
     expect((await second.stop()).code).toBe(0);
@@ -141,7 +142,7 @@ describe("syncmirror run", () => {
       () => harness.query("SELECT 1 FROM triggers WHERE state = 'done'").length,
       "the trigger to settle",
     );
-    expect(requestCount(h, "POST", "/sync-task")).toBe(1);
+    expect(triggerPosts(h)).toBe(1);
     const firstPages = h.sim.requests.filter(
       (r) => r.route === "/sync-task/{sync_id}/export" && r.query.offset === "0",
     );

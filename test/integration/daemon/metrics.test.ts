@@ -156,4 +156,26 @@ describe("syncmirror run: /metrics", () => {
       expect(names).toContain(name);
     expect((await d.stop()).code).toBe(0);
   });
+
+  it("serves every counter series of each configured mirror at 0 before its first event", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    const d = await daemon(h);
+    const samples = parseMetrics((await d.get("/metrics")).body);
+    const series = (name: string, labels: Record<string, string>) =>
+      samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+    for (const name of [
+      "syncmirror_resources_deleted_total",
+      "syncmirror_access_revoked_total",
+      "syncmirror_sweeps_held_total",
+    ])
+      expect(series(name, MAIN)?.value, name).toBe(0);
+    for (const name of ["syncmirror_resources_upserted_total", "syncmirror_resources_unchanged_total"])
+      for (const source_type of ["notion", "google_drive", "google_docs", "github"])
+        expect(series(name, { ...MAIN, source_type })?.value, `${name} ${source_type}`).toBe(0);
+    for (const mode of ["incremental", "full"]) {
+      expect(series("syncmirror_ticks_skipped_total", { ...MAIN, mode })?.value, mode).toBe(0);
+      expect(series("syncmirror_triggers_total", { ...MAIN, mode, outcome: "failed" })?.value, mode).toBe(0);
+    }
+    expect((await d.stop()).code).toBe(0);
+  });
 });

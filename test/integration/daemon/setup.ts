@@ -47,7 +47,7 @@ export function daemonSuite(): {
   /** Remembers the harness to close after the test. */
   use(h: Harness): Harness;
   /** A started daemon, by default once /readyz answers 200 (the database exists and is migrated). */
-  daemon(h: Harness, options?: { ready?: boolean }): Promise<DaemonProcess>;
+  daemon(h: Harness, options?: { ready?: boolean; env?: Record<string, string> }): Promise<DaemonProcess>;
 } {
   const daemons: DaemonProcess[] = [];
   let current: Harness | undefined;
@@ -63,7 +63,7 @@ export function daemonSuite(): {
       return h;
     },
     async daemon(h, options = {}) {
-      const d = await startDaemon(h);
+      const d = await startDaemon(h, options.env);
       daemons.push(d);
       if (options.ready ?? true)
         await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200");

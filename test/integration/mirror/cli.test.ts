@@ -4,7 +4,8 @@
  */
 import { writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { pairs, pickDoc, publicTables } from "../../helpers/mirror-db.js";
+import { snapshot } from "../../helpers/db-snapshot.js";
+import { pickDoc } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 
 let h: Harness;
@@ -83,18 +84,20 @@ describe("sync --full --dry-run", () => {
       narrowed.docId,
       narrowed.visibleTo.filter((u) => u !== U1),
     );
-    const before = { ...publicTables(h), pairs: pairs(h) };
+    const before = snapshot(h);
     const wouldRevoke = removed.visibleTo.length + 1;
 
     const text = await h.cli(["sync", "--full", "--dry-run"]);
     expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout).toContain(`would revoke ${wouldRevoke}, would delete 1`);
+    expect(text.stdout).toContain(
+      `the sweep would revoke ${wouldRevoke} access row(s) and delete 1 resource(s); nothing was written`,
+    );
     const json = await h.cli(["sync", "--full", "--dry-run", "--json"]);
     expect(JSON.parse(json.stdout).mirrors[0].dry_run).toEqual({
       would_revoke: wouldRevoke,
       would_delete: 1,
     });
-    expect({ ...publicTables(h), pairs: pairs(h) }).toEqual(before);
+    expect(snapshot(h)).toEqual(before);
 
     // The real sweep then does what the dry run said.
     const real = await h.sync({ full: true });

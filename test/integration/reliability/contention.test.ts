@@ -6,9 +6,10 @@
 import { spawnSync } from "node:child_process";
 import { chmodSync, statSync } from "node:fs";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { consistencyProblems, integrityOf, snapshotDb, snapshotDiff } from "../../helpers/db-snapshot.js";
-import { httpGet, listeningPort, spawnCli } from "../../helpers/spawn-cli.js";
-import { createTwins, type Twins, triggerPosts } from "../../helpers/twins.js";
+import { httpGet, spawnCli, waitForPort } from "../../helpers/daemon.js";
+import { consistencyProblems, integrityOf, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { triggerPosts } from "../../helpers/requests.js";
+import { createTwins, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
 let cleanup: (() => void) | undefined;
@@ -38,7 +39,7 @@ describe("two processes on one database", () => {
     hurt.sim.runs.release();
     expect((await first).code).toBe(0);
     expect(integrityOf(hurt.dbPath)).toBe("ok");
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 
   it("a daemon started beside a running sync waits for the lock, not ready, then takes over", async () => {
@@ -48,14 +49,11 @@ describe("two processes on one database", () => {
     const first = hurt.cli(["sync"]);
     await vi.waitFor(() => expect(triggerPosts(hurt)).toBe(1), { timeout: 30_000, interval: 20 });
 
-    const daemon = spawnCli(["run"], {
-      configPath: hurt.configPath,
-      env: { ...hurt.env, LOG_LEVEL: "info" },
-    });
+    const daemon = spawnCli(["run", "--config", hurt.configPath], { ...hurt.env, LOG_LEVEL: "info" });
     cleanup = () => daemon.child.kill("SIGKILL");
-    const port = await listeningPort(daemon);
+    const port = await waitForPort(daemon);
     await vi.waitFor(
-      () => expect(daemon.out.stderr).toContain("database locked by another process; waiting (not ready)"),
+      () => expect(daemon.stderr()).toContain("database locked by another process; waiting (not ready)"),
       {
         timeout: 30_000,
         interval: 20,
@@ -71,7 +69,7 @@ describe("two processes on one database", () => {
       interval: 50,
     });
     daemon.child.kill("SIGTERM");
-    expect(await daemon.exited).toBe(0);
+    expect((await daemon.exited).code).toBe(0);
     cleanup = undefined;
     expect(integrityOf(hurt.dbPath)).toBe("ok");
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
@@ -97,22 +95,22 @@ function run(cmd: string, args: string[]): void {
 }
 
 describe("storage failures", () => {
-  it("a read-only database file: exit 1 naming the file and what to do, nothing changed, nothing triggered", async () => {
+  it("a read-only database file: exit 2 naming the file and what to do, nothing changed, nothing triggered", async () => {
     twins = await createTwins({ sim: { docs: 30 } });
     const { hurt } = twins;
     expect((await hurt.sync()).outcome).toBe("succeeded");
-    const before = snapshotDb(hurt.dbPath);
+    const before = snapshot(hurt);
     const posts = triggerPosts(hurt);
     cleanup = makeReadOnly(hurt.dbPath);
 
     const r = await hurt.cli(["sync", "--full"]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.stderr).toContain(hurt.dbPath);
     expect(r.stderr).toMatch(/writable|read-only/);
     expect(triggerPosts(hurt)).toBe(posts);
     cleanup();
     cleanup = undefined;
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), before)).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), before)).toEqual([]);
   });
 
   it("a disk that fills mid-pass: exit 1 naming the disk, whole pages only, and the next pass resumes to a clean run's state", async () => {
@@ -128,8 +126,8 @@ describe("storage failures", () => {
     // RLIMIT_FSIZE (`ulimit -f`, 512-byte blocks in sh): a write past it fails like a full disk
     // (Node ignores SIGXFSZ, so SQLite gets EFBIG). No seam in the product.
     const prelude = `ulimit -f ${Math.ceil(limitBytes / 512)}`;
-    const filled = spawnCli(["sync"], { configPath: hurt.configPath, env: hurt.env, prelude });
-    const full = { code: await filled.exited, ...filled.out };
+    const filled = spawnCli(["sync", "--config", hurt.configPath], hurt.env, { prelude });
+    const full = { code: (await filled.exited).code, stdout: filled.stdout(), stderr: filled.stderr() };
     expect(full.code, full.stderr).toBe(1);
     expect(full.stderr).toMatch(/the database could not be written .*disk is not full.*resumes/);
     expect(integrityOf(hurt.dbPath)).toBe("ok");
@@ -142,6 +140,6 @@ describe("storage failures", () => {
     const resumed = await hurt.cli(["sync"]);
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
     expect(triggerPosts(hurt)).toBe(1);
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 });

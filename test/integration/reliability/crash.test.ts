@@ -5,9 +5,10 @@
  * time the code reaches the point, not after a delay.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { consistencyProblems, integrityOf, snapshotDb, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { consistencyProblems, integrityOf, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
 import type { Harness } from "../../helpers/mirror-harness.js";
-import { answered, createTwins, type Twins, triggerPosts } from "../../helpers/twins.js";
+import { answered, triggerPosts } from "../../helpers/requests.js";
+import { createTwins, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
 afterEach(async () => {
@@ -96,7 +97,7 @@ describe("crash matrix: kill -9, restart, compare with an uninterrupted run", ()
     expect(triggerPosts(hurt) - triggersBefore, "exactly one trigger upstream").toBe(1);
     expect(answered(hurt, CONTINUE, 200), "each continue arrives once").toBe(answered(clean, CONTINUE, 200));
     if (c.defaults?.continue_incomplete) expect(answered(clean, CONTINUE, 200)).toBe(1);
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 });
 
@@ -119,6 +120,6 @@ describe("a continue whose answer is lost", () => {
     expect(hurt.sim.faults.pending()).toEqual([]);
     expect(hurt.sim.requests.filter((r) => `${r.method} ${r.route}` === CONTINUE)).toHaveLength(1);
     expect(hurt.query("SELECT continue_pending FROM runs WHERE continue_pending IS NOT NULL")).toEqual([]);
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { exitCodeFor } from "../../../src/sync/outcome.js";
-import { consistencyProblems, snapshotDb, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { consistencyProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
 import { counterValue, createTwins, ghostTrigger, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
@@ -29,7 +29,7 @@ describe("export quirks", () => {
     expect(summary.counts.upserted).toBe(reference.counts.upserted);
     expect(summary.counts.unchanged).toBe(reference.counts.unchanged + 1);
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 
   it("engine_version changing between pages: each row keeps its page's engine; the next pass converges", async () => {
@@ -55,8 +55,8 @@ describe("export quirks", () => {
     expect(again.outcome).toBe("succeeded");
     expect(again.counts.upserted).toBe(500);
     expect((await clean.sync({ full: true })).outcome).toBe("succeeded");
-    const { changes: _h, ...hurtState } = snapshotDb(hurt.dbPath);
-    const { changes: _c, ...cleanState } = snapshotDb(clean.dbPath);
+    const { changes: _h, ...hurtState } = snapshot(hurt);
+    const { changes: _c, ...cleanState } = snapshot(clean);
     expect(snapshotDiff({ ...hurtState, changes: [] }, { ...cleanState, changes: [] })).toEqual([]);
   });
 
@@ -66,7 +66,7 @@ describe("export quirks", () => {
     hurt.sim.setExportVersions({ schema_version: version });
     expect((await clean.sync()).outcome).toBe("succeeded");
     expect((await hurt.sync()).outcome).toBe("succeeded");
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 
   it.each([2, "2.0", "v1", "1.x"])(
@@ -96,7 +96,7 @@ describe("export quirks", () => {
       await ghostTrigger(clean);
       expect((await hurt.sync()).outcome).toBe("succeeded");
       expect((await clean.sync()).outcome).toBe("succeeded");
-      expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+      expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
     },
   );
 });

@@ -7,8 +7,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Fault } from "../../../src/simulator/index.js";
 import { exitCodeFor } from "../../../src/sync/outcome.js";
-import { consistencyProblems, snapshotDb, snapshotDiff } from "../../helpers/db-snapshot.js";
-import { counterValue, createTwins, type Twins, triggerPosts } from "../../helpers/twins.js";
+import { consistencyProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { triggerPosts } from "../../helpers/requests.js";
+import { counterValue, createTwins, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
 afterEach(async () => {
@@ -116,7 +117,7 @@ describe("HTTP faults a pass recovers from on its own", () => {
       true,
     );
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 });
 
@@ -216,7 +217,7 @@ describe("HTTP faults that end a pass with a clear error, and the pass that reco
     expect((await hurt.sync({ full })).outcome).toBe("succeeded");
     expect(new Set(hurt.sim.runs.list().map((r) => r.trigger_id)).size).toBe(full ? 2 : 1);
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 
   it("exits 1 through the CLI and names the route, the cause and the next step", async () => {

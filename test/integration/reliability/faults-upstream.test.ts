@@ -6,10 +6,11 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { exitCodeFor } from "../../../src/sync/outcome.js";
-import { consistencyProblems, snapshotDb, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { consistencyProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
 import type { Harness } from "../../helpers/mirror-harness.js";
 import { expectedKeys, visibleKeys } from "../../helpers/mirror-harness.js";
-import { counterValue, createTwins, type Twins, triggerPosts } from "../../helpers/twins.js";
+import { triggerPosts } from "../../helpers/requests.js";
+import { counterValue, createTwins, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
 afterEach(async () => {
@@ -62,7 +63,7 @@ describe("trigger refusals", () => {
       const { clean, hurt } = twins;
       expect((await hurt.sync()).outcome).toBe("succeeded");
       expect((await clean.sync()).outcome).toBe("succeeded");
-      const before = snapshotDb(hurt.dbPath);
+      const before = snapshot(hurt);
       c.refuse(hurt);
 
       const r = await hurt.cli(["sync", "--json"]);
@@ -74,12 +75,12 @@ describe("trigger refusals", () => {
         hurt.query("SELECT 1 FROM triggers WHERE state != 'done'"),
         "a refusal closes the trigger",
       ).toEqual([]);
-      expect(snapshotDiff(snapshotDb(hurt.dbPath), before)).toEqual([]);
+      expect(snapshotDiff(snapshot(hurt), before)).toEqual([]);
 
       c.allow(hurt);
       expect((await hurt.sync()).outcome).toBe("succeeded");
       expect((await clean.sync()).outcome).toBe("succeeded");
-      expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+      expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
     },
   );
 
@@ -127,7 +128,7 @@ describe("things that vanish upstream", () => {
     twins = await createTwins({ sim: { docs: 30 } });
     const { hurt } = twins;
     expect((await hurt.sync()).outcome).toBe("succeeded");
-    const before = snapshotDb(hurt.dbPath);
+    const before = snapshot(hurt);
     hurt.sim.configs.remove(hurt.sim.syncConfigId);
 
     for (const args of [["sync"], ["sync", "--full"]]) {
@@ -141,7 +142,7 @@ describe("things that vanish upstream", () => {
     }
     expect(triggerPosts(hurt)).toBe(3);
     expect(hurt.query("SELECT 1 FROM triggers WHERE state != 'done'")).toEqual([]);
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), before)).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), before)).toEqual([]);
   });
 
   it("the remote sync config deleted while its runs run: their exports stay readable and are ingested", async () => {
@@ -154,6 +155,6 @@ describe("things that vanish upstream", () => {
     hurt.sim.runs.release();
     expect((await pass).outcome).toBe("succeeded");
     expect((await clean.sync()).outcome).toBe("succeeded");
-    expect(snapshotDiff(snapshotDb(hurt.dbPath), snapshotDb(clean.dbPath))).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 });

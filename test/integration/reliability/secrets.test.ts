@@ -10,8 +10,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
+import { httpGet, spawnCli, waitForPort } from "../../helpers/daemon.js";
 import { createHarness, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
-import { httpGet, listeningPort, spawnCli } from "../../helpers/spawn-cli.js";
 
 let h: Harness | undefined;
 let daemon: ChildProcess | undefined;
@@ -24,7 +24,7 @@ afterEach(async () => {
 
 /** The real CLI under `umask 000`, with debug logs: every line it can write is scanned. */
 const start = (args: string[], configPath: string, env: Record<string, string | undefined>) =>
-  spawnCli(args, { configPath, env: { ...env, LOG_LEVEL: "debug" }, prelude: "umask 000" });
+  spawnCli([...args, "--config", configPath], { ...env, LOG_LEVEL: "debug" }, { prelude: "umask 000" });
 
 /** Every file beside the database, as bytes. */
 function databaseFiles(dir: string): Map<string, Buffer> {
@@ -43,7 +43,7 @@ describe("secrets and file modes", () => {
 
     const run = start(["run"], configPath, h.env);
     daemon = run.child;
-    const port = await listeningPort(run);
+    const port = await waitForPort(run);
     const get = (path: string) => httpGet(port, path);
     await vi.waitFor(
       async () => expect(JSON.parse((await get("/status")).body).mirrors[0].last_outcome).toBe("succeeded"),
@@ -54,7 +54,7 @@ describe("secrets and file modes", () => {
     const modes = readdirSync(dataDir).map((f) => [f, statSync(join(dataDir, f)).mode & 0o777]);
     const filesWhileRunning = databaseFiles(dataDir);
     run.child.kill("SIGTERM");
-    expect(await run.exited).toBe(0);
+    expect((await run.exited).code).toBe(0);
 
     const db = new Database(join(dataDir, "mirror.db"), { readonly: true });
     const titles = (db.prepare("SELECT title FROM resources").all() as { title: string }[]).map(
@@ -74,20 +74,20 @@ describe("secrets and file modes", () => {
     for (const [file, mode] of modes) expect(mode, `${file} mode`).toBe(0o600);
 
     const sync = start(["sync", "--full", "--json"], configPath, h.env);
-    expect(await sync.exited).toBe(0);
+    expect((await sync.exited).code).toBe(0);
     const status = start(["status", "--json"], configPath, h.env);
-    expect(await status.exited).toBe(0);
+    expect((await status.exited).code).toBe(0);
     const check = start(["check"], configPath, h.env);
     await check.exited;
     for (const files of [filesWhileRunning, databaseFiles(dataDir)]) {
       for (const [file, bytes] of files) expect(bytes.includes(token), `${file} holds the token`).toBe(false);
     }
-    for (const out of [run.out, sync.out, status.out, check.out]) {
+    for (const out of [run, sync, status, check].map((p) => ({ stdout: p.stdout(), stderr: p.stderr() }))) {
       expect(out.stderr.length + out.stdout.length).toBeGreaterThan(0);
       expect(out.stdout).not.toContain(token);
       expect(out.stderr).not.toContain(token);
     }
-    expect(run.out.stderr).toContain('"level":20');
+    expect(run.stderr()).toContain('"level":20');
   });
 
   it("a rejected token is named by its variable, never by its value", async () => {

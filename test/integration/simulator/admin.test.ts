@@ -28,6 +28,18 @@ describe("simulator admin routes", () => {
     expect(bad.status).toBe(422);
   });
 
+  it("removes a seeded random share of live documents", async () => {
+    const { sim } = await startTestSimulator({ docs: 200 });
+    const headers = { authorization: `Bearer ${sim.token}`, "content-type": "application/json" };
+    const response = await adminFetch(sim.baseUrl, "/docs/remove-random", {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ fraction: 0.05 }),
+    });
+    expect(await response.json()).toEqual({ removed: 10, live: 200 });
+    expect(sim.docs.list().filter((d) => d.deleted)).toHaveLength(10);
+  });
+
   it("reads and clears the request log, needs the token, and is neither logged nor faulted", async () => {
     const { sim, api } = await startTestSimulator();
     const headers = { authorization: `Bearer ${sim.token}` };

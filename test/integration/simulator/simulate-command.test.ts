@@ -79,6 +79,20 @@ describe("syncmirror simulate", () => {
     expect(await exit).toBe(0);
   });
 
+  it("takes --latency-ms N and delays each API answer by it", async () => {
+    const { io, controller, stdout, out } = testIo();
+    const exit = simulate(["--latency-ms", "150"], io);
+    while (!out().includes("try: curl")) await once(stdout, "data");
+    expect(out()).toContain("latency: 150 ms");
+    const baseUrl = /base_url: (\S+)/.exec(out())?.[1] ?? "";
+    const headers = { authorization: `Bearer ${/token: (\S+)/.exec(out())?.[1]}` };
+    const started = performance.now();
+    expect((await fetch(`${baseUrl}/projects`, { headers })).status).toBe(200);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(149);
+    controller.abort();
+    expect(await exit).toBe(0);
+  });
+
   it("refuses bad arguments with exit 2 and usage on stderr", async () => {
     for (const args of [
       ["--docs", "many"],
@@ -87,6 +101,7 @@ describe("syncmirror simulate", () => {
       ["--users", "0"],
       ["--servers", "dropbox=1"],
       ["--servers", "notion=0"],
+      ["--latency-ms", "-5"],
     ]) {
       const { io, err } = testIo();
       expect(await simulate(args, io)).toBe(2);

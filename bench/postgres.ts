@@ -1,0 +1,172 @@
+/**
+ * The PostgreSQL store beside SQLite at the same size: the cold full mirror and the unchanged full
+ * snapshot on a fresh database, and the limit client's bare multi-row INSERT into unindexed tables
+ * in one transaction (bench/bare-store.ts). Each runs in a database created for it and dropped
+ * after. The measured process's CPU is the client's alone: the server's work is in other
+ * processes, so the section also gives the server's CPU over the same span.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { fixed, mb, type Results, rate } from "./figures.js";
+import type { BenchOptions } from "./options.js";
+import { postgresAvailable, withDatabase } from "./pg-server.js";
+import { type ReplicaResult, replicaWorkload } from "./replicas.js";
+import type { SimProcess } from "./sim-process.js";
+import { type BenchContext, createDb, limitPass, mirrorPass, type WorkloadResult } from "./workloads.js";
+
+export const SKIPPED = "skipped: no PostgreSQL server";
+
+/** What the report says about the PostgreSQL sections beyond the workload results. */
+export interface PostgresReport {
+  /** Why the PostgreSQL workloads did not run (SKIPPED, or "not run: --postgres 0"). */
+  skipped?: string;
+  replicas?: ReplicaResult;
+  /** Why the replica workload has no figures. */
+  replicasSkipped?: string;
+}
+
+/** The PostgreSQL workloads on the large simulator, after SQLite's (its edits already made). */
+export async function postgresPasses(
+  ctx: BenchContext,
+  sim: SimProcess,
+  adminUrl: string,
+  inFlight: number,
+  add: (r: WorkloadResult) => void,
+): Promise<void> {
+  await withDatabase(adminUrl, "mirror", async (url) => {
+    const { setup, db } = createDb(ctx, sim, "pg-mirror", undefined, url);
+    const pass = (id: string, title: string, full: boolean) =>
+      withServerCpu(() => mirrorPass(ctx, sim, setup, db, { id, title, full }));
+    add(await pass("pg-cold", "P1. Cold full mirror, PostgreSQL", false));
+    add(await pass("pg-full", "P3. Full snapshot, nothing changed, + sweep, PostgreSQL", true));
+  });
+  await withDatabase(adminUrl, "limit", async (url) => {
+    const title = "Limit: fetch + parse + bare multi-row INSERT, PostgreSQL";
+    add(
+      await withServerCpu(() =>
+        limitPass(ctx, sim, { id: "pg-limit-store", title, mode: "pg-store", inFlight, databaseUrl: url }),
+      ),
+    );
+  });
+}
+
+/** Adds the PostgreSQL server's CPU seconds over `fn` to the result's notes. */
+async function withServerCpu(fn: () => Promise<WorkloadResult>): Promise<WorkloadResult> {
+  const before = serverCpuSeconds();
+  const result = await fn();
+  // The client's backends exit after it does; their CPU reaches the postmaster once reaped.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const cpu = serverCpuSeconds() - before;
+  return Number.isFinite(cpu) ? { ...result, notes: { ...result.notes, serverCpuS: fixed(cpu, 1) } } : result;
+}
+
+/**
+ * The local postmaster's CPU with that of its exited children (backends), in seconds; NaN when no
+ * local server is visible. Other clients' backends that exit meanwhile count too: a rough figure.
+ */
+function serverCpuSeconds(): number {
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      if (!/postgres\0-D\0/.test(cmdline)) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0) / 100;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return Number.NaN;
+}
+
+/** "## PostgreSQL beside SQLite": per store its cold and unchanged-full passes against its limit. */
+export function postgresSection(
+  results: Results,
+  pg: PostgresReport,
+  table: (header: string[], rows: (string | number)[][]) => string[],
+): string[] {
+  const head = ["## PostgreSQL beside SQLite", ""];
+  if (pg.skipped) return [...head, pg.skipped, ""];
+  const stores = [
+    { store: "SQLite", ids: ["cold", "full"], limit: "limit-store" },
+    { store: "PostgreSQL", ids: ["pg-cold", "pg-full"], limit: "pg-limit-store" },
+  ];
+  const rows: (string | number)[][] = [];
+  for (const { store, ids, limit } of stores) {
+    const l = results.get(limit);
+    for (const id of [...ids, limit]) {
+      const w = results.get(id);
+      if (!w) continue;
+      const perRow = (r: WorkloadResult) => (r.cpuSeconds / r.rows) * 1e6;
+      rows.push([
+        store,
+        w.title.replace(/, PostgreSQL$/, ""),
+        w.rows,
+        fixed(w.wallMs / 1000, 1),
+        Math.round(rate(w)),
+        fixed(w.cpuSeconds, 1),
+        Math.round(perRow(w)),
+        String(w.notes.serverCpuS ?? "-"),
+        mb(w.peakRssKb),
+        w.db ? fixed(w.db.bytes / 1e6, 1) : "-",
+        l && id !== limit ? fixed(rate(w) / rate(l)) : "-",
+        l && id !== limit ? fixed(perRow(w) / perRow(l)) : "-",
+      ]);
+    }
+  }
+  return [
+    ...head,
+    "The same simulator and rows for both stores (PostgreSQL's passes run after SQLite's, on a database of their own). " +
+      "Each store's limit is the limit client writing the same rows bare, in one transaction, into unindexed tables of that store. " +
+      "CPU s is the measured process's; SQLite works inside it, PostgreSQL mostly in its server, whose CPU (the postmaster and its exited backends, " +
+      "so other clients of the server count too) is given beside it. DB MB: the file (SQLite) or pg_database_size (PostgreSQL).",
+    "",
+    ...table(
+      [
+        "Store",
+        "Workload",
+        "Rows",
+        "Wall s",
+        "Rows/s",
+        "CPU s",
+        "CPU µs/row",
+        "Server CPU s",
+        "Peak RSS MB",
+        "DB MB",
+        "Rows/s / limit",
+        "CPU per row / limit",
+      ],
+      rows,
+    ),
+  ];
+}
+
+/** Whether the PostgreSQL workloads run: asked for, and a server answers at `adminUrl`. */
+export async function probePostgres(
+  options: BenchOptions,
+  adminUrl: string,
+  log: (line: string) => void,
+): Promise<PostgresReport> {
+  if (!options.postgres) return { skipped: "not run (`--postgres 0`)" };
+  if (await postgresAvailable(adminUrl)) return {};
+  log(`PostgreSQL workloads ${SKIPPED} at ${new URL(adminUrl).host}`);
+  return { skipped: SKIPPED };
+}
+
+/** The replica workload into `report`; a failure is reported in its section, not thrown. */
+export async function postgresReplicas(
+  ctx: BenchContext,
+  options: BenchOptions,
+  adminUrl: string,
+  report: PostgresReport,
+): Promise<void> {
+  if (report.skipped) report.replicasSkipped = report.skipped;
+  else if (options.replicaMirrors === 0) report.replicasSkipped = "not run (`--replica-mirrors 0`)";
+  else {
+    try {
+      report.replicas = await replicaWorkload(ctx, options, adminUrl);
+    } catch (error) {
+      ctx.log(`replicas failed: ${(error as Error).message}`);
+      report.replicasSkipped = `failed: ${(error as Error).message}`;
+    }
+  }
+}

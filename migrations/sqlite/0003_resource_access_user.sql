@@ -1,0 +1,1 @@
+CREATE INDEX `resource_access_user` ON `resource_access` (`user_email`,`key`);

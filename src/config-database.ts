@@ -1,0 +1,61 @@
+/**
+ * `database:` in the config (SPEC "Database", "Scale-out"): a SQLite file by default, or a
+ * PostgreSQL database whose URL (it carries a password) is read from the environment only.
+ */
+import { z } from "zod";
+import { ConfigError } from "./errors.js";
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
+
+export const DatabaseSection = z
+  .strictObject({
+    path: z.string().min(1).optional(),
+    url_env: envName.optional(),
+    lease_seconds: z.number().int().min(5).max(3600).default(60),
+    pool_size: z.number().int().min(1).max(100).default(4),
+  })
+  .refine((d) => d.path === undefined || d.url_env === undefined, {
+    message: "set exactly one of database.path (SQLite) and database.url_env (PostgreSQL)",
+  })
+  .default({ lease_seconds: 60, pool_size: 4 });
+
+/** Where the mirror lives: a SQLite file (the default) or a PostgreSQL database (SPEC "Scale-out"). */
+export type DatabaseConfig =
+  | { readonly kind: "sqlite"; readonly path: string; readonly leaseSeconds: number }
+  | {
+      readonly kind: "postgres";
+      readonly urlEnv: string;
+      /** From the environment; undefined when the variable is unset or empty (see `requireDatabaseUrl`). */
+      readonly url: string | undefined;
+      readonly leaseSeconds: number;
+      readonly poolSize: number;
+    };
+
+export function freezeDatabase(d: z.infer<typeof DatabaseSection>, env: Env): DatabaseConfig {
+  if (d.url_env === undefined)
+    return { kind: "sqlite", path: d.path ?? "data/mirror.db", leaseSeconds: d.lease_seconds };
+  const url = env[d.url_env];
+  return {
+    kind: "postgres",
+    urlEnv: d.url_env,
+    url: url === "" ? undefined : url,
+    leaseSeconds: d.lease_seconds,
+    poolSize: d.pool_size,
+  };
+}
+
+/** The PostgreSQL URL, or a ConfigError saying which variable to set (never the URL). */
+export function requireDatabaseUrl(
+  config: { readonly file: string },
+  db: Extract<DatabaseConfig, { kind: "postgres" }>,
+): string {
+  if (db.url) return db.url;
+  throw new ConfigError(config.file, [
+    {
+      path: "database.url_env",
+      message: `environment variable ${db.urlEnv} is not set: export the postgres:// URL of the mirror database in it`,
+    },
+  ]);
+}

@@ -1,0 +1,90 @@
+/**
+ * `/v1/changes` and `/v1/search` (SPEC "HTTP"): bearer token always, even on loopback, since they
+ * serve content. Without the right token the answer is a bare 401, whatever the path or input.
+ */
+import type { IncomingMessage } from "node:http";
+import { SearchQueryError, SearchUnavailableError, UsageError } from "../errors.js";
+import { isBearerAuthorized } from "../http-auth.js";
+import type { Reply } from "../http-server.js";
+import type { Store } from "../store/store.js";
+import { type OnCommit, readChangesWaiting } from "./change-waiter.js";
+import { feedPageJson, searchJson } from "./feed-json.js";
+import { parseFeedParams, parseSearchParams, queryParams } from "./params.js";
+
+export type ConsumerSource = Pick<Store, "feed" | "search"> & { onCommit: OnCommit };
+
+export interface ConsumerRoutesDeps {
+  /** The open store (either dialect); undefined until the daemon has opened it. */
+  source: () => ConsumerSource | undefined;
+  /** From the environment variable named by `http.token_env`. */
+  token: string | undefined;
+  mirrors: readonly string[];
+  searchEnabled: boolean;
+  /** Aborted when the daemon stops: long polls answer at once with what there is. */
+  signal: AbortSignal;
+}
+
+const JSON_TYPE = "application/json; charset=utf-8";
+const PREFIX = "/v1/";
+
+/** Answers requests under `/v1/`; undefined for any other path (the caller routes those). */
+export function createConsumerRoutes(deps: ConsumerRoutesDeps) {
+  return async (req: IncomingMessage): Promise<Reply | undefined> => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    if (!url.pathname.startsWith(PREFIX)) return undefined;
+    if (!isBearerAuthorized(req.headers.authorization, deps.token)) {
+      return { ...json(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
+    }
+    const source = deps.source();
+    if (source === undefined) return json(503, { error: "not ready: the database is not open yet" });
+    try {
+      switch (url.pathname) {
+        case "/v1/changes":
+          return json(200, await changes(deps, source, url, req));
+        case "/v1/search":
+          return json(200, await search(deps, source, url));
+        default:
+          return json(404, { error: "not found" });
+      }
+    } catch (error) {
+      if (error instanceof UsageError || error instanceof SearchQueryError)
+        return json(400, { error: error.message });
+      if (error instanceof SearchUnavailableError) return json(404, { error: error.message });
+      throw error;
+    }
+  };
+}
+
+async function changes(deps: ConsumerRoutesDeps, source: ConsumerSource, url: URL, req: IncomingMessage) {
+  const params = parseFeedParams(queryParams(url.searchParams), deps.mirrors);
+  const read = () => source.feed.readChanges(params);
+  if (params.wait === 0) return feedPageJson(await read());
+  const gone = new AbortController();
+  const onClose = () => gone.abort();
+  req.socket.once("close", onClose);
+  try {
+    const signal = AbortSignal.any([gone.signal, deps.signal]);
+    return feedPageJson(
+      await readChangesWaiting(read, { onCommit: source.onCommit, waitMs: params.wait * 1000, signal }),
+    );
+  } finally {
+    req.socket.off("close", onClose);
+  }
+}
+
+async function search(deps: ConsumerRoutesDeps, source: ConsumerSource, url: URL) {
+  const params = parseSearchParams(queryParams(url.searchParams), deps.mirrors);
+  if (!deps.searchEnabled)
+    throw new SearchUnavailableError("search is not enabled: set search.enabled: true");
+  const hits = await source.search.query({
+    userEmail: params.user,
+    mirror: params.mirror,
+    query: params.q,
+    limit: params.limit,
+  });
+  return searchJson(hits);
+}
+
+function json(status: number, body: unknown): Reply {
+  return { status, contentType: JSON_TYPE, body: `${JSON.stringify(body)}\n` };
+}

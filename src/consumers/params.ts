@@ -1,0 +1,78 @@
+/**
+ * The consumer endpoints' parameters, shared by HTTP (`/v1/changes`, `/v1/search`) and the CLI
+ * (`changes`, `search`): one zod schema each, so both refuse the same input with the same words.
+ */
+import { z } from "zod";
+import { UsageError } from "../errors.js";
+
+export const FEED_MAX_LIMIT = 1000;
+export const FEED_MAX_WAIT_SECONDS = 60;
+export const SEARCH_MAX_LIMIT = 100;
+
+const integer = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, "must be a whole number written in digits")
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+const mirrorName = z.string().regex(/^[a-z0-9_-]+$/, "must be a mirror name ([a-z0-9_-]+)");
+
+const FeedParams = z.strictObject({
+  after: integer(0, Number.MAX_SAFE_INTEGER),
+  limit: integer(1, FEED_MAX_LIMIT).default(100),
+  wait: integer(0, FEED_MAX_WAIT_SECONDS).default(0),
+  mirror: mirrorName.optional(),
+});
+
+const SearchParams = z.strictObject({
+  user: z.string().trim().min(1, "is required: search always runs as one user").max(320),
+  q: z.string().trim().min(1, "is required").max(1000, "must be at most 1000 characters"),
+  limit: integer(1, SEARCH_MAX_LIMIT).default(20),
+  mirror: mirrorName.optional(),
+});
+
+export type FeedParams = z.infer<typeof FeedParams>;
+export type SearchParams = z.infer<typeof SearchParams>;
+type Raw = Record<string, string | undefined>;
+
+/** Throws UsageError (HTTP 400, CLI exit 2) naming each bad parameter. */
+export function parseFeedParams(raw: Raw, mirrors: readonly string[]): FeedParams {
+  return checkMirror(parse(FeedParams, raw, { after: "is required (0 reads from the start)" }), mirrors);
+}
+
+export function parseSearchParams(raw: Raw, mirrors: readonly string[]): SearchParams {
+  return checkMirror(
+    parse(SearchParams, raw, { user: "is required: search always runs as one user" }),
+    mirrors,
+  );
+}
+
+/** Query-string parameters as one object; a parameter given twice is refused, not guessed at. */
+export function queryParams(search: URLSearchParams): Raw {
+  const raw: Raw = {};
+  for (const [key, value] of search) {
+    if (key in raw) throw new UsageError(`${key}: given more than once`);
+    raw[key] = value;
+  }
+  return raw;
+}
+
+function parse<T>(schema: z.ZodType<T>, raw: Raw, missing: Record<string, string>): T {
+  const defined = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
+  const result = schema.safeParse(defined);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const key = issue.path.join(".");
+    if (issue.code === "unrecognized_keys") return `unknown parameter ${issue.keys.join(", ")}`;
+    if (!(key in defined)) return `${key}: ${missing[key] ?? "is required"}`;
+    return `${key}: ${issue.message}`;
+  });
+  throw new UsageError(problems.join("; "));
+}
+
+function checkMirror<T extends { mirror?: string | undefined }>(params: T, mirrors: readonly string[]): T {
+  if (params.mirror !== undefined && !mirrors.includes(params.mirror))
+    throw new UsageError(`mirror: "${params.mirror}" is not a mirror in the config (${mirrors.join(", ")})`);
+  return params;
+}

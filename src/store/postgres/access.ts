@@ -1,0 +1,107 @@
+/**
+ * The public `resource_access` table: which user may see which key through which mirror.
+ */
+import { and, count, countDistinct, eq, gte, isNull, lt, sql } from "drizzle-orm";
+import type { AccessRepo } from "../store.js";
+import type { PairRef } from "../types.js";
+import { type Conn, queryOne } from "./connection.js";
+import { pgText } from "./pg-values.js";
+import { resourceAccess, resources } from "./schema.js";
+
+// `see` runs for every exported row: one named prepared upsert. `xmax = 0` holds for a row this
+// statement inserted, not for one it updated, which is exactly "had no access before".
+const SEE = "syncmirror_access_see";
+const SEE_SQL = `INSERT INTO resource_access (mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count)
+  VALUES ($1, $2, $3, $4, $5, $6::timestamptz, 0)
+  ON CONFLICT (mirror, user_email, key) DO UPDATE SET source = excluded.source,
+    last_seen_at = GREATEST(resource_access.last_seen_at, excluded.last_seen_at), missed_full_count = 0
+  RETURNING (xmax = 0) AS inserted`;
+
+const pairWhere = (pair: PairRef) =>
+  and(
+    eq(resourceAccess.mirror, pair.mirror),
+    eq(resourceAccess.userEmail, pair.userEmail),
+    eq(resourceAccess.serverInstanceId, pair.serverInstanceId),
+  );
+
+export function createAccessRepo({ db, client }: Conn): AccessRepo {
+  return {
+    async see(row) {
+      const result = await queryOne<{ inserted: boolean }>(client, {
+        name: SEE,
+        text: SEE_SQL,
+        values: [row.mirror, row.userEmail, pgText(row.key), row.serverInstanceId, row.source, row.seenAt],
+      });
+      return result?.inserted === true;
+    },
+
+    async hasAnyAccess(key) {
+      const rows = await db
+        .select({ one: sql<number>`1` })
+        .from(resourceAccess)
+        .where(eq(resourceAccess.key, pgText(key)))
+        .limit(1);
+      return rows.length > 0;
+    },
+
+    async countPairKeys(pair) {
+      const [row] = await db.select({ n: count() }).from(resourceAccess).where(pairWhere(pair));
+      return row?.n ?? 0;
+    },
+
+    async countRevocable(pair, snapshotAt, threshold) {
+      const [row] = await db
+        .select({ n: count() })
+        .from(resourceAccess)
+        .where(
+          and(
+            pairWhere(pair),
+            lt(resourceAccess.lastSeenAt, snapshotAt),
+            gte(resourceAccess.missedFullCount, threshold - 1),
+          ),
+        );
+      return row?.n ?? 0;
+    },
+
+    async sweepMissed(pair, snapshotAt, threshold) {
+      const missed = and(pairWhere(pair), lt(resourceAccess.lastSeenAt, snapshotAt));
+      await db
+        .update(resourceAccess)
+        .set({ missedFullCount: sql`${resourceAccess.missedFullCount} + 1` })
+        .where(missed);
+      const removed = await db
+        .delete(resourceAccess)
+        .where(and(missed, gte(resourceAccess.missedFullCount, threshold)))
+        .returning({ key: resourceAccess.key });
+      return removed.map((r) => r.key);
+    },
+
+    async revokePair(pair) {
+      const removed = await db
+        .delete(resourceAccess)
+        .where(pairWhere(pair))
+        .returning({ key: resourceAccess.key });
+      return removed.map((r) => r.key);
+    },
+
+    async pairsWithAccess(mirror) {
+      return db
+        .selectDistinct({
+          mirror: resourceAccess.mirror,
+          userEmail: resourceAccess.userEmail,
+          serverInstanceId: resourceAccess.serverInstanceId,
+        })
+        .from(resourceAccess)
+        .where(eq(resourceAccess.mirror, mirror));
+    },
+
+    async countLive(mirror) {
+      const [row] = await db
+        .select({ n: countDistinct(resourceAccess.key) })
+        .from(resourceAccess)
+        .innerJoin(resources, eq(resources.key, resourceAccess.key))
+        .where(and(eq(resourceAccess.mirror, mirror), isNull(resources.deletedAt)));
+      return row?.n ?? 0;
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * What a full snapshot's sweep would do, without doing it: the keys each user saw are kept in a
+ * scratch table by trigger and compared with `resource_access`.
+ */
+import { sql } from "drizzle-orm";
+import type { DryRunRepo } from "../store.js";
+import type { Conn } from "./connection.js";
+import { pgText } from "./pg-values.js";
+
+export function createDryRunRepo({ db }: Conn): DryRunRepo {
+  const count = async (query: ReturnType<typeof sql>): Promise<number> => {
+    const { rows } = await db.execute<{ n: string }>(query);
+    return Number(rows[0]?.n ?? 0);
+  };
+  return {
+    async seen(t, userEmail, keys) {
+      if (keys.length === 0) return;
+      await db.execute(sql`INSERT INTO dry_run_seen (trigger_row_id, user_email, key)
+        SELECT ${t}, ${userEmail}, k FROM unnest(${sql.param(keys.map(pgText))}::text[]) AS k
+        ON CONFLICT DO NOTHING`);
+    },
+
+    async collectPair(t, p) {
+      await db.execute(sql`INSERT INTO dry_run_revoke (trigger_row_id, mirror, user_email, key)
+        SELECT ${t}, a.mirror, a.user_email, a.key FROM resource_access a
+        WHERE a.mirror = ${p.mirror} AND a.user_email = ${p.userEmail} AND a.server_instance_id = ${p.serverInstanceId}
+          AND a.missed_full_count + 1 >= ${p.threshold}
+          AND NOT EXISTS (SELECT 1 FROM dry_run_seen s
+            WHERE s.trigger_row_id = ${t} AND s.user_email = a.user_email AND s.key = a.key)
+        ON CONFLICT DO NOTHING`);
+    },
+
+    async collectWholePair(t, p) {
+      await db.execute(sql`INSERT INTO dry_run_revoke (trigger_row_id, mirror, user_email, key)
+        SELECT ${t}, a.mirror, a.user_email, a.key FROM resource_access a
+        WHERE a.mirror = ${p.mirror} AND a.user_email = ${p.userEmail} AND a.server_instance_id = ${p.serverInstanceId}
+        ON CONFLICT DO NOTHING`);
+    },
+
+    async totals(t) {
+      const revoke = await count(sql`SELECT count(*) AS n FROM dry_run_revoke WHERE trigger_row_id = ${t}`);
+      const del = await count(sql`SELECT count(DISTINCT d.key) AS n FROM dry_run_revoke d
+        JOIN resources r ON r.key = d.key AND r.deleted_at IS NULL
+        WHERE d.trigger_row_id = ${t} AND NOT EXISTS (SELECT 1 FROM resource_access a WHERE a.key = d.key
+          AND NOT EXISTS (SELECT 1 FROM dry_run_revoke x WHERE x.trigger_row_id = ${t} AND x.mirror = a.mirror
+            AND x.user_email = a.user_email AND x.key = a.key))`);
+      await db.execute(sql`DELETE FROM dry_run_seen WHERE trigger_row_id = ${t}`);
+      await db.execute(sql`DELETE FROM dry_run_revoke WHERE trigger_row_id = ${t}`);
+      return { would_revoke: revoke, would_delete: del };
+    },
+  };
+}

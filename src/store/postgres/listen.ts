@@ -1,0 +1,68 @@
+/**
+ * Wake-ups from other processes' commits: a dedicated connection LISTENs on the channel every
+ * transaction that records changes NOTIFYs (`changes.ts`), so a replica that did not run the pass
+ * wakes its long polls too. Connected on the first subscription, kept until the store closes; a
+ * lost connection is reopened and its listeners woken once, since a notification may have been
+ * missed meanwhile (a waiter then reads again, which costs one query).
+ */
+import type pg from "pg";
+import type { Logger } from "../../log.js";
+import { CHANGES_CHANNEL } from "./changes.js";
+import type { Naming } from "./open.js";
+
+const RECONNECT_MS = 1000;
+
+export interface ChangeListener {
+  /** Starts listening if not yet; `wake` is called on every notification. */
+  ensure(): void;
+  close(): Promise<void>;
+}
+
+export function createChangeListener(o: {
+  connect: () => pg.Client;
+  wake: () => void;
+  log: Logger;
+  naming: Naming;
+}): ChangeListener {
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  const open = () => {
+    if (closed || client) return;
+    const c = o.connect();
+    client = c;
+    const lost = (error?: Error) => {
+      if (client !== c) return;
+      client = undefined;
+      void c.end().catch(() => {});
+      if (closed) return;
+      o.log.warn(
+        { err: error ? o.naming.redact(error.message) : "ended" },
+        `${o.naming.database}: the change notification connection was lost; reconnecting`,
+      );
+      o.wake();
+      retry = setTimeout(open, RECONNECT_MS);
+      retry.unref();
+    };
+    c.on("error", lost);
+    c.on("end", () => lost());
+    c.on("notification", (n) => {
+      if (n.channel === CHANGES_CHANNEL) o.wake();
+    });
+    c.connect()
+      .then(() => c.query(`LISTEN ${CHANGES_CHANNEL}`))
+      .catch((error: Error) => lost(error));
+  };
+
+  return {
+    ensure: open,
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,184 @@
+/**
+ * Opening the PostgreSQL store: the pool, a connection check that tells a wrong URL from a server
+ * that is down, and the migrations under an advisory lock so replicas starting together migrate
+ * once. No message or log line carries the URL (it holds a password): they name its env var.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { migrate } from "drizzle-orm/node-postgres/migrator";
+import pg from "pg";
+import {
+  DatabaseError,
+  DatabaseRefusedError,
+  DatabaseUnavailableError,
+  SchemaTooNewError,
+  SyncmirrorError,
+} from "../../errors.js";
+import { migrationsDir } from "../migrations-dir.js";
+
+const MIGRATIONS_DIR = migrationsDir("postgres");
+/** Any fixed number, the same in every syncmirror: the advisory lock held while migrating. */
+const MIGRATION_LOCK = 0x5_9c_4d_11;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** Server and network states a later attempt may get past: the daemon retries these. */
+const UNAVAILABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EPIPE",
+  "57P01", // admin_shutdown
+  "57P03", // cannot_connect_now: starting up or shutting down
+  "53300", // too_many_connections
+]);
+
+/** How messages name the database, and how they lose any trace of the URL. */
+export interface Naming {
+  /** "the PostgreSQL database in $SYNCMIRROR_DATABASE_URL" */
+  database: string;
+  urlEnv: string;
+  redact(message: string): string;
+}
+
+export function createNaming(url: string, urlEnv: string): Naming {
+  const secrets = [url];
+  try {
+    const password = new URL(url).password;
+    if (password) secrets.push(password, decodeURIComponent(password));
+  } catch {
+    // Not a URL: only the whole string is known to be secret.
+  }
+  return {
+    database: `the PostgreSQL database in $${urlEnv}`,
+    urlEnv,
+    redact: (message) => secrets.reduce((m, secret) => m.split(secret).join("***"), message),
+  };
+}
+
+const codeOf = (error: unknown): string | undefined => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+};
+
+const messageOf = (error: unknown, naming: Naming): string =>
+  naming.redact(error instanceof Error ? error.message : String(error));
+
+/** Raised for a failure to connect: permanent (the URL is wrong) or retryable (the server is away). */
+export function connectError(error: unknown, naming: Naming): SyncmirrorError {
+  if (error instanceof SyncmirrorError) return error;
+  const code = codeOf(error);
+  const detail = messageOf(error, naming);
+  const options = { cause: error };
+  if (code === "28P01" || code === "28000") {
+    return new DatabaseRefusedError(
+      `cannot log in to ${naming.database} (${detail}): fix the user or password in the URL that $${naming.urlEnv} holds`,
+      options,
+    );
+  }
+  if (code === "3D000") {
+    return new DatabaseRefusedError(
+      `${naming.database} does not exist (${detail}): create it (createdb) or fix the database name in $${naming.urlEnv}`,
+      options,
+    );
+  }
+  if ((code !== undefined && UNAVAILABLE_CODES.has(code)) || /timeout|terminated/i.test(detail)) {
+    return new DatabaseUnavailableError(
+      `cannot reach ${naming.database} (${detail}): check that the server is up and reachable from here; syncmirror keeps retrying`,
+      options,
+    );
+  }
+  return new DatabaseError(`cannot connect to ${naming.database}: ${detail}`, options);
+}
+
+/** Any failure of a statement or transaction, as the sync code recognises database errors. */
+export function storeError(error: unknown, naming: Naming): SyncmirrorError {
+  if (error instanceof SyncmirrorError) return error;
+  const code = codeOf(error);
+  return new DatabaseError(`${naming.database}: ${code ? `${code} ` : ""}${messageOf(error, naming)}`, {
+    cause: error,
+  });
+}
+
+export function createPool(url: string, poolSize: number, naming: Naming): pg.Pool {
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:")
+      throw new Error("not postgres:");
+  } catch {
+    throw new DatabaseRefusedError(
+      `$${naming.urlEnv} does not hold a postgres:// URL: set it to postgres://user:password@host:5432/database`,
+    );
+  }
+  return new pg.Pool({ ...clientConfig(url), max: poolSize });
+}
+
+/** How every connection of the store is opened (the pool's, and the one that LISTENs). */
+export function clientConfig(url: string): pg.ClientConfig {
+  return {
+    connectionString: url,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    application_name: "syncmirror",
+    // Times are read back as text and turned into ISO strings: one zone keeps that exact.
+    options: "-c TimeZone=UTC",
+  };
+}
+
+/** Connects once (the start-up check) and applies the migrations on that client under the lock. */
+export async function migrateUnderLock(pool: pg.Pool, naming: Naming): Promise<void> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw connectError(error, naming);
+  }
+  let broken: Error | undefined;
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    try {
+      await refuseNewerSchema(client, naming);
+      await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
+    }
+  } catch (error) {
+    broken = error as Error;
+    if (error instanceof SyncmirrorError) throw error;
+    throw new DatabaseError(`cannot migrate ${naming.database}: ${messageOf(error, naming)}`, {
+      cause: error,
+    });
+  } finally {
+    // A client that failed mid-way may still hold the lock: destroying it releases the lock.
+    client.release(broken);
+  }
+}
+
+interface Journal {
+  entries: { idx: number; when: number; tag: string }[];
+}
+
+/** The binary's migrations as drizzle-kit listed them. */
+export function readJournal(): Journal {
+  return JSON.parse(readFileSync(join(MIGRATIONS_DIR, "meta", "_journal.json"), "utf8")) as Journal;
+}
+
+async function refuseNewerSchema(client: pg.PoolClient, naming: Naming): Promise<void> {
+  const exists = await client.query<{ t: string | null }>(
+    "SELECT to_regclass('drizzle.__drizzle_migrations')::text AS t",
+  );
+  if (!exists.rows[0]?.t) return;
+  const applied = await client.query<{ n: number; newest: string | null }>(
+    "SELECT count(*)::int AS n, max(created_at)::text AS newest FROM drizzle.__drizzle_migrations",
+  );
+  const { n, newest } = applied.rows[0] ?? { n: 0, newest: null };
+  const entries = readJournal().entries;
+  const last = entries.at(-1);
+  if (n > entries.length || (newest !== null && Number(newest) > (last?.when ?? 0))) {
+    throw new SchemaTooNewError(naming.database, n, entries.length, last?.tag ?? "none");
+  }
+}

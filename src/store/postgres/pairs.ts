@@ -1,0 +1,72 @@
+/**
+ * Pairs (mirror, user, server): watermarks, baselines, skips and retirement.
+ */
+import { and, count, eq, isNull, sql } from "drizzle-orm";
+import type { PairRepo } from "../store.js";
+import type { PairRef } from "../types.js";
+import type { Conn } from "./connection.js";
+import { pairs } from "./schema.js";
+
+const pairWhere = (p: PairRef) =>
+  and(
+    eq(pairs.mirror, p.mirror),
+    eq(pairs.userEmail, p.userEmail),
+    eq(pairs.serverInstanceId, p.serverInstanceId),
+  );
+
+export function createPairRepo({ db }: Conn): PairRepo {
+  /** Creates the pair on first sight; a new pair awaits a baseline until a full snapshot succeeds for it. */
+  const ensure = async (p: PairRef, seenAt: string): Promise<void> => {
+    await db
+      .insert(pairs)
+      .values({ ...p, firstSeenAt: seenAt, awaitingBaseline: true })
+      .onConflictDoNothing();
+  };
+
+  return {
+    async ran(p, runCreatedAt) {
+      await ensure(p, runCreatedAt);
+      await db
+        .update(pairs)
+        .set({ skipReason: null, authStatus: null, retiredAt: null, retiredReason: null })
+        .where(pairWhere(p));
+    },
+
+    async succeeded(p, runCreatedAt, full) {
+      await db
+        .update(pairs)
+        .set({
+          // GREATEST skips NULL: an unset watermark takes the run's time.
+          watermark: sql`GREATEST(${pairs.watermark}, ${runCreatedAt}::timestamptz)`,
+          ...(full ? { awaitingBaseline: false } : {}),
+        })
+        .where(pairWhere(p));
+    },
+
+    async skipped(p, s) {
+      await ensure(p, s.seenAt);
+      await db.update(pairs).set({ skipReason: s.reason, authStatus: s.authStatus }).where(pairWhere(p));
+    },
+
+    async retire(p, reason, at) {
+      await ensure(p, at);
+      await db.update(pairs).set({ retiredAt: at, retiredReason: reason }).where(pairWhere(p));
+    },
+
+    async markAwaitingBaseline(p) {
+      await db.update(pairs).set({ awaitingBaseline: true }).where(pairWhere(p));
+    },
+
+    async listForMirror(mirror) {
+      return db.select().from(pairs).where(eq(pairs.mirror, mirror));
+    },
+
+    async countAwaitingBaseline(mirror) {
+      const [row] = await db
+        .select({ n: count() })
+        .from(pairs)
+        .where(and(eq(pairs.mirror, mirror), eq(pairs.awaitingBaseline, true), isNull(pairs.retiredAt)));
+      return row?.n ?? 0;
+    },
+  };
+}

@@ -1,0 +1,137 @@
+/**
+ * A trigger's runs with their export checkpoints, and each run's sources.
+ */
+import { and, asc, eq, max, sql } from "drizzle-orm";
+import { DatabaseError } from "../../errors.js";
+import type { RunRepo } from "../store.js";
+import type { PendingContinue, Run } from "../types.js";
+import type { Conn } from "./connection.js";
+import { runSources, runs } from "./schema.js";
+
+type RunRow = typeof runs.$inferSelect;
+
+function toRun(row: RunRow): Run {
+  const { diagnostics: _diagnostics, continuePending, ...rest } = row;
+  return { ...rest, continuePending: (continuePending ?? null) as PendingContinue | null };
+}
+
+export function createRunRepo({ db }: Conn): RunRepo {
+  return {
+    async newestCreatedAt(mirror) {
+      const [row] = await db
+        .select({ v: max(runs.createdAt) })
+        .from(runs)
+        .where(eq(runs.mirror, mirror));
+      return row?.v ?? null;
+    },
+
+    async isKnown(syncId) {
+      const rows = await db.select({ s: runs.syncId }).from(runs).where(eq(runs.syncId, syncId));
+      return rows.length > 0;
+    },
+
+    async insertMany(triggerRowId, mirror, newRuns) {
+      if (newRuns.length === 0) return;
+      await db
+        .insert(runs)
+        .values(newRuns.map((r) => ({ ...r, triggerRowId, mirror })))
+        .onConflictDoNothing();
+    },
+
+    async ofTrigger(triggerRowId) {
+      const rows = await db
+        .select()
+        .from(runs)
+        .where(eq(runs.triggerRowId, triggerRowId))
+        .orderBy(asc(runs.syncId));
+      return rows.map(toRun);
+    },
+
+    async get(syncId) {
+      const [row] = await db.select().from(runs).where(eq(runs.syncId, syncId));
+      if (!row) throw new DatabaseError(`run ${syncId} vanished from the database`);
+      return toRun(row);
+    },
+
+    async updateStatus(syncId, status, createdAt) {
+      await db
+        .update(runs)
+        .set({ status, ...(createdAt ? { createdAt } : {}) })
+        .where(eq(runs.syncId, syncId));
+    },
+
+    async setIngest(syncId, ingest, error = null) {
+      await db.update(runs).set({ ingest, error }).where(eq(runs.syncId, syncId));
+    },
+
+    async countContinue(syncId, pending) {
+      await db
+        .update(runs)
+        .set({ continuesSent: sql`${runs.continuesSent} + 1`, continuePending: pending })
+        .where(eq(runs.syncId, syncId));
+    },
+
+    async clearContinuePending(syncId) {
+      await db.update(runs).set({ continuePending: null }).where(eq(runs.syncId, syncId));
+    },
+
+    async saveFirstPage(syncId, p) {
+      await db
+        .update(runs)
+        .set({ schemaVersion: p.schemaVersion, engineVersion: p.engineVersion, diagnostics: p.diagnostics })
+        .where(eq(runs.syncId, syncId));
+      // One row per label, the last one winning as in row-by-row upserts: a single INSERT may not
+      // update the same row twice.
+      const sources = [...new Map(p.sources.map((s) => [s.source, s])).values()];
+      if (sources.length === 0) return;
+      await db
+        .insert(runSources)
+        .values(sources.map((s) => ({ syncId, ...s, counts: s.counts ?? null })))
+        .onConflictDoUpdate({
+          target: [runSources.syncId, runSources.source],
+          set: {
+            sourceType: sql`excluded.source_type`,
+            serverInstanceId: sql`excluded.server_instance_id`,
+            taskStatus: sql`excluded.task_status`,
+            exportStatus: sql`excluded.export_status`,
+            counts: sql`excluded.counts`,
+          },
+        });
+    },
+
+    async checkpoint(syncId, nextOffset, c) {
+      await db
+        .update(runs)
+        .set({
+          nextOffset,
+          upserted: sql`${runs.upserted} + ${c.upserted}`,
+          unchanged: sql`${runs.unchanged} + ${c.unchanged}`,
+          rejected: sql`${runs.rejected} + ${c.rejected}`,
+          ingest: nextOffset === null ? "done" : "ingesting",
+        })
+        .where(eq(runs.syncId, syncId));
+    },
+
+    async sourcesOf(syncId) {
+      return db
+        .select({
+          syncId: runSources.syncId,
+          source: runSources.source,
+          sourceType: runSources.sourceType,
+          serverInstanceId: runSources.serverInstanceId,
+          taskStatus: runSources.taskStatus,
+          exportStatus: runSources.exportStatus,
+          swept: runSources.swept,
+        })
+        .from(runSources)
+        .where(eq(runSources.syncId, syncId));
+    },
+
+    markSwept: async (syncId, source, swept) => {
+      await db
+        .update(runSources)
+        .set({ swept })
+        .where(and(eq(runSources.syncId, syncId), eq(runSources.source, source)));
+    },
+  };
+}

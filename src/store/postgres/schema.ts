@@ -1,0 +1,250 @@
+/**
+ * Drizzle tables for PostgreSQL: the same tables and columns as `../sqlite/schema.ts` (SPEC
+ * "Database", "Scale-out"), with the types Postgres does best: `jsonb` for JSON parts,
+ * `timestamptz` for times, `boolean` for flags. Times cross the boundary as `toISOString()` text,
+ * the form the domain types use, so the two dialects hand the sync code the same values.
+ */
+import {
+  bigint,
+  boolean,
+  customType,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+} from "drizzle-orm/pg-core";
+
+/** `timestamptz` read back as `toISOString()` text (drizzle hands over the server's text form). */
+export const isoTimestamp = customType<{ data: string; driverData: string | Date }>({
+  dataType: () => "timestamp with time zone",
+  fromDriver: (value) => toIso(value),
+});
+
+export function toIso(value: string | Date): string {
+  return (value instanceof Date ? value : new Date(value)).toISOString();
+}
+
+export const resources = pgTable(
+  "resources",
+  {
+    key: text("key").primaryKey(),
+    contentHash: text("content_hash").notNull(),
+    contentText: text("content_text"),
+    contentFormat: text("content_format"),
+    contentStatus: text("content_status"),
+    title: text("title"),
+    url: text("url"),
+    type: text("type"),
+    sourceType: text("source_type").notNull(),
+    serverInstanceId: text("server_instance_id").notNull(),
+    nativeId: text("native_id").notNull(),
+    modifiedAt: isoTimestamp("modified_at"),
+    fetchedAt: isoTimestamp("fetched_at"),
+    fields: jsonb("fields"),
+    metadata: jsonb("metadata"),
+    relations: jsonb("relations"),
+    attachments: jsonb("attachments"),
+    provenance: jsonb("provenance"),
+    deletedAt: isoTimestamp("deleted_at"),
+    /** Internal: the export's engine_version when this row was last written. */
+    engineVersion: text("engine_version"),
+    /** Internal: local time of the last write. */
+    updatedAt: isoTimestamp("updated_at").notNull(),
+  },
+  (t) => [index("resources_deleted_at").on(t.deletedAt)],
+);
+
+export const resourceAccess = pgTable(
+  "resource_access",
+  {
+    mirror: text("mirror").notNull(),
+    userEmail: text("user_email").notNull(),
+    key: text("key").notNull(),
+    serverInstanceId: text("server_instance_id").notNull(),
+    source: text("source").notNull(),
+    /** Server `created_at` of the newest run that saw this key for this user. */
+    lastSeenAt: isoTimestamp("last_seen_at").notNull(),
+    /** Internal: full snapshots in a row this pair's source succeeded without seeing the key. */
+    missedFullCount: integer("missed_full_count").notNull().default(0),
+  },
+  (t) => [
+    primaryKey({ columns: [t.mirror, t.userEmail, t.key] }),
+    index("resource_access_pair").on(t.mirror, t.userEmail, t.serverInstanceId, t.lastSeenAt),
+    index("resource_access_key").on(t.key),
+    // Consumers filter by user ("what may this person see"); SQLite readers are local and few.
+    index("resource_access_user").on(t.userEmail, t.key),
+  ],
+);
+
+export const changes = pgTable(
+  "changes",
+  {
+    seq: bigint("seq", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    key: text("key").notNull(),
+    op: text("op", { enum: ["upsert", "delete", "access"] }).notNull(),
+    at: isoTimestamp("at").notNull(),
+    /** Internal: which mirror and run caused it (a key changes at most once per run ingested). */
+    mirror: text("mirror"),
+    syncId: text("sync_id"),
+  },
+  (t) => [index("changes_run_key").on(t.syncId, t.key)],
+);
+
+/** One row per mirror: what `status` shows. */
+export const mirrorState = pgTable("mirror_state", {
+  mirror: text("mirror").primaryKey(),
+  syncConfigId: text("sync_config_id").notNull(),
+  lastIncrementalSuccessAt: isoTimestamp("last_incremental_success_at"),
+  lastFullSuccessAt: isoTimestamp("last_full_success_at"),
+  lastOutcome: text("last_outcome"),
+  lastOutcomeAt: isoTimestamp("last_outcome_at"),
+  lastMessage: text("last_message"),
+  /** Revocations the latest held sweep is holding back. */
+  heldRevocations: integer("held_revocations").notNull().default(0),
+});
+
+/** A trigger's life: `intent` before the POST, `active` once its runs are known, `done` once settled. */
+export const triggers = pgTable(
+  "triggers",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    mirror: text("mirror").notNull(),
+    mode: text("mode", { enum: ["incremental", "full"] }).notNull(),
+    since: isoTimestamp("since"),
+    state: text("state", { enum: ["intent", "active", "done"] }).notNull(),
+    triggerId: text("trigger_id").unique(),
+    /** Server `created_at` of the newest run the mirror knew when the intent was written. */
+    knownBefore: isoTimestamp("known_before"),
+    intentAt: isoTimestamp("intent_at").notNull(),
+    allowMassDelete: boolean("allow_mass_delete").notNull().default(false),
+    adopted: boolean("adopted").notNull().default(false),
+    skipped: jsonb("skipped"),
+    skippedCount: integer("skipped_count").notNull().default(0),
+    startedAt: isoTimestamp("started_at"),
+    finishedAt: isoTimestamp("finished_at"),
+    outcome: text("outcome"),
+    message: text("message"),
+    summary: jsonb("summary"),
+    deleted: integer("deleted").notNull().default(0),
+    revoked: integer("revoked").notNull().default(0),
+    /** Revocations a mass-delete guard held back in this trigger's sweep. */
+    held: integer("held").notNull().default(0),
+    sweepsHeld: integer("sweeps_held").notNull().default(0),
+    /** The access check that decides who left could not be read: nobody lost access for leaving. */
+    leaversUnknown: boolean("leavers_unknown").notNull().default(false),
+    leaversSwept: boolean("leavers_swept").notNull().default(false),
+  },
+  (t) => [index("triggers_mirror_state").on(t.mirror, t.state)],
+);
+
+export const runs = pgTable(
+  "runs",
+  {
+    syncId: text("sync_id").primaryKey(),
+    triggerRowId: integer("trigger_row_id").notNull(),
+    mirror: text("mirror").notNull(),
+    userEmail: text("user_email").notNull(),
+    status: text("status").notNull(),
+    /** Server clock; unknown until the run list first shows the run (the trigger response lacks it). */
+    createdAt: isoTimestamp("created_at"),
+    ingest: text("ingest", { enum: ["waiting", "ingesting", "done", "failed"] })
+      .notNull()
+      .default("waiting"),
+    /** Checkpoint: the next export offset to read; null once every page is in. */
+    nextOffset: integer("next_offset").default(0),
+    continuesSent: integer("continues_sent").notNull().default(0),
+    /** A continue counted but not yet known to have arrived: `{source: completed_at}`. */
+    continuePending: jsonb("continue_pending"),
+    schemaVersion: text("schema_version"),
+    engineVersion: text("engine_version"),
+    /** First-page diagnostics, kept for operators. */
+    diagnostics: jsonb("diagnostics"),
+    error: text("error"),
+    upserted: integer("upserted").notNull().default(0),
+    unchanged: integer("unchanged").notNull().default(0),
+    /** Resources refused one by one (invalid shape), with the reason logged. */
+    rejected: integer("rejected").notNull().default(0),
+  },
+  (t) => [index("runs_trigger").on(t.triggerRowId)],
+);
+
+export const runSources = pgTable(
+  "run_sources",
+  {
+    syncId: text("sync_id").notNull(),
+    source: text("source").notNull(),
+    sourceType: text("source_type").notNull(),
+    serverInstanceId: text("server_instance_id").notNull(),
+    taskStatus: text("task_status").notNull(),
+    exportStatus: text("export_status"),
+    counts: jsonb("counts"),
+    /** Set once a full snapshot's sweep has been applied (or held) for this source's pair. */
+    swept: text("swept", { enum: ["applied", "held"] }),
+  },
+  (t) => [primaryKey({ columns: [t.syncId, t.source] })],
+);
+
+/** One (mirror, user, server): its watermark and whether it still holds access. */
+export const pairs = pgTable(
+  "pairs",
+  {
+    mirror: text("mirror").notNull(),
+    userEmail: text("user_email").notNull(),
+    serverInstanceId: text("server_instance_id").notNull(),
+    /** Server `created_at` of the last run in which this pair's source succeeded. */
+    watermark: isoTimestamp("watermark"),
+    /** Server `created_at` of the run that first saw the pair. */
+    firstSeenAt: isoTimestamp("first_seen_at").notNull(),
+    awaitingBaseline: boolean("awaiting_baseline").notNull().default(false),
+    /** Latest skip reason from a trigger (null when the pair ran). */
+    skipReason: text("skip_reason"),
+    authStatus: text("auth_status"),
+    retiredAt: isoTimestamp("retired_at"),
+    retiredReason: text("retired_reason"),
+  },
+  (t) => [primaryKey({ columns: [t.mirror, t.userEmail, t.serverInstanceId] })],
+);
+
+/** Which replica may run a mirror's pass (SPEC "Scale-out"); expiry judged by the database clock. */
+export const leases = pgTable("leases", {
+  mirror: text("mirror").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: isoTimestamp("expires_at").notNull(),
+});
+
+/** Cron ticks taken, so each (mirror, mode, scheduled minute) runs on one replica. */
+export const ticks = pgTable(
+  "ticks",
+  {
+    mirror: text("mirror").notNull(),
+    mode: text("mode", { enum: ["incremental", "full"] }).notNull(),
+    tickAt: isoTimestamp("tick_at").notNull(),
+    holder: text("holder").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mirror, t.mode, t.tickAt] })],
+);
+
+/** `sync --full --dry-run` scratch: keys each user saw in the snapshot, by trigger. */
+export const dryRunSeen = pgTable(
+  "dry_run_seen",
+  {
+    triggerRowId: integer("trigger_row_id").notNull(),
+    userEmail: text("user_email").notNull(),
+    key: text("key").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.triggerRowId, t.userEmail, t.key] })],
+);
+
+/** `sync --full --dry-run` scratch: access rows the sweep would remove, by trigger. */
+export const dryRunRevoke = pgTable(
+  "dry_run_revoke",
+  {
+    triggerRowId: integer("trigger_row_id").notNull(),
+    mirror: text("mirror").notNull(),
+    userEmail: text("user_email").notNull(),
+    key: text("key").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.triggerRowId, t.mirror, t.userEmail, t.key] })],
+);

@@ -1,0 +1,131 @@
+/**
+ * The search syntax SQLite's FTS5 accepts (words, "phrases", prefix*, AND / OR / NOT, parentheses,
+ * `title:` / `content_text:` before a word or phrase) turned into a PostgreSQL `tsquery` text, so a
+ * query means the same on both dialects and a bad one fails the same way: here, before any SQL, as
+ * SearchQueryError. Lexemes are quoted, so nothing a user types reaches `to_tsquery` as an
+ * operator. Accents are removed as the index removes them.
+ */
+import { SearchQueryError } from "../../errors.js";
+import { SEARCH_QUERY_ADVICE } from "../consumer-types.js";
+
+const WORD = /[\p{L}\p{N}\p{M}_]+/gu;
+const TOKEN = /\s*(?:("(?:[^"]|"")*")|([\p{L}\p{N}\p{M}_]+)|([()*:])|(\S))/uy;
+/** FTS5's column filters (`title:word`) as tsquery weights: the index weighs title A, text B. */
+const COLUMN_WEIGHTS: Record<string, string> = { title: "A", content_text: "B" };
+
+type Token =
+  | { kind: "phrase"; words: string[] }
+  | { kind: "op"; op: string }
+  | { kind: "punct"; text: string };
+
+/** Combining diacritics, removed after NFD as the index removes them (see search.ts). */
+export const DIACRITICS = "[\u0300-\u036f]";
+const DIACRITIC = new RegExp(DIACRITICS, "g");
+
+export function foldAccents(word: string): string {
+  return word.normalize("NFD").replace(DIACRITIC, "").normalize("NFC");
+}
+
+export function toTsquery(query: string): string {
+  const parser = new Parser(tokenize(query));
+  const tree = parser.or();
+  if (!parser.done()) fail();
+  return tree;
+}
+
+function tokenize(query: string): Token[] {
+  const tokens: Token[] = [];
+  TOKEN.lastIndex = 0;
+  while (TOKEN.lastIndex < query.length) {
+    const m = TOKEN.exec(query);
+    if (m === null) break;
+    const [, quoted, bare, punct, other] = m;
+    if (other !== undefined) fail();
+    if (quoted !== undefined) tokens.push({ kind: "phrase", words: quoted.slice(1, -1).match(WORD) ?? [] });
+    else if (bare === "AND" || bare === "OR" || bare === "NOT") tokens.push({ kind: "op", op: bare });
+    else if (bare !== undefined) tokens.push({ kind: "phrase", words: [bare] });
+    else if (punct !== undefined) tokens.push({ kind: "punct", text: punct });
+  }
+  return tokens;
+}
+
+class Parser {
+  private at = 0;
+  constructor(private readonly tokens: Token[]) {}
+
+  done(): boolean {
+    return this.at === this.tokens.length;
+  }
+
+  or(): string {
+    const parts = [this.and()];
+    while (this.takeOp("OR")) parts.push(this.and());
+    return parts.length === 1 ? (parts[0] as string) : `(${parts.join(" | ")})`;
+  }
+
+  private and(): string {
+    const parts = [this.not()];
+    for (;;) {
+      if (this.takeOp("AND")) parts.push(this.not());
+      else if (this.startsPrimary()) parts.push(this.not());
+      else break;
+    }
+    return parts.length === 1 ? (parts[0] as string) : `(${parts.join(" & ")})`;
+  }
+
+  private not(): string {
+    let left = this.primary();
+    while (this.takeOp("NOT")) left = `(${left} & !${this.primary()})`;
+    return left;
+  }
+
+  private primary(): string {
+    const weight = this.columnFilter();
+    const token = this.tokens[this.at++];
+    if (token?.kind === "punct" && token.text === "(" && weight === "") {
+      const inner = this.or();
+      const close = this.tokens[this.at++];
+      if (close?.kind !== "punct" || close.text !== ")") fail();
+      return inner;
+    }
+    if (token?.kind !== "phrase" || token.words.length === 0) fail();
+    const next = this.tokens[this.at];
+    const prefix = next?.kind === "punct" && next.text === "*";
+    if (prefix) this.at++;
+    const lexemes = token.words.map((w, i) => {
+      const lexeme = `'${foldAccents(w.toLowerCase())}'`;
+      const star = prefix && i === token.words.length - 1 ? "*" : "";
+      return star || weight ? `${lexeme}:${star}${weight}` : lexeme;
+    });
+    return lexemes.length === 1 ? (lexemes[0] as string) : `(${lexemes.join(" <-> ")})`;
+  }
+
+  /** The weight of a `title:` / `content_text:` prefix, consumed; "" without one. */
+  private columnFilter(): string {
+    const [name, colon] = [this.tokens[this.at], this.tokens[this.at + 1]];
+    if (colon?.kind !== "punct" || colon.text !== ":") return "";
+    const weight =
+      name?.kind === "phrase" && name.words.length === 1
+        ? COLUMN_WEIGHTS[name.words[0] as string]
+        : undefined;
+    if (weight === undefined) fail();
+    this.at += 2;
+    return weight;
+  }
+
+  private startsPrimary(): boolean {
+    const t = this.tokens[this.at];
+    return t?.kind === "phrase" || (t?.kind === "punct" && t.text === "(");
+  }
+
+  private takeOp(op: string): boolean {
+    const t = this.tokens[this.at];
+    if (t?.kind !== "op" || t.op !== op) return false;
+    this.at++;
+    return true;
+  }
+}
+
+function fail(): never {
+  throw new SearchQueryError(SEARCH_QUERY_ADVICE);
+}

@@ -1,0 +1,123 @@
+/**
+ * The public `resource_access` table: which user may see which key through which mirror.
+ */
+import { and, count, countDistinct, eq, gte, isNull, lt, sql } from "drizzle-orm";
+import type { AccessRepo } from "../store.js";
+import type { PairRef } from "../types.js";
+import type { Db } from "./open.js";
+import { resourceAccess, resources } from "./schema.js";
+import type { Sync } from "./sync-repo.js";
+
+const p = (name: string) => sql.placeholder(name);
+
+export function createAccessRepo(db: Db): Sync<AccessRepo> {
+  const pairWhere = and(
+    eq(resourceAccess.mirror, p("mirror")),
+    eq(resourceAccess.userEmail, p("userEmail")),
+    eq(resourceAccess.serverInstanceId, p("serverInstanceId")),
+  );
+
+  // `see` runs for every exported row: plain better-sqlite3 statements with positional
+  // parameters, because drizzle's per-call placeholder mapping cost more than the SQLite work.
+  const sqlite = db.$client;
+  const refresh = sqlite.prepare<[string, string, string, string, string]>(
+    `UPDATE resource_access SET source = ?, last_seen_at = max(last_seen_at, ?), missed_full_count = 0
+     WHERE mirror = ? AND user_email = ? AND key = ?`,
+  );
+  const insertNew = sqlite.prepare<[string, string, string, string, string, string]>(
+    `INSERT INTO resource_access (mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count)
+     VALUES (?, ?, ?, ?, ?, ?, 0) ON CONFLICT DO NOTHING`,
+  );
+
+  const anyAccess = db
+    .select({ one: sql<number>`1` })
+    .from(resourceAccess)
+    .where(eq(resourceAccess.key, p("key")))
+    .limit(1)
+    .prepare();
+
+  return {
+    /** Records that the user saw the key; true when the user had no access to it before. */
+    see(row: PairRef & { key: string; source: string; seenAt: string }): boolean {
+      // Refresh first: in steady state (incrementals, nightly fulls) the row exists, so one statement.
+      if (refresh.run(row.source, row.seenAt, row.mirror, row.userEmail, row.key).changes === 1) return false;
+      insertNew.run(row.mirror, row.userEmail, row.key, row.serverInstanceId, row.source, row.seenAt);
+      return true;
+    },
+
+    hasAnyAccess(key: string): boolean {
+      return anyAccess.get({ key }) !== undefined;
+    },
+
+    countPairKeys(pair: PairRef): number {
+      return db.select({ n: count() }).from(resourceAccess).where(pairWhere).get(pair)?.n ?? 0;
+    },
+
+    /** Keys this pair holds that a snapshot created at `snapshotAt` did not see and that reached `threshold` misses. */
+    countRevocable(pair: PairRef, snapshotAt: string, threshold: number): number {
+      return (
+        db
+          .select({ n: count() })
+          .from(resourceAccess)
+          .where(
+            and(
+              pairWhere,
+              lt(resourceAccess.lastSeenAt, snapshotAt),
+              gte(resourceAccess.missedFullCount, threshold - 1),
+            ),
+          )
+          .get(pair)?.n ?? 0
+      );
+    },
+
+    /** One more miss for every key the snapshot did not see, then revokes those at `threshold`. */
+    sweepMissed(pair: PairRef, snapshotAt: string, threshold: number): string[] {
+      const missed = and(pairWhere, lt(resourceAccess.lastSeenAt, snapshotAt));
+      db.update(resourceAccess)
+        .set({ missedFullCount: sql`${resourceAccess.missedFullCount} + 1` })
+        .where(missed)
+        .run(pair);
+      return db
+        .delete(resourceAccess)
+        .where(and(missed, gte(resourceAccess.missedFullCount, threshold)))
+        .returning({ key: resourceAccess.key })
+        .all(pair)
+        .map((r) => r.key);
+    },
+
+    /** Removes every key the pair holds (user left, pair removed or past its grace). */
+    revokePair(pair: PairRef): string[] {
+      return db
+        .delete(resourceAccess)
+        .where(pairWhere)
+        .returning({ key: resourceAccess.key })
+        .all(pair)
+        .map((r) => r.key);
+    },
+
+    /** Distinct (user, server) pairs holding access through the mirror. */
+    pairsWithAccess(mirror: string): PairRef[] {
+      return db
+        .selectDistinct({
+          mirror: resourceAccess.mirror,
+          userEmail: resourceAccess.userEmail,
+          serverInstanceId: resourceAccess.serverInstanceId,
+        })
+        .from(resourceAccess)
+        .where(eq(resourceAccess.mirror, mirror))
+        .all();
+    },
+
+    /** Live resources visible through the mirror (the `syncmirror_resources` gauge). */
+    countLive(mirror: string): number {
+      return (
+        db
+          .select({ n: countDistinct(resourceAccess.key) })
+          .from(resourceAccess)
+          .innerJoin(resources, eq(resources.key, resourceAccess.key))
+          .where(and(eq(resourceAccess.mirror, mirror), isNull(resources.deletedAt)))
+          .get()?.n ?? 0
+      );
+    },
+  };
+}

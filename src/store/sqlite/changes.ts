@@ -1,0 +1,33 @@
+/**
+ * The public `changes` feed: a consumer keeps the last `seq` it processed and reads onward.
+ */
+import type { ChangeRepo } from "../store.js";
+import type { ChangeOp } from "../types.js";
+import type { Db } from "./open.js";
+import type { Sync } from "./sync-repo.js";
+
+export function createChangeRepo(db: Db, onRecorded: () => void): Sync<ChangeRepo> {
+  // `record` runs for most exported rows of a cold mirror: plain better-sqlite3 statements with
+  // positional parameters, because drizzle's per-call placeholder mapping cost more than the SQLite work.
+  const sqlite = db.$client;
+  const existing = sqlite.prepare<[string, string], { seq: number; op: ChangeOp }>(
+    "SELECT seq, op FROM changes WHERE sync_id = ? AND key = ? LIMIT 1",
+  );
+  const remove = sqlite.prepare<[number]>("DELETE FROM changes WHERE seq = ?");
+  const insert = sqlite.prepare<[string, ChangeOp, string, string, string]>(
+    "INSERT INTO changes (seq, key, op, at, mirror, sync_id) VALUES (NULL, ?, ?, ?, ?, ?)",
+  );
+
+  return {
+    record(c: { key: string; op: ChangeOp; at: string; mirror: string; scope: string }): boolean {
+      const prior = existing.get(c.scope, c.key);
+      if (prior !== undefined) {
+        if (prior.op === c.op || (prior.op === "upsert" && c.op === "access")) return false;
+        remove.run(prior.seq);
+      }
+      insert.run(c.key, c.op, c.at, c.mirror, c.scope);
+      onRecorded();
+      return true;
+    },
+  };
+}

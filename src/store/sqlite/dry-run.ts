@@ -1,0 +1,62 @@
+/**
+ * What a full snapshot's sweep would do, without doing it: the keys each user saw are kept in a
+ * scratch table by trigger and compared with `resource_access`.
+ */
+import type { DryRunRepo } from "../store.js";
+import type { Db } from "./open.js";
+import type { Sync } from "./sync-repo.js";
+
+export function createDryRunRepo(db: Db): Sync<DryRunRepo> {
+  const sqlite = db.$client;
+  const see = sqlite.prepare(
+    "INSERT OR IGNORE INTO dry_run_seen (trigger_row_id, user_email, key) VALUES (?, ?, ?)",
+  );
+  const collect =
+    sqlite.prepare(`INSERT OR IGNORE INTO dry_run_revoke (trigger_row_id, mirror, user_email, key)
+    SELECT @t, a.mirror, a.user_email, a.key FROM resource_access a
+    WHERE a.mirror = @mirror AND a.user_email = @userEmail AND a.server_instance_id = @serverInstanceId
+      AND a.missed_full_count + 1 >= @threshold
+      AND NOT EXISTS (SELECT 1 FROM dry_run_seen s WHERE s.trigger_row_id = @t AND s.user_email = a.user_email AND s.key = a.key)`);
+  const collectAll =
+    sqlite.prepare(`INSERT OR IGNORE INTO dry_run_revoke (trigger_row_id, mirror, user_email, key)
+    SELECT @t, a.mirror, a.user_email, a.key FROM resource_access a
+    WHERE a.mirror = @mirror AND a.user_email = @userEmail AND a.server_instance_id = @serverInstanceId`);
+  const wouldDelete = sqlite.prepare<
+    [number, number],
+    { n: number }
+  >(`SELECT count(DISTINCT d.key) AS n FROM dry_run_revoke d
+    JOIN resources r ON r.key = d.key AND r.deleted_at IS NULL
+    WHERE d.trigger_row_id = ? AND NOT EXISTS (SELECT 1 FROM resource_access a WHERE a.key = d.key
+      AND NOT EXISTS (SELECT 1 FROM dry_run_revoke x WHERE x.trigger_row_id = ? AND x.mirror = a.mirror
+        AND x.user_email = a.user_email AND x.key = a.key))`);
+  const wouldRevoke = sqlite.prepare<[number], { n: number }>(
+    "SELECT count(*) AS n FROM dry_run_revoke WHERE trigger_row_id = ?",
+  );
+  const clearSeen = sqlite.prepare("DELETE FROM dry_run_seen WHERE trigger_row_id = ?");
+  const clearRevoke = sqlite.prepare("DELETE FROM dry_run_revoke WHERE trigger_row_id = ?");
+
+  return {
+    seen(triggerRowId, userEmail, keys) {
+      for (const key of keys) see.run(triggerRowId, userEmail, key);
+    },
+    collectPair(t, p) {
+      collect.run({
+        t,
+        mirror: p.mirror,
+        userEmail: p.userEmail,
+        serverInstanceId: p.serverInstanceId,
+        threshold: p.threshold,
+      });
+    },
+    collectWholePair(t, p) {
+      collectAll.run({ t, mirror: p.mirror, userEmail: p.userEmail, serverInstanceId: p.serverInstanceId });
+    },
+    totals(t) {
+      const revoke = wouldRevoke.get(t)?.n ?? 0;
+      const del = wouldDelete.get(t, t)?.n ?? 0;
+      clearSeen.run(t);
+      clearRevoke.run(t);
+      return { would_revoke: revoke, would_delete: del };
+    },
+  };
+}

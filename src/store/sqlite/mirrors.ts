@@ -1,0 +1,28 @@
+/**
+ * One row per mirror: what `status` shows.
+ */
+import { eq } from "drizzle-orm";
+import { outcomeColumns } from "../outcome-columns.js";
+import type { MirrorRepo } from "../store.js";
+import type { Db } from "./open.js";
+import { mirrorState } from "./schema.js";
+import type { Sync } from "./sync-repo.js";
+
+export function createMirrorRepo(db: Db): Sync<MirrorRepo> {
+  return {
+    ensure(mirror, syncConfigId) {
+      db.insert(mirrorState)
+        .values({ mirror, syncConfigId })
+        .onConflictDoUpdate({ target: mirrorState.mirror, set: { syncConfigId } })
+        .run();
+    },
+
+    get(mirror) {
+      return db.select().from(mirrorState).where(eq(mirrorState.mirror, mirror)).get();
+    },
+
+    recordOutcome(mirror, o) {
+      db.update(mirrorState).set(outcomeColumns(o)).where(eq(mirrorState.mirror, mirror)).run();
+    },
+  };
+}

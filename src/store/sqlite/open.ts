@@ -1,0 +1,112 @@
+/**
+ * Opening the mirror database: owner-only file modes, WAL, migrations, and the single-writer lock.
+ */
+import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
+import Database from "better-sqlite3";
+import { type BetterSQLite3Database, drizzle } from "drizzle-orm/better-sqlite3";
+import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import { DatabaseError, DatabaseLockedError } from "../../errors.js";
+import { migrationsDir } from "../migrations-dir.js";
+import { assertCreatableDatabasePath } from "./database-path.js";
+import * as schema from "./schema.js";
+
+/** Drizzle over the connection; `$client` is the better-sqlite3 handle for hot-path statements. */
+export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
+
+export interface OpenDatabase {
+  db: Db;
+  sqlite: Database.Database;
+  path: string;
+  close(): void;
+}
+
+const MIGRATIONS_DIR = migrationsDir("sqlite");
+const OWNER_ONLY = 0o600;
+
+/**
+ * Opens (creating if needed) the database, applies the migrations and, with `lock`, takes the
+ * single-writer lock first so a second process refuses before touching anything.
+ */
+export function openDatabase(path: string, options: { lock?: boolean } = {}): OpenDatabase {
+  assertCreatableDatabasePath(path);
+  const release = options.lock ? acquireLock(path) : () => {};
+  try {
+    const sqlite = openSqlite(path);
+    try {
+      migrate(drizzle(sqlite), { migrationsFolder: MIGRATIONS_DIR });
+    } catch (cause) {
+      sqlite.close();
+      throw new DatabaseError(`cannot migrate database ${path}: ${(cause as Error).message}`, { cause });
+    }
+    restrictSidecars(path);
+    const db = drizzle(sqlite, { schema });
+    return {
+      db,
+      sqlite,
+      path,
+      close() {
+        if (sqlite.open) sqlite.close();
+        release();
+      },
+    };
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+function openSqlite(path: string): Database.Database {
+  try {
+    if (path !== ":memory:") {
+      // Create the file ourselves so its mode is owner-only whatever the umask; SQLite gives the
+      // -wal and -shm files the main file's mode.
+      closeSync(openSync(path, "a", OWNER_ONLY));
+      chmodSync(path, OWNER_ONLY);
+    }
+    const sqlite = new Database(path);
+    sqlite.pragma("journal_mode = WAL");
+    sqlite.pragma("synchronous = NORMAL");
+    sqlite.pragma("foreign_keys = ON");
+    sqlite.pragma("busy_timeout = 5000");
+    return sqlite;
+  } catch (cause) {
+    throw new DatabaseError(
+      `cannot open database ${path}: ${(cause as Error).message}. Check that the file and its directory exist and are writable by this user, and that the disk is not full.`,
+      { cause },
+    );
+  }
+}
+
+function restrictSidecars(path: string): void {
+  for (const suffix of ["-wal", "-shm"]) {
+    const file = `${path}${suffix}`;
+    if (existsSync(file)) chmodSync(file, OWNER_ONLY);
+  }
+}
+
+/**
+ * The lock is a tiny SQLite file held in exclusive locking mode: the operating system releases it
+ * when the process dies, so a crash never leaves a stale lock behind (a pid file would).
+ */
+function acquireLock(path: string): () => void {
+  if (path === ":memory:") return () => {};
+  const lockPath = `${path}.lock`;
+  closeSync(openSync(lockPath, "a", OWNER_ONLY));
+  chmodSync(lockPath, OWNER_ONLY);
+  const lock = new Database(lockPath, { timeout: 0 });
+  try {
+    lock.pragma("locking_mode = EXCLUSIVE");
+    lock.exec("CREATE TABLE IF NOT EXISTS holder (pid INTEGER, since TEXT)");
+    lock.prepare("INSERT INTO holder (pid, since) VALUES (?, ?)").run(process.pid, new Date().toISOString());
+    lock.exec("DELETE FROM holder WHERE rowid < (SELECT max(rowid) FROM holder)");
+  } catch (cause) {
+    lock.close();
+    if ((cause as { code?: string }).code === "SQLITE_BUSY") {
+      throw new DatabaseLockedError(path, `lock ${lockPath} is held`);
+    }
+    throw new DatabaseError(`cannot take the lock ${lockPath}: ${(cause as Error).message}`, { cause });
+  }
+  return () => {
+    if (lock.open) lock.close();
+  };
+}

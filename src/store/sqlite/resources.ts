@@ -1,0 +1,89 @@
+/**
+ * The public `resources` table: content deduplicated by key, tombstones for keys nobody can see.
+ */
+import { eq, sql } from "drizzle-orm";
+import type { ResourceRepo } from "../store.js";
+import { RESOURCE_COLUMNS, type ResourceWrite, type StoredResourceState } from "../types.js";
+import type { Db } from "./open.js";
+import { resources } from "./schema.js";
+import type { Sync } from "./sync-repo.js";
+
+const p = (name: string) => sql.placeholder(name);
+
+/** Every column `write` sets, in the order of its parameters. */
+const WRITTEN = [...RESOURCE_COLUMNS, "engine_version", "updated_at"] as const;
+
+export function createResourceRepo(db: Db): Sync<ResourceRepo> {
+  // The two statements every exported row runs are plain better-sqlite3 statements with
+  // positional parameters: drizzle's per-call placeholder mapping cost more than the SQLite work.
+  const sqlite = db.$client;
+  const findState = sqlite.prepare<[string], StoredResourceState>(
+    "SELECT content_hash AS contentHash, deleted_at AS deletedAt FROM resources WHERE key = ?",
+  );
+  const upsert = sqlite.prepare<unknown[]>(
+    `INSERT INTO resources (${WRITTEN.join(", ")}, deleted_at) VALUES (${WRITTEN.map(() => "?").join(", ")}, NULL)
+     ON CONFLICT (key) DO UPDATE SET ${[...WRITTEN.slice(1), "deleted_at"].map((c) => `${c} = excluded.${c}`).join(", ")}`,
+  );
+
+  const tombstone = db
+    .update(resources)
+    .set({
+      deletedAt: p("at") as unknown as string,
+      updatedAt: p("at") as unknown as string,
+      contentText: null,
+      fields: null,
+      metadata: null,
+      relations: null,
+      attachments: null,
+      provenance: null,
+    })
+    .where(eq(resources.key, p("key")))
+    .prepare();
+
+  return {
+    findState(key: string): StoredResourceState | undefined {
+      return findState.get(key);
+    },
+
+    // One statement per key is what SQLite does fastest in process; PostgreSQL batches instead.
+    findStates(keys) {
+      const states = new Map<string, StoredResourceState>();
+      for (const key of keys) {
+        const state = findState.get(key);
+        if (state !== undefined) states.set(key, state);
+      }
+      return states;
+    },
+
+    /** Writes the resource (new, changed, or back from a tombstone). */
+    write(r: ResourceWrite, engineVersion: string | null, at: string): void {
+      upsert.run(
+        r.key,
+        r.contentHash,
+        r.contentText,
+        r.contentFormat,
+        r.contentStatus,
+        r.title,
+        r.url,
+        r.type,
+        r.sourceType,
+        r.serverInstanceId,
+        r.nativeId,
+        r.modifiedAt,
+        r.fetchedAt,
+        r.fields,
+        r.metadata,
+        r.relations,
+        r.attachments,
+        r.provenance,
+        engineVersion,
+        at,
+      );
+    },
+
+    /** Keeps the row as a tombstone: `deleted_at` set, content and JSON parts cleared. */
+    tombstone(key: string, at: string): void {
+      tombstone.run({ key, at });
+    },
+  };
+}

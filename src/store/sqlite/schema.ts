@@ -1,0 +1,236 @@
+/**
+ * Drizzle tables. `resources`, `resource_access` and `changes` are public (SPEC "Database"):
+ * readers outside syncmirror rely on their names and columns. The rest is internal state that
+ * must survive a restart. Timestamps are ISO-8601 UTC text; `*_at` columns from the server clock
+ * are normalised with `toISOString()` so they compare as text.
+ */
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+export const resources = sqliteTable(
+  "resources",
+  {
+    key: text("key").primaryKey(),
+    contentHash: text("content_hash").notNull(),
+    contentText: text("content_text"),
+    contentFormat: text("content_format"),
+    contentStatus: text("content_status"),
+    title: text("title"),
+    url: text("url"),
+    type: text("type"),
+    sourceType: text("source_type").notNull(),
+    serverInstanceId: text("server_instance_id").notNull(),
+    nativeId: text("native_id").notNull(),
+    modifiedAt: text("modified_at"),
+    fetchedAt: text("fetched_at"),
+    fields: text("fields"),
+    metadata: text("metadata"),
+    relations: text("relations"),
+    attachments: text("attachments"),
+    provenance: text("provenance"),
+    deletedAt: text("deleted_at"),
+    /** Internal: the export's engine_version when this row was last written. */
+    engineVersion: text("engine_version"),
+    /** Internal: local time of the last write. */
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("resources_deleted_at").on(t.deletedAt)],
+);
+
+export const resourceAccess = sqliteTable(
+  "resource_access",
+  {
+    mirror: text("mirror").notNull(),
+    userEmail: text("user_email").notNull(),
+    key: text("key").notNull(),
+    serverInstanceId: text("server_instance_id").notNull(),
+    source: text("source").notNull(),
+    /** Server `created_at` of the newest run that saw this key for this user. */
+    lastSeenAt: text("last_seen_at").notNull(),
+    /** Internal: full snapshots in a row this pair's source succeeded without seeing the key. */
+    missedFullCount: integer("missed_full_count").notNull().default(0),
+  },
+  (t) => [
+    primaryKey({ columns: [t.mirror, t.userEmail, t.key] }),
+    index("resource_access_pair").on(t.mirror, t.userEmail, t.serverInstanceId, t.lastSeenAt),
+    index("resource_access_key").on(t.key),
+    // Consumers' per-user query (README) reads a user's keys through this, not every live resource.
+    index("resource_access_user").on(t.userEmail, t.key),
+  ],
+);
+
+export const changes = sqliteTable(
+  "changes",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    key: text("key").notNull(),
+    op: text("op", { enum: ["upsert", "delete", "access"] }).notNull(),
+    at: text("at").notNull(),
+    /** Internal: which mirror and run caused it (a key changes at most once per run ingested). */
+    mirror: text("mirror"),
+    syncId: text("sync_id"),
+  },
+  (t) => [index("changes_run_key").on(t.syncId, t.key)],
+);
+
+/** One row per mirror: what `status` shows. */
+export const mirrorState = sqliteTable("mirror_state", {
+  mirror: text("mirror").primaryKey(),
+  syncConfigId: text("sync_config_id").notNull(),
+  lastIncrementalSuccessAt: text("last_incremental_success_at"),
+  lastFullSuccessAt: text("last_full_success_at"),
+  lastOutcome: text("last_outcome"),
+  lastOutcomeAt: text("last_outcome_at"),
+  lastMessage: text("last_message"),
+  /** Revocations the latest held sweep is holding back. */
+  heldRevocations: integer("held_revocations").notNull().default(0),
+});
+
+/**
+ * A trigger's life: `intent` is written before the POST (so a crash leaves a trace to adopt from),
+ * `active` once its runs are known, `done` once settled.
+ */
+export const triggers = sqliteTable(
+  "triggers",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    mirror: text("mirror").notNull(),
+    mode: text("mode", { enum: ["incremental", "full"] }).notNull(),
+    since: text("since"),
+    state: text("state", { enum: ["intent", "active", "done"] }).notNull(),
+    triggerId: text("trigger_id").unique(),
+    /** Server `created_at` of the newest run the mirror knew when the intent was written. */
+    knownBefore: text("known_before"),
+    intentAt: text("intent_at").notNull(),
+    allowMassDelete: integer("allow_mass_delete", { mode: "boolean" }).notNull().default(false),
+    adopted: integer("adopted", { mode: "boolean" }).notNull().default(false),
+    skipped: text("skipped"),
+    skippedCount: integer("skipped_count").notNull().default(0),
+    startedAt: text("started_at"),
+    finishedAt: text("finished_at"),
+    outcome: text("outcome"),
+    message: text("message"),
+    summary: text("summary"),
+    deleted: integer("deleted").notNull().default(0),
+    revoked: integer("revoked").notNull().default(0),
+    /** Revocations a mass-delete guard held back in this trigger's sweep. */
+    held: integer("held").notNull().default(0),
+    sweepsHeld: integer("sweeps_held").notNull().default(0),
+    /** The access check that decides who left could not be read: nobody lost access for leaving. */
+    leaversUnknown: integer("leavers_unknown", { mode: "boolean" }).notNull().default(false),
+    leaversSwept: integer("leavers_swept", { mode: "boolean" }).notNull().default(false),
+  },
+  (t) => [index("triggers_mirror_state").on(t.mirror, t.state)],
+);
+
+export const runs = sqliteTable(
+  "runs",
+  {
+    syncId: text("sync_id").primaryKey(),
+    triggerRowId: integer("trigger_row_id").notNull(),
+    mirror: text("mirror").notNull(),
+    userEmail: text("user_email").notNull(),
+    status: text("status").notNull(),
+    /** Server clock; unknown until the run list first shows the run (the trigger response lacks it). */
+    createdAt: text("created_at"),
+    ingest: text("ingest", { enum: ["waiting", "ingesting", "done", "failed"] })
+      .notNull()
+      .default("waiting"),
+    /** Checkpoint: the next export offset to read; null once every page is in. */
+    nextOffset: integer("next_offset").default(0),
+    continuesSent: integer("continues_sent").notNull().default(0),
+    /**
+     * A continue counted but not yet known to have arrived: JSON `{source: completed_at}` of the
+     * INCOMPLETE sources it was sent for, written before the POST and cleared once it is answered.
+     */
+    continuePending: text("continue_pending"),
+    schemaVersion: text("schema_version"),
+    engineVersion: text("engine_version"),
+    /** First-page diagnostics, kept for operators: excluded, undecided, unresolved_requests, unmatched_tool_calls. */
+    diagnostics: text("diagnostics"),
+    error: text("error"),
+    upserted: integer("upserted").notNull().default(0),
+    unchanged: integer("unchanged").notNull().default(0),
+    /** Resources refused one by one (invalid shape), with the reason logged. */
+    rejected: integer("rejected").notNull().default(0),
+  },
+  (t) => [index("runs_trigger").on(t.triggerRowId)],
+);
+
+export const runSources = sqliteTable(
+  "run_sources",
+  {
+    syncId: text("sync_id").notNull(),
+    source: text("source").notNull(),
+    sourceType: text("source_type").notNull(),
+    serverInstanceId: text("server_instance_id").notNull(),
+    taskStatus: text("task_status").notNull(),
+    exportStatus: text("export_status"),
+    counts: text("counts"),
+    /** Set once a full snapshot's sweep has been applied (or held) for this source's pair. */
+    swept: text("swept", { enum: ["applied", "held"] }),
+  },
+  (t) => [primaryKey({ columns: [t.syncId, t.source] })],
+);
+
+/** One (mirror, user, server): its watermark and whether it still holds access. */
+export const pairs = sqliteTable(
+  "pairs",
+  {
+    mirror: text("mirror").notNull(),
+    userEmail: text("user_email").notNull(),
+    serverInstanceId: text("server_instance_id").notNull(),
+    /** Server `created_at` of the last run in which this pair's source succeeded. */
+    watermark: text("watermark"),
+    /** Server `created_at` of the run that first saw the pair. */
+    firstSeenAt: text("first_seen_at").notNull(),
+    awaitingBaseline: integer("awaiting_baseline", { mode: "boolean" }).notNull().default(false),
+    /** Latest skip reason from a trigger (null when the pair ran). */
+    skipReason: text("skip_reason"),
+    authStatus: text("auth_status"),
+    retiredAt: text("retired_at"),
+    retiredReason: text("retired_reason"),
+  },
+  (t) => [primaryKey({ columns: [t.mirror, t.userEmail, t.serverInstanceId] })],
+);
+
+/** Which process may run a mirror's pass (SPEC "Scale-out"); on SQLite the file lock already says one. */
+export const leases = sqliteTable("leases", {
+  mirror: text("mirror").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: text("expires_at").notNull(),
+});
+
+/** Cron ticks taken, so each (mirror, mode, scheduled minute) runs once. */
+export const ticks = sqliteTable(
+  "ticks",
+  {
+    mirror: text("mirror").notNull(),
+    mode: text("mode", { enum: ["incremental", "full"] }).notNull(),
+    tickAt: text("tick_at").notNull(),
+    holder: text("holder").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mirror, t.mode, t.tickAt] })],
+);
+
+/** `sync --full --dry-run` scratch: keys each user saw in the snapshot, by trigger. */
+export const dryRunSeen = sqliteTable(
+  "dry_run_seen",
+  {
+    triggerRowId: integer("trigger_row_id").notNull(),
+    userEmail: text("user_email").notNull(),
+    key: text("key").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.triggerRowId, t.userEmail, t.key] })],
+);
+
+/** `sync --full --dry-run` scratch: access rows the sweep would remove, by trigger. */
+export const dryRunRevoke = sqliteTable(
+  "dry_run_revoke",
+  {
+    triggerRowId: integer("trigger_row_id").notNull(),
+    mirror: text("mirror").notNull(),
+    userEmail: text("user_email").notNull(),
+    key: text("key").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.triggerRowId, t.mirror, t.userEmail, t.key] })],
+);

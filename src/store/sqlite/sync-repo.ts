@@ -1,0 +1,18 @@
+/**
+ * better-sqlite3 is synchronous: each SQLite repository is written as plain functions and the
+ * store wraps them into the async interface the sync code sees.
+ */
+
+/** The synchronous twin of an async repository interface. */
+export type Sync<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? (...args: A) => R : never;
+};
+
+/** Wraps each method of a synchronous repository so that it runs through `run`. */
+export function promisify<T extends object>(repo: Sync<T>, run: <R>(fn: () => R) => Promise<R>): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(repo as Record<string, (...args: unknown[]) => unknown>)) {
+    wrapped[name] = (...args: unknown[]) => run(() => fn(...args));
+  }
+  return wrapped as T;
+}

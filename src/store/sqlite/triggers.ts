@@ -1,0 +1,105 @@
+/**
+ * Triggers, from intent to settled; rows are mapped to `Trigger` here, the skipped list parsed once.
+ */
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import type { TriggerRepo } from "../store.js";
+import type { ActiveTrigger, SkippedPairRecord, Trigger } from "../types.js";
+import type { Db } from "./open.js";
+import { triggers } from "./schema.js";
+import type { Sync } from "./sync-repo.js";
+
+type TriggerRow = typeof triggers.$inferSelect;
+
+function toTrigger(row: TriggerRow): Trigger {
+  const { summary: _summary, skipped, ...rest } = row;
+  return { ...rest, skipped: skipped === null ? null : (JSON.parse(skipped) as SkippedPairRecord[]) };
+}
+
+export function createTriggerRepo(db: Db): Sync<TriggerRepo> {
+  const get = (id: number): Trigger => {
+    const row = db.select().from(triggers).where(eq(triggers.id, id)).get();
+    if (!row) throw new Error(`trigger row ${id} vanished from the database`);
+    return toTrigger(row);
+  };
+  return {
+    findInFlight(mirror) {
+      const row = db
+        .select()
+        .from(triggers)
+        .where(and(eq(triggers.mirror, mirror), inArray(triggers.state, ["intent", "active"])))
+        .orderBy(asc(triggers.id))
+        .get();
+      return row && toTrigger(row);
+    },
+
+    get,
+
+    lastFinished(mirror) {
+      const row = db
+        .select()
+        .from(triggers)
+        .where(and(eq(triggers.mirror, mirror), eq(triggers.state, "done")))
+        .orderBy(desc(triggers.id))
+        .get();
+      return row && toTrigger(row);
+    },
+
+    createIntent(t) {
+      return toTrigger(
+        db
+          .insert(triggers)
+          .values({ ...t, state: "intent" })
+          .returning()
+          .get(),
+      );
+    },
+
+    activate(id, t) {
+      db.update(triggers)
+        .set({
+          state: "active",
+          triggerId: t.triggerId,
+          skipped: t.skipped === null ? null : JSON.stringify(t.skipped),
+          skippedCount: t.skippedCount,
+          adopted: t.adopted,
+          startedAt: t.startedAt,
+        })
+        .where(eq(triggers.id, id))
+        .run();
+      return get(id) as ActiveTrigger;
+    },
+
+    setMassDeleteAllowed(id, allow) {
+      db.update(triggers).set({ allowMassDelete: allow }).where(eq(triggers.id, id)).run();
+    },
+
+    addSweepCounts(id, c) {
+      db.update(triggers)
+        .set({
+          deleted: sql`${triggers.deleted} + ${c.deleted ?? 0}`,
+          revoked: sql`${triggers.revoked} + ${c.revoked ?? 0}`,
+          held: sql`${triggers.held} + ${c.held ?? 0}`,
+          sweepsHeld: sql`${triggers.sweepsHeld} + ${c.sweepsHeld ?? 0}`,
+        })
+        .where(eq(triggers.id, id))
+        .run();
+    },
+
+    markLeaversSwept(id, leaversUnknown) {
+      db.update(triggers).set({ leaversSwept: true, leaversUnknown }).where(eq(triggers.id, id)).run();
+    },
+
+    finish(id, f) {
+      db.update(triggers)
+        .set({
+          state: "done",
+          outcome: f.outcome,
+          message: f.message,
+          summary: JSON.stringify(f.summary),
+          finishedAt: f.finishedAt,
+        })
+        .where(eq(triggers.id, id))
+        .run();
+    },
+  };
+}

@@ -1,0 +1,198 @@
+/**
+ * The domain objects the store hands to the sync code, the same whichever dialect holds them.
+ * Times are ISO-8601 UTC strings (`toISOString()` form) so they compare as text in both dialects;
+ * JSON parts are parsed once, here at the boundary, never by callers.
+ */
+
+/** How a pass asks for its snapshot: with a `since` (incremental) or without (full). */
+export const MODES = ["incremental", "full"] as const;
+export type Mode = (typeof MODES)[number];
+export type TriggerState = "intent" | "active" | "done";
+export type IngestState = "waiting" | "ingesting" | "done" | "failed";
+export type ChangeOp = "upsert" | "delete" | "access";
+
+/** A pair the trigger did not run, as the trigger response listed it. */
+export interface SkippedPairRecord {
+  user_email: string;
+  server_instance_id: string;
+  reason: string;
+  auth_status?: string | null;
+  server_name?: string | null;
+}
+
+export interface Trigger {
+  /** Our row id (the upstream id is `triggerId`, unknown while the trigger is an intent). */
+  id: number;
+  mirror: string;
+  mode: Mode;
+  since: string | null;
+  state: TriggerState;
+  triggerId: string | null;
+  /** Server `created_at` of the newest run the mirror knew when the intent was written. */
+  knownBefore: string | null;
+  intentAt: string;
+  allowMassDelete: boolean;
+  adopted: boolean;
+  /** Null when the runs were adopted: the response, and so its skipped list, was lost. */
+  skipped: SkippedPairRecord[] | null;
+  skippedCount: number;
+  startedAt: string | null;
+  finishedAt: string | null;
+  outcome: string | null;
+  message: string | null;
+  deleted: number;
+  revoked: number;
+  held: number;
+  sweepsHeld: number;
+  leaversUnknown: boolean;
+  leaversSwept: boolean;
+}
+
+/** An active trigger: its upstream id is known. */
+export type ActiveTrigger = Trigger & { triggerId: string };
+
+/** Source label -> its `completed_at` when a continue was decided for it. */
+export type PendingContinue = Record<string, string | null>;
+
+export interface Run {
+  syncId: string;
+  triggerRowId: number;
+  mirror: string;
+  userEmail: string;
+  status: string;
+  /** Server clock; unknown until the run list first shows the run (the trigger response lacks it). */
+  createdAt: string | null;
+  ingest: IngestState;
+  /** Checkpoint: the next export offset to read; null once every page is in. */
+  nextOffset: number | null;
+  continuesSent: number;
+  continuePending: PendingContinue | null;
+  schemaVersion: string | null;
+  engineVersion: string | null;
+  error: string | null;
+  upserted: number;
+  unchanged: number;
+  rejected: number;
+}
+
+export interface NewRun {
+  syncId: string;
+  userEmail: string;
+  status: string;
+  createdAt: string | null;
+}
+
+export interface RunSource {
+  syncId: string;
+  source: string;
+  sourceType: string;
+  serverInstanceId: string;
+  taskStatus: string;
+  exportStatus: string | null;
+  swept: "applied" | "held" | null;
+}
+
+export interface SourceReport {
+  source: string;
+  sourceType: string;
+  serverInstanceId: string;
+  taskStatus: string;
+  exportStatus: string | null;
+  counts: unknown;
+}
+
+export interface MirrorState {
+  mirror: string;
+  syncConfigId: string;
+  lastIncrementalSuccessAt: string | null;
+  lastFullSuccessAt: string | null;
+  lastOutcome: string | null;
+  lastOutcomeAt: string | null;
+  lastMessage: string | null;
+  heldRevocations: number;
+}
+
+/** One (mirror, user, server). A type, not an interface: drizzle takes it as placeholder values. */
+export type PairRef = {
+  mirror: string;
+  userEmail: string;
+  serverInstanceId: string;
+};
+
+export interface Pair extends PairRef {
+  /** Server `created_at` of the last run in which this pair's source succeeded. */
+  watermark: string | null;
+  firstSeenAt: string;
+  awaitingBaseline: boolean;
+  skipReason: string | null;
+  authStatus: string | null;
+  retiredAt: string | null;
+  retiredReason: string | null;
+}
+
+/** A resource as the mirror stores it: the export's resource, validated, JSON parts as objects. */
+export interface ResourceInput {
+  key: string;
+  contentHash: string;
+  contentText: string | null;
+  contentFormat: string | null;
+  contentStatus: string | null;
+  title: string | null;
+  url: string | null;
+  type: string | null;
+  sourceType: string;
+  serverInstanceId: string;
+  nativeId: string;
+  modifiedAt: string | null;
+  fetchedAt: string | null;
+  fields: unknown;
+  metadata: unknown;
+  relations: unknown;
+  attachments: unknown;
+  provenance: unknown;
+}
+
+/** `ResourceInput` with its JSON parts serialized (the caller decides what is unserializable). */
+export type ResourceWrite = Omit<
+  ResourceInput,
+  "fields" | "metadata" | "relations" | "attachments" | "provenance"
+> & {
+  fields: string | null;
+  metadata: string | null;
+  relations: string | null;
+  attachments: string | null;
+  provenance: string | null;
+};
+
+export interface StoredResourceState {
+  contentHash: string;
+  deletedAt: string | null;
+}
+
+/** Who holds a mirror's lease (SPEC "Scale-out": `holder` in status). */
+export interface LeaseHolder {
+  holder: string;
+  expiresAt: string;
+}
+
+/** The columns that come from an exported resource, `key` first (benchmarks and tests reuse it). */
+export const RESOURCE_COLUMNS = [
+  "key",
+  "content_hash",
+  "content_text",
+  "content_format",
+  "content_status",
+  "title",
+  "url",
+  "type",
+  "source_type",
+  "server_instance_id",
+  "native_id",
+  "modified_at",
+  "fetched_at",
+  "fields",
+  "metadata",
+  "relations",
+  "attachments",
+  "provenance",
+] as const;

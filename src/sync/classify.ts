@@ -1,0 +1,52 @@
+/**
+ * What a pass that stopped on an upstream error reports (SPEC "Outcome and exit code"), and
+ * whether its trigger stays in flight for the next pass to resume.
+ */
+import { WRONG_BASE_URL_ADVICE } from "../api/base-url.js";
+import type { MirrorConfig } from "../config.js";
+import {
+  BadRequestError,
+  CannotStartError,
+  FeatureDisabledError,
+  NotFoundError,
+  type SyncmirrorError,
+  UnauthorizedError,
+} from "../errors.js";
+import type { Trigger } from "../store/types.js";
+import type { Outcome } from "./outcome.js";
+
+/**
+ * Refusals close the trigger; anything that may pass (network, token, 5xx, a lost POST) keeps it
+ * in flight, so the next pass resumes or adopts it instead of triggering again.
+ */
+export function classifyFailure(
+  error: SyncmirrorError,
+  mirror: MirrorConfig,
+  trigger: Trigger,
+  /** A 404 on every route, not only this config's: `api.base_url` is wrong (`api/base-url.ts`). */
+  baseUrlWrong = false,
+): { outcome: Outcome; keepInFlight: boolean; message: string } {
+  const beforeRuns = trigger.state === "intent";
+  if (error instanceof FeatureDisabledError) {
+    return { outcome: "refused", keepInFlight: !beforeRuns, message: error.message };
+  }
+  if (beforeRuns && (error instanceof CannotStartError || error instanceof BadRequestError)) {
+    return { outcome: "refused", keepInFlight: false, message: `trigger refused: ${error.message}` };
+  }
+  if (baseUrlWrong) return { outcome: "failed", keepInFlight: false, message: WRONG_BASE_URL_ADVICE };
+  if (beforeRuns && error instanceof NotFoundError) {
+    return {
+      outcome: "failed",
+      keepInFlight: false,
+      message: `sync config ${mirror.syncConfigId} was not found upstream: check mirrors[].sync_config_id for ${mirror.name}`,
+    };
+  }
+  if (error instanceof UnauthorizedError) {
+    return { outcome: "failed", keepInFlight: true, message: error.message };
+  }
+  return {
+    outcome: "failed",
+    keepInFlight: true,
+    message: `${error.message}; the trigger stays in flight and the next pass resumes it`,
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * A run's export pages from its checkpoint on, fetched ahead and handed over strictly in order.
+ *
+ * The first page carries `page.total` and the page stride (`next_offset - offset`), so the offsets
+ * of the following pages can be predicted and requested before they are needed: up to
+ * `pagesAheadPerRun` for this run, within the pass-wide PageWindow shared by every run of the pass.
+ * Predictions are only requests: each page handed over is the one at the previous page's
+ * `next_offset`, so if the service pages differently than predicted (a shorter page, a repeated
+ * key) the predicted pages are dropped and paging resumes from the offset it gave. The ingest
+ * applies and checkpoints each page before taking the next, so crash resume is unchanged; memory
+ * is bounded by the pages in flight.
+ */
+import type { ExportPage } from "../api/schemas.js";
+import { AbortedError, BadResponseError, UnsupportedSchemaVersionError } from "../errors.js";
+import type { SyncContext } from "./context.js";
+
+export const EXPORT_PAGE_LIMIT = 500;
+
+export interface ExportPageStream {
+  /** The next page in export order, or undefined after the last; throws what reading that page threw. */
+  next(): Promise<{ page: ExportPage; offset: number } | undefined>;
+  /** Stops fetching ahead and lets go of the pages not taken. Idempotent. */
+  close(): void;
+}
+
+interface Fetch {
+  offset: number;
+  page: Promise<ExportPage>;
+  abort: AbortController;
+  /** Holds a PageWindow slot until taken or dropped. */
+  ahead: boolean;
+}
+
+export function fetchExportPages(
+  ctx: SyncContext,
+  syncId: string,
+  fromOffset: number | null,
+): ExportPageStream {
+  const { pagesAhead: window, pagesAheadPerRun } = ctx;
+  const stop = new AbortController();
+  const onAbort = () => stop.abort(ctx.signal.reason);
+  ctx.signal.addEventListener("abort", onAbort, { once: true });
+  /** Requested ahead, in offset order. */
+  const queue: Fetch[] = [];
+  let expected = fromOffset;
+  let engineVersion: string | null = null;
+  /** Learned from the first page handed over: where the predicted pages end, and their stride. */
+  let total: number | undefined;
+  let stride = 0;
+
+  const start = (offset: number, ahead: boolean): Fetch => {
+    const abort = new AbortController();
+    const onStop = () => abort.abort(stop.signal.reason);
+    stop.signal.addEventListener("abort", onStop, { once: true });
+    const page = ctx.api
+      .getExportPage(syncId, { offset, limit: EXPORT_PAGE_LIMIT }, abort.signal, {
+        onThrottled: () => window.throttled(),
+      })
+      .then((p) => {
+        window.answered();
+        return p;
+      })
+      .finally(() => stop.signal.removeEventListener("abort", onStop));
+    // A page fetched ahead may fail before it is needed (or never be needed): its error is
+    // reported when it is taken, not as an unhandled rejection.
+    page.catch(() => {});
+    return { offset, page, abort, ahead };
+  };
+
+  const drop = (f: Fetch) => {
+    f.abort.abort(new AbortedError("export page no longer needed"));
+    if (f.ahead) window.give();
+  };
+
+  const fillAhead = () => {
+    if (expected === null || total === undefined || stride <= 0) return;
+    const last = queue.at(-1);
+    let offset = last === undefined ? expected : last.offset + stride;
+    while (offset < total && queue.length < pagesAheadPerRun && window.tryTake()) {
+      queue.push(start(offset, true));
+      offset += stride;
+    }
+  };
+
+  const take = (offset: number): Fetch =>
+    queue[0]?.offset === offset ? (queue.shift() as Fetch) : start(offset, false);
+
+  return {
+    async next() {
+      if (expected === null) return undefined;
+      const offset = expected;
+      const fetch = take(offset);
+      let page: ExportPage;
+      try {
+        page = await fetch.page;
+      } finally {
+        if (fetch.ahead) window.give();
+      }
+      checkPage(syncId, offset, page);
+      const pageEngine = engineOf(page);
+      if (engineVersion !== null && pageEngine !== engineVersion) {
+        ctx.log.warn(
+          { sync_id: syncId, from: engineVersion, to: pageEngine },
+          "engine_version changed within one export",
+        );
+      }
+      engineVersion = pageEngine;
+      expected = page.page.next_offset;
+      // The service paged differently than predicted (or the export ended): drop what was fetched ahead.
+      if (queue.length > 0 && queue[0]?.offset !== expected) {
+        for (const f of queue.splice(0)) drop(f);
+      }
+      if (expected !== null && total === undefined) {
+        total = page.page.total;
+        stride = expected - offset;
+      }
+      fillAhead();
+      return { page, offset };
+    },
+    close() {
+      for (const f of queue.splice(0)) drop(f);
+      expected = null;
+      ctx.signal.removeEventListener("abort", onAbort);
+      stop.abort(new AbortedError("export paging closed"));
+    },
+  };
+}
+
+/** A readable schema_version, and progress: an export that does not advance would loop forever. */
+function checkPage(syncId: string, offset: number, page: ExportPage): void {
+  const major = String(page.schema_version).split(".")[0];
+  if (major !== "1" || !/^1(\.\d+)*$/.test(String(page.schema_version))) {
+    throw new UnsupportedSchemaVersionError(syncId, page.schema_version);
+  }
+  const next = page.page.next_offset;
+  if (next !== null && next <= offset) {
+    throw new BadResponseError(`export of run ${syncId} did not advance (offset ${offset} -> ${next})`, {
+      method: "GET",
+      route: "/sync-task/{sync_id}/export",
+    });
+  }
+}
+
+export function engineOf(page: ExportPage): string | null {
+  return page.engine_version == null ? null : String(page.engine_version);
+}

@@ -1,0 +1,137 @@
+/**
+ * Who loses all their access at a full pass (SPEC "Users who left"), decided from gathered facts:
+ * users who left the project, pairs removed from the trigger, and pairs skipped as not accessible
+ * or not syncable for longer than `inaccessible_grace_hours`.
+ *
+ * Who left comes from one of two sources, never both: the trigger's skipped list when it is
+ * complete (`skipped_count` no larger than the list), otherwise the access check's answer.
+ */
+import type { Pair, PairRef, SkippedPairRecord } from "../store/types.js";
+import { lagMs, newestWatermark } from "./plan.js";
+
+export type LeaveReason = "left" | "removed" | "inaccessible";
+
+/** A pair that loses all its access in this full pass, and why. */
+export interface LeavingPair {
+  pair: PairRef;
+  reason: LeaveReason;
+}
+
+/** One user's answer in the access check (`GET /sync-configs/{id}/access`). */
+export interface AccessFact {
+  userEmail: string;
+  projectUser: boolean;
+  inaccessibleServers: readonly string[];
+}
+
+/** One run of the trigger: who ran, whether its export was read, and on which servers. */
+export interface RunFact {
+  userEmail: string;
+  read: boolean;
+  servers: readonly string[];
+  /** Server `created_at` when one of its sources succeeded: this snapshot's time. */
+  succeededAt: string | null;
+}
+
+export interface LeaverFacts {
+  /** Pairs holding access through the mirror now. */
+  holding: readonly PairRef[];
+  /** The trigger's skipped list; null when its runs were adopted (the response was lost). */
+  skipped: readonly SkippedPairRecord[] | null;
+  skippedCount: number;
+  /** The access check's answer; null unless the skipped list was incomplete. */
+  checked: readonly AccessFact[] | null;
+  runs: readonly RunFact[];
+  /** The mirror's pairs with their watermarks. */
+  pairs: readonly Pair[];
+  graceHours: number;
+}
+
+/** Whether the trigger's skipped list tells who left, or the access check must be asked. */
+export function skippedListComplete(
+  skipped: readonly SkippedPairRecord[] | null,
+  skippedCount: number,
+): boolean {
+  return skipped !== null && skippedCount <= skipped.length;
+}
+
+/** Pairs keyed by user, then server: no string encoding of the pair. */
+class PairMap<T> {
+  private readonly byUser = new Map<string, Map<string, T>>();
+  set(user: string, server: string, value: T): void {
+    const servers = this.byUser.get(user) ?? new Map<string, T>();
+    servers.set(server, value);
+    this.byUser.set(user, servers);
+  }
+  get(user: string, server: string): T | undefined {
+    return this.byUser.get(user)?.get(server);
+  }
+  users(): Iterable<string> {
+    return this.byUser.keys();
+  }
+}
+
+export function decideLeavers(f: LeaverFacts): LeavingPair[] {
+  const complete = skippedListComplete(f.skipped, f.skippedCount);
+  const skipReasons = new PairMap<string>();
+  for (const s of f.skipped ?? []) skipReasons.set(s.user_email, s.server_instance_id, s.reason);
+  const ranPairs = new PairMap<true>();
+  const usersRead = new Set<string>();
+  // This snapshot's created_at counts as the newest watermark even before it is recorded (dry run).
+  let snapshotAt: string | null = null;
+  for (const run of f.runs) {
+    if (!run.read) continue;
+    usersRead.add(run.userEmail);
+    for (const server of run.servers) ranPairs.set(run.userEmail, server, true);
+    if (run.succeededAt !== null && (snapshotAt === null || run.succeededAt > snapshotAt))
+      snapshotAt = run.succeededAt;
+  }
+  const left = whoLeft(f, skipReasons);
+  const pairRows = new PairMap<Pair>();
+  for (const p of f.pairs) pairRows.set(p.userEmail, p.serverInstanceId, p);
+  const recorded = newestWatermark(f.pairs);
+  const newest = snapshotAt !== null && (recorded === null || snapshotAt > recorded) ? snapshotAt : recorded;
+  const graceMs = f.graceHours * 3_600_000;
+
+  const reasonFor = (pair: PairRef): LeaveReason | null => {
+    if (left.has(pair.userEmail)) return "left";
+    const skipReason = skipReasons.get(pair.userEmail, pair.serverInstanceId);
+    if (skipReason === undefined) {
+      // Listed complete, the user ran and was read, yet this server is gone from the trigger.
+      const removed =
+        complete && usersRead.has(pair.userEmail) && !ranPairs.get(pair.userEmail, pair.serverInstanceId);
+      return removed ? "removed" : null;
+    }
+    if (skipReason === "not_accessible" || skipReason === "not_syncable") {
+      const row = pairRows.get(pair.userEmail, pair.serverInstanceId);
+      return row !== undefined && lagMs(row, newest) > graceMs ? "inaccessible" : null;
+    }
+    return null;
+  };
+  return f.holding.flatMap((pair) => {
+    const reason = reasonFor(pair);
+    return reason === null ? [] : [{ pair, reason }];
+  });
+}
+
+/**
+ * Users who left. From the access check: every holder who is no longer a project user (servers it
+ * reports inaccessible join the skip reasons). From a complete skipped list: users skipped as
+ * `not_a_project_user`, and holders neither in the trigger's runs nor in its skipped list.
+ */
+function whoLeft(f: LeaverFacts, skipReasons: PairMap<string>): Set<string> {
+  const left = new Set<string>();
+  if (f.checked !== null) {
+    const inProject = new Set(f.checked.filter((i) => i.projectUser).map((i) => i.userEmail));
+    for (const i of f.checked)
+      for (const server of i.inaccessibleServers) skipReasons.set(i.userEmail, server, "not_accessible");
+    for (const p of f.holding) if (!inProject.has(p.userEmail)) left.add(p.userEmail);
+    return left;
+  }
+  for (const s of f.skipped ?? []) if (s.reason === "not_a_project_user") left.add(s.user_email);
+  const usersSkipped = new Set(skipReasons.users());
+  const usersRan = new Set(f.runs.map((r) => r.userEmail));
+  for (const p of f.holding)
+    if (!usersRan.has(p.userEmail) && !usersSkipped.has(p.userEmail)) left.add(p.userEmail);
+  return left;
+}

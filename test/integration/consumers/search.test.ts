@@ -1,0 +1,223 @@
+/**
+ * ACL-aware search on the real database (SQLite file or PostgreSQL, TEST_DIALECT): a user finds
+ * only live resources they can see, and the index follows every page transaction (edits, sweeps,
+ * leavers, deletes). SQLite alone keeps a separate FTS5 index whose consistency is checked too
+ * (PostgreSQL's is a generated column of the row itself).
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../../src/config.js";
+import { SearchQueryError } from "../../../src/errors.js";
+import { silentLogger } from "../../../src/log.js";
+import { openStore } from "../../../src/open-store.js";
+import {
+  configureConsumers,
+  ftsIntegrity,
+  indexedAndLiveKeys,
+  searchIndexObjects,
+  searchKeys,
+} from "../../helpers/consumers.js";
+import { integrityOf } from "../../helpers/db-snapshot.js";
+import { TEST_DIALECT } from "../../helpers/dialect.js";
+import { pickDoc } from "../../helpers/mirror-db.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { buildOnce } from "../daemon/setup.js";
+
+let h: Harness;
+afterEach(async () => {
+  await h?.close();
+});
+beforeAll(buildOnce);
+
+const [U1, U2, U3] = ["user1@example.com", "user2@example.com", "user3@example.com"];
+const onSqlite = TEST_DIALECT === "sqlite";
+
+/** SQLite: the FTS5 index holds exactly the live keys, and FTS5's own check passes. */
+function expectFtsConsistent(): void {
+  if (!onSqlite) return;
+  const { indexed, live } = indexedAndLiveKeys(h);
+  expect(indexed).toEqual(live);
+  expect(ftsIntegrity(h)).toBe("ok");
+}
+
+const openSearchStore = () =>
+  openStore(loadConfig(h.configPath, h.env), { lock: false, log: silentLogger() });
+
+async function searchHarness(docs = 20): Promise<Harness> {
+  h = await createHarness({ sim: { docs } });
+  configureConsumers(h, { search: true });
+  return h;
+}
+
+function addDoc(harness: Harness, title: string, content: string, visibleTo: string[]): string {
+  const server = harness.sim.servers.find((s) => s.source_type === "notion");
+  if (!server) throw new Error("no notion server");
+  const docId = harness.sim.docs.add({
+    server_instance_id: server.server_instance_id,
+    visibleTo,
+    title,
+    content,
+  });
+  return harness.sim.docs.get(docId).key;
+}
+
+describe("search shows each user only what they may see", () => {
+  it("gives two users different results over shared and private documents, and nothing to a stranger", async () => {
+    await searchHarness();
+    const shared = addDoc(h, "Quasar launch plan", "The quasar launch is shared.", [U1, U2]);
+    const mine = addDoc(h, "Quasar salaries", "Private quasar numbers.", [U1]);
+    await h.sync();
+
+    expect(await searchKeys(h, U1, "quasar")).toEqual([shared, mine].sort());
+    expect(await searchKeys(h, U2, "quasar")).toEqual([shared]);
+    expect(await searchKeys(h, U3, "quasar")).toEqual([]);
+    expect(await searchKeys(h, "nobody@example.com", "quasar")).toEqual([]);
+    expect(await searchKeys(h, U1, "quasar", "other-mirror")).toEqual([]);
+  });
+
+  it("finds prefixes, phrases and words without their accents", async () => {
+    await searchHarness();
+    const key = addDoc(h, "Café über alles", "Résumé of the zebracorn migration plan.", [U1]);
+    await h.sync();
+
+    expect(await searchKeys(h, U1, "cafe")).toEqual([key]);
+    expect(await searchKeys(h, U1, "resume")).toEqual([key]);
+    expect(await searchKeys(h, U1, "zebra*")).toEqual([key]);
+    expect(await searchKeys(h, U1, '"zebracorn migration"')).toEqual([key]);
+    expect(await searchKeys(h, U1, '"migration zebracorn"')).toEqual([]);
+  });
+
+  it("reads OR, NOT, parentheses and column filters alike on both dialects, ranks a title match first, and refuses bad syntax", async () => {
+    await searchHarness();
+    const inTitle = addDoc(h, "Narwhal census", "Counting sea creatures.", [U1]);
+    const inText = addDoc(h, "Sea notes", "A narwhal was seen, and a beluga.", [U1]);
+    const other = addDoc(h, "Beluga notes", "Only the beluga here.", [U1]);
+    await h.sync();
+
+    expect(await searchKeys(h, U1, "narwhal OR beluga")).toEqual([inTitle, inText, other].sort());
+    expect(await searchKeys(h, U1, "narwhal NOT beluga")).toEqual([inTitle]);
+    expect(await searchKeys(h, U1, "(narwhal OR beluga) AND seen")).toEqual([inText]);
+    expect(await searchKeys(h, U1, "sea narwhal")).toEqual([inTitle, inText].sort());
+    expect(await searchKeys(h, U1, "title:narwhal")).toEqual([inTitle]);
+    expect(await searchKeys(h, U1, 'content_text:"a narwhal"')).toEqual([inText]);
+    const store = await openSearchStore();
+    try {
+      const hits = await store.search.query({ userEmail: U1, query: "narwhal", limit: 10 });
+      expect(hits.map((hit) => hit.key)).toEqual([inTitle, inText]);
+      expect(hits[1]?.snippet).toContain("«narwhal»");
+      for (const bad of ['"unclosed', "AND OR", "nosuchcolumn:foo", "(a", "NOT a", "a OR"])
+        await expect(
+          store.search.query({ userEmail: U1, query: bad, limit: 10 }),
+          bad,
+        ).rejects.toBeInstanceOf(SearchQueryError);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("finds the new text after an edit, not the old", async () => {
+    await searchHarness();
+    const key = addDoc(h, "Runbook", "Restart the flibbertigibbet service.", [U1]);
+    await h.sync();
+    expect(await searchKeys(h, U1, "flibbertigibbet")).toEqual([key]);
+
+    h.sim.clock.advance(60_000);
+    h.sim.docs.edit(h.sim.docs.list().find((d) => d.key === key)?.docId as string, {
+      content: "Restart the snollygoster service.",
+    });
+    expect((await h.sync()).mode).toBe("incremental");
+
+    expect(await searchKeys(h, U1, "snollygoster")).toEqual([key]);
+    expect(await searchKeys(h, U1, "flibbertigibbet")).toEqual([]);
+    expectFtsConsistent();
+  });
+
+  it("stops showing a document to a user whose access a full sweep revoked, keeps it for the other", async () => {
+    await searchHarness();
+    const key = addDoc(h, "Wombat roadmap", "wombat", [U1, U2]);
+    await h.sync();
+    const docId = h.sim.docs.list().find((d) => d.key === key)?.docId as string;
+    h.sim.docs.setVisibility(docId, [U2]);
+
+    await h.sync({ full: true });
+    expect(await searchKeys(h, U1, "wombat")).toEqual([]);
+    expect(await searchKeys(h, U2, "wombat")).toEqual([key]);
+  });
+
+  it("shows nothing to a user who left the project", async () => {
+    await searchHarness(40);
+    const key = addDoc(h, "Axolotl handbook", "axolotl", [U3]);
+    await h.sync();
+    expect(await searchKeys(h, U3, "axolotl")).toEqual([key]);
+    h.sim.people.leaveProject(U3);
+
+    await h.sync({ full: true });
+    expect(await searchKeys(h, U3, "axolotl")).toEqual([]);
+  });
+
+  it("never returns a deleted resource, and drops it from the index", async () => {
+    await searchHarness();
+    const doc = pickDoc(h, (d) => d.visibleTo.includes(U1));
+    const word = doc.title.match(/\p{L}{4,}/u)?.[0] as string;
+    await h.sync();
+    expect(await searchKeys(h, U1, `"${doc.title.replace(/"/g, "")}"`)).toContain(doc.key);
+    h.sim.docs.remove(doc.docId);
+
+    await h.sync({ full: true });
+    expect(await searchKeys(h, U1, word)).not.toContain(doc.key);
+    expectFtsConsistent();
+  });
+});
+
+describe("the index's life", () => {
+  it.runIf(onSqlite)(
+    "stays equal to the live resources after a kill -9 in the middle of a page",
+    async () => {
+      await searchHarness(300);
+      const crashed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "mid-page:250" });
+      expect(crashed.code, crashed.stderr).toBeNull();
+      expect(integrityOf(h.dbPath)).toBe("ok");
+      const afterCrash = indexedAndLiveKeys(h);
+      expect(afterCrash.live.length).toBeGreaterThan(0);
+      expect(afterCrash.indexed).toEqual(afterCrash.live);
+      expect(ftsIntegrity(h)).toBe("ok");
+
+      const resumed = await h.cli(["sync"]);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      const done = indexedAndLiveKeys(h);
+      expect(done.indexed).toEqual(done.live);
+      expect(ftsIntegrity(h)).toBe("ok");
+      expect(done.live.length).toBeGreaterThan(afterCrash.live.length);
+    },
+  );
+
+  it("is dropped when search is turned off, and rebuilt from current rows when turned back on", async () => {
+    await searchHarness();
+    const key = addDoc(h, "Pangolin notes", "pangolin", [U1]);
+    await h.sync();
+    configureConsumers(h, { search: false });
+    await h.sync();
+    expect(searchIndexObjects(h)).toEqual([]);
+    await expect(searchKeys(h, U1, "pangolin")).rejects.toThrow(/search index does not exist/);
+
+    configureConsumers(h, { search: true });
+    await h.sync();
+    expect(await searchKeys(h, U1, "pangolin")).toEqual([key]);
+  });
+
+  it("is rebuilt by syncmirror reindex, which refuses while search is disabled", async () => {
+    await searchHarness();
+    const key = addDoc(h, "Okapi guide", "okapi", [U2]);
+    await h.sync();
+    const rebuilt = await h.cli(["reindex"]);
+    expect(rebuilt.code, rebuilt.stderr).toBe(0);
+    expect(rebuilt.stdout).toMatch(/search index rebuilt: \d+ live resources/);
+    expect(await searchKeys(h, U2, "okapi")).toEqual([key]);
+    expect(searchIndexObjects(h)).not.toEqual([]);
+    expectFtsConsistent();
+
+    configureConsumers(h, { search: false });
+    const refused = await h.cli(["reindex"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/search is not enabled/);
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * Errors a first-time user meets, each one line that says what to do next (never a stack):
+ * a port already in use, a base URL without its /api/v1 prefix, a closed port.
+ */
+import { createServer, type Server } from "node:net";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { buildOnce, editConfig } from "../daemon/setup.js";
+
+let h: Harness | undefined;
+let blocker: Server | undefined;
+beforeAll(buildOnce);
+afterEach(async () => {
+  await h?.close();
+  await new Promise((resolve) => (blocker ? blocker.close(resolve) : resolve(undefined)));
+  h = undefined;
+  blocker = undefined;
+});
+
+async function listenAnywhere(): Promise<{ server: Server; port: number }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, port: (server.address() as { port: number }).port };
+}
+
+const NO_STACK = /\n\s+at /;
+
+describe("first-run errors", () => {
+  it("run on a port already in use: exit 2 naming http.listen and what to do", async () => {
+    h = await createHarness();
+    const taken = await listenAnywhere();
+    blocker = taken.server;
+    editConfig(h, (config) => {
+      config.http = { listen: `127.0.0.1:${taken.port}` };
+    });
+    const r = await h.cli(["run"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(
+      `cannot listen on 127.0.0.1:${taken.port} (http.listen): the port is already in use`,
+    );
+    expect(r.stderr).not.toMatch(NO_STACK);
+  });
+
+  it("a base_url without /api/v1: check and sync blame the base URL, not sync_config_id", async () => {
+    h = await createHarness({ maxAttempts: 1 });
+    const origin = new URL(h.sim.baseUrl).origin;
+    editConfig(h, (config) => {
+      (config.api as Record<string, unknown>).base_url = origin;
+    });
+    const checked = await h.cli(["check"]);
+    expect(checked.code).toBe(1);
+    expect(checked.stdout).toMatch(/PROBLEM api\.base_url answers 404 on every route.*\/api\/v1/);
+    expect(checked.stdout).not.toContain("sync_config_id");
+    const synced = await h.cli(["sync", "--json"]);
+    expect(synced.code).toBe(1);
+    const summary = JSON.parse(synced.stdout).mirrors[0];
+    expect(summary).toMatchObject({
+      outcome: "failed",
+      message: expect.stringMatching(/api\.base_url answers 404/),
+    });
+    expect(summary.message).not.toContain("sync_config_id");
+  });
+
+  it("a closed port: the message points at api.base_url, not at max_attempts", async () => {
+    h = await createHarness({ maxAttempts: 1 });
+    const closed = await listenAnywhere();
+    await new Promise((resolve) => closed.server.close(resolve));
+    editConfig(h, (config) => {
+      (config.api as Record<string, unknown>).base_url = `http://127.0.0.1:${closed.port}/api/v1`;
+    });
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code).toBe(1);
+    const { message } = JSON.parse(r.stdout).mirrors[0];
+    expect(message).toMatch(
+      /ECONNREFUSED.*nothing answers at http:\/\/127\.0\.0\.1:\d+: check api\.base_url/,
+    );
+    expect(message).not.toContain("max_attempts");
+  });
+});

@@ -1,0 +1,44 @@
+/**
+ * SPEC "Outcome": `failed` means nothing could be ingested. A pass whose only run's export breaks
+ * after its first page wrote resources, so it is `partial`, and its message says what was
+ * ingested and what was not.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { pairs } from "../../helpers/mirror-db.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { type RewritingProxy, startRewritingProxy } from "../../helpers/rewriting-proxy.js";
+
+let h: Harness | undefined;
+let proxy: RewritingProxy | undefined;
+afterEach(async () => {
+  await h?.close();
+  await proxy?.close();
+  h = undefined;
+  proxy = undefined;
+});
+
+describe("an export that breaks after its first page", () => {
+  it("is partial, not failed, and says how many rows were ingested from which runs", async () => {
+    proxy = await startRewritingProxy();
+    h = await createHarness({
+      sim: { users: 1, docs: 1200 },
+      maxAttempts: 1,
+      api: { base_url: proxy.baseUrl },
+    });
+    proxy.target = h.sim.baseUrl;
+    proxy.rewrites.push(
+      (body) => body,
+      () => "{ this is not JSON",
+    );
+
+    const summary = await h.sync();
+    const stored = h.query<{ n: number }>("SELECT count(*) AS n FROM resources")[0]?.n ?? 0;
+    expect(stored).toBe(500);
+    expect(summary.outcome).toBe("partial");
+    expect(summary.counts.upserted).toBe(500);
+    expect(summary.message).toMatch(/500 exported row\(s\) were ingested from 1 of 1 run\(s\)/);
+    expect(summary.message).toMatch(/1 run\(s\) could not be read to the end/);
+    expect(summary.errors).toEqual([expect.objectContaining({ error: expect.stringMatching(/not JSON/) })]);
+    expect(pairs(h).every((p) => p.watermark === null)).toBe(true);
+  });
+});

@@ -1,0 +1,85 @@
+/**
+ * What `sync` prints for a script or a person: keys and rows counted apart, every failure in
+ * `errors`, a JSON object even when the database is in use, a dry run's result said once.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase } from "../../../src/store/sqlite/open.js";
+import { TEST_DIALECT } from "../../helpers/dialect.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { buildOnce } from "../daemon/setup.js";
+
+let h: Harness | undefined;
+beforeAll(buildOnce);
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const count = (harness: Harness, sql: string) => harness.query<{ n: number }>(sql)[0]?.n ?? -1;
+
+describe("sync output", () => {
+  it("counts keys (new, changed, unchanged) apart from exported rows", async () => {
+    h = await createHarness({ sim: { docs: 40 } });
+    const first = await h.cli(["sync", "--json"]);
+    expect(first.code, first.stderr).toBe(0);
+    const keys = count(h, "SELECT count(*) AS n FROM resources");
+    const rows = count(h, "SELECT count(*) AS n FROM resource_access");
+    expect(rows).toBeGreaterThan(keys); // keys shared by several users: the case that misled
+    const [cold] = JSON.parse(first.stdout).mirrors;
+    expect(cold.keys).toEqual({ new: keys, changed: 0, unchanged: 0 });
+    expect(cold.counts.upserted + cold.counts.unchanged).toBe(rows);
+
+    const edited = h.sim.docs.list().find((d) => d.visibleTo.length > 1 && !d.deleted);
+    if (!edited) throw new Error("no shared document");
+    h.sim.docs.edit(edited.docId);
+    const again = await h.cli(["sync", "--full"]);
+    expect(again.code, again.stderr).toBe(0);
+    const [header, values] = again.stdout.split("\n").map((line) => line.trim().split(/\s+/));
+    const cell = (name: string) => values?.[header?.indexOf(name) ?? -1];
+    expect(cell("rows")).toBe(String(rows));
+    expect([cell("new"), cell("changed"), cell("unchanged")]).toEqual(["0", "1", String(keys - 1)]);
+  });
+
+  it("a dry run prints its result once", async () => {
+    h = await createHarness({ sim: { docs: 20 } });
+    expect((await h.cli(["sync"])).code).toBe(0);
+    const r = await h.cli(["sync", "--full", "--dry-run"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.match(/would revoke/g)).toHaveLength(1);
+  });
+
+  it("--json on a failed pass puts the error in errors, not only in message", async () => {
+    h = await createHarness({ sim: { docs: 10 }, maxAttempts: 1 });
+    h.sim.faults.inject("GET /sync-task", { kind: "503", times: Number.POSITIVE_INFINITY });
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code).toBe(1);
+    const out = JSON.parse(r.stdout);
+    expect(out.outcome).toBe("not_all_succeeded");
+    const [mirror] = out.mirrors;
+    expect(mirror.outcome).toBe("failed");
+    expect(mirror.errors).toEqual([{ sync_id: null, user_email: null, error: mirror.message }]);
+  });
+
+  // The SQLite writer lock; on PostgreSQL many processes share the database (leases, not a lock).
+  it.skipIf(TEST_DIALECT === "postgres")(
+    "--json with the database in use prints an object naming the error, exit 1",
+    async () => {
+      h = await createHarness({ sim: { docs: 10 } });
+      const held = openDatabase(h.dbPath, { lock: true });
+      try {
+        const r = await h.cli(["sync", "--json"]);
+        expect(r.code).toBe(1);
+        expect(JSON.parse(r.stdout)).toEqual({
+          outcome: "not_all_succeeded",
+          error: {
+            code: "DB_LOCKED",
+            message: expect.stringContaining("in use by another syncmirror process"),
+          },
+          mirrors: [],
+        });
+      } finally {
+        held.close();
+      }
+    },
+  );
+});

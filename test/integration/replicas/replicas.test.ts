@@ -1,0 +1,132 @@
+/**
+ * Several `syncmirror run` replicas on one PostgreSQL database (SPEC "Scale-out"): each cron tick
+ * runs on exactly one replica, never two passes of a mirror at once, and a replica killed mid-export
+ * is replaced by another that finishes the same trigger (one POST) into a database equal to a clean
+ * single-node run.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
+import { type DaemonProcess, startDaemon, sumSeries, until } from "../../helpers/daemon.js";
+import { mirrorContents } from "../../helpers/mirror-db.js";
+import type { Harness } from "../../helpers/mirror-harness.js";
+import { triggerPosts } from "../../helpers/requests.js";
+import { createTwins, type Twins } from "../../helpers/twins.js";
+import { buildOnce, NEVER } from "../daemon/setup.js";
+
+const available = process.env.SYNCMIRROR_POSTGRES_AVAILABLE === "1";
+const EVERY_TWO_SECONDS = "*/2 * * * * *";
+
+let twins: Twins | undefined;
+const daemons: DaemonProcess[] = [];
+beforeAll(buildOnce);
+afterEach(async () => {
+  for (const d of daemons.splice(0)) await d.stop("SIGKILL");
+  await twins?.close();
+  twins = undefined;
+});
+
+function setDefaults(
+  h: Harness,
+  defaults: Record<string, unknown>,
+  database: Record<string, unknown> = {},
+): void {
+  const config = parse(readFileSync(h.configPath, "utf8")) as Record<string, Record<string, unknown>>;
+  config.defaults = { ...config.defaults, ...defaults };
+  config.database = { ...config.database, ...database };
+  writeFileSync(h.configPath, stringify(config));
+}
+
+async function replica(h: Harness, env: Record<string, string> = {}): Promise<DaemonProcess> {
+  const d = await startDaemon(h, env);
+  daemons.push(d);
+  return d;
+}
+
+interface TriggerSpan {
+  trigger_id: string | null;
+  state: string;
+  intent_at: string;
+  finished_at: string | null;
+}
+
+describe.skipIf(!available)("replicas on one PostgreSQL database", () => {
+  it("runs each cron tick on exactly one replica and never two passes of a mirror at once", async () => {
+    twins = await createTwins({ dialect: "postgres", sim: { docs: 40 } });
+    const h = twins.hurt;
+    setDefaults(h, { incremental_cron: EVERY_TWO_SECONDS, full_cron: NEVER });
+    const replicas = [await replica(h), await replica(h), await replica(h)];
+    await until(
+      () => h.query("SELECT 1 FROM triggers WHERE state = 'done'").length >= 4,
+      "four finished triggers",
+      45_000,
+    );
+    const taken = await Promise.all(
+      replicas.map(async (d) =>
+        sumSeries((await d.get("/metrics")).body, "syncmirror_ticks_skipped_total", { reason: "taken" }),
+      ),
+    );
+    for (const d of replicas) await d.stop("SIGTERM");
+    daemons.length = 0;
+
+    const triggers = h.query<TriggerSpan>(
+      "SELECT trigger_id, state, intent_at, finished_at FROM triggers ORDER BY id",
+    );
+    const posted = triggerPosts(h);
+    expect(posted, "every trigger row is one POST upstream").toBe(
+      triggers.filter((t) => t.trigger_id !== null).length,
+    );
+    expect(new Set(triggers.map((t) => t.trigger_id)).size).toBe(triggers.length);
+    for (let i = 1; i < triggers.length; i++) {
+      const before = triggers[i - 1] as TriggerSpan;
+      const after = triggers[i] as TriggerSpan;
+      expect(before.finished_at, "the earlier pass had ended").not.toBeNull();
+      expect(Date.parse(after.intent_at)).toBeGreaterThanOrEqual(Date.parse(before.finished_at as string));
+    }
+    const ticks = h.query<{ holder: string; n: number }>(
+      "SELECT holder, count(*)::int AS n FROM ticks GROUP BY holder",
+    );
+    expect(ticks.reduce((n, t) => n + t.n, 0)).toBeGreaterThanOrEqual(triggers.length);
+    expect(
+      taken.reduce((a, b) => a + b, 0),
+      "replicas competed for ticks and lost some",
+    ).toBeGreaterThan(0);
+  });
+
+  it("finishes the trigger of a replica killed mid-export on another, with one POST, equal to a clean run", async () => {
+    twins = await createTwins({ dialect: "postgres", sim: { docs: 1000 } });
+    const { clean, hurt } = twins;
+    const reference = await clean.sync();
+    expect(reference.outcome, reference.message).toBe("succeeded");
+
+    setDefaults(hurt, { incremental_cron: EVERY_TWO_SECONDS, full_cron: NEVER }, { lease_seconds: 5 });
+    const doomed = await replica(hurt, { SYNCMIRROR_CRASH_AT: "between-pages:2" });
+    const died = await doomed.exited;
+    daemons.length = 0;
+    expect(died.signal, `the replica was killed between two pages; stderr: ${doomed.stderr()}`).toBe(
+      "SIGKILL",
+    );
+    expect(triggerPosts(hurt)).toBe(1);
+    const killedAt = Date.now();
+
+    setDefaults(hurt, { incremental_cron: NEVER, full_cron: NEVER });
+    const survivors = [await replica(hurt), await replica(hurt)];
+    await until(
+      () => hurt.query("SELECT 1 FROM triggers WHERE state = 'done'").length === 1,
+      "the orphaned trigger finished by a survivor",
+      60_000,
+    );
+    const failoverMs = Date.now() - killedAt;
+    const resumedBy = survivors.filter((d) =>
+      d.logs().some((l) => l.msg === "resuming the trigger left in flight"),
+    );
+    expect(resumedBy, "exactly one survivor resumed it").toHaveLength(1);
+    expect(triggerPosts(hurt), "no second trigger POST").toBe(1);
+    expect(mirrorContents(hurt)).toEqual(mirrorContents(clean));
+    const resumedLine = resumedBy[0]?.logs().find((l) => l.msg === "resuming the trigger left in flight");
+    const resumedMs = Date.parse(String(resumedLine?.time)) - killedAt;
+    console.info(
+      `failover (lease_seconds 5): resumed ${resumedMs} ms, finished ${failoverMs} ms after the kill`,
+    );
+  });
+});

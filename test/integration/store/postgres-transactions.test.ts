@@ -1,0 +1,139 @@
+/**
+ * PostgreSQL transactions between replicas: a deadlock with another replica is retried from the
+ * start, changes take their seqs in commit order, and a lost connection fails the transaction as a
+ * database error, after which the store reconnects.
+ */
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { silentLogger } from "../../../src/log.js";
+import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/postgres-store.js";
+import { isDatabaseError } from "../../../src/store/store.js";
+import { createTestDatabase, postgresForTests, TEST_URL_ENV } from "../../helpers/postgres.js";
+
+/** A promise and the function that settles it. */
+function signal(): { promise: Promise<void>; fire(): void } {
+  let fire = () => {};
+  const promise = new Promise<void>((resolve) => {
+    fire = resolve;
+  });
+  return { promise, fire };
+}
+
+describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let store: PostgresStore;
+  let other: pg.Client;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    store = await openPostgresStore({
+      url: database.url,
+      urlEnv: TEST_URL_ENV,
+      poolSize: 3,
+      log: silentLogger(),
+    });
+    other = new pg.Client({ connectionString: database.url });
+    await other.connect();
+  });
+  afterAll(async () => {
+    await other?.end();
+    await store?.close();
+    await database?.drop();
+  });
+
+  it("retries a transaction that lost a deadlock to another replica, from the start", async () => {
+    for (const mirror of ["x", "y"]) await store.mirrors.ensure(mirror, "cfg");
+    const storeHoldsX = signal();
+    const otherHoldsY = signal();
+    // The other side waits long before checking for a deadlock, so the store is the one aborted.
+    await other.query("SET deadlock_timeout = '30s'");
+    await other.query("BEGIN");
+    let attempts = 0;
+    const page = store.transaction(async (tx) => {
+      attempts++;
+      await tx.mirrors.recordOutcome("x", {
+        mode: "full",
+        outcome: "succeeded",
+        message: "store",
+        at: "2026-01-01T00:00:00.000Z",
+      });
+      storeHoldsX.fire();
+      await otherHoldsY.promise;
+      await tx.mirrors.recordOutcome("y", {
+        mode: "full",
+        outcome: "succeeded",
+        message: "store",
+        at: "2026-01-01T00:00:00.000Z",
+      });
+      return attempts;
+    });
+    await storeHoldsX.promise;
+    await other.query("UPDATE mirror_state SET last_message = 'other' WHERE mirror = 'y'");
+    otherHoldsY.fire();
+    await other.query("UPDATE mirror_state SET last_message = 'other' WHERE mirror = 'x'");
+    await other.query("COMMIT");
+    expect(await page).toBe(2);
+    expect((await store.mirrors.get("x"))?.lastMessage).toBe("store");
+    expect((await store.mirrors.get("y"))?.lastMessage).toBe("store");
+  });
+
+  it("numbers changes in commit order across replicas, so a consumer reading past a seq misses nothing", async () => {
+    const replica = await openPostgresStore({
+      url: database.url,
+      urlEnv: TEST_URL_ENV,
+      poolSize: 2,
+      log: silentLogger(),
+    });
+    try {
+      const change = (key: string) => ({
+        key,
+        op: "upsert" as const,
+        at: "2026-01-01T00:00:00.000Z",
+        mirror: "feed",
+        scope: "run-1",
+      });
+      const firstRecorded = signal();
+      const otherCommitted = signal();
+      const slow = store.transaction(async (tx) => {
+        await tx.changes.record(change("recorded-first-committed-last"));
+        firstRecorded.fire();
+        await otherCommitted.promise;
+      });
+      await firstRecorded.promise;
+      await replica.transaction((tx) => tx.changes.record(change("recorded-second-committed-first")));
+      otherCommitted.fire();
+      await slow;
+      const { rows } = await other.query<{ key: string }>(
+        "SELECT key FROM changes WHERE mirror = 'feed' ORDER BY seq",
+      );
+      expect(rows.map((r) => r.key)).toEqual([
+        "recorded-second-committed-first",
+        "recorded-first-committed-last",
+      ]);
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it("fails a transaction whose connection is lost as a database error, then reconnects", async () => {
+    const failed = await store
+      .transaction(async (tx) => {
+        await tx.mirrors.ensure("lost", "cfg");
+        await other.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'syncmirror'",
+        );
+        await tx.mirrors.recordOutcome("lost", {
+          mode: "full",
+          outcome: "failed",
+          message: "never",
+          at: "2026-01-01T00:00:00.000Z",
+        });
+      })
+      .catch((error: unknown) => error);
+    expect(isDatabaseError(failed)).toBe(true);
+    expect((failed as Error).message).not.toContain(database.url);
+    expect(await store.mirrors.get("lost")).toBeUndefined();
+    await store.transaction((tx) => tx.mirrors.ensure("lost", "cfg"));
+    expect(await store.mirrors.get("lost")).toMatchObject({ syncConfigId: "cfg" });
+    await store.ping();
+  });
+});

@@ -1,0 +1,244 @@
+/**
+ * The store contract, page side, for both dialects: resources, access, the change feed,
+ * transactions and what follows a commit, through the `Store` interface the way a page uses it.
+ * Each test works under its own mirror and keys, so one store per dialect serves the file.
+ */
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { CHANGES_CHANNEL } from "../../../src/store/postgres/postgres-store.js";
+import type { PairRef, ResourceWrite } from "../../../src/store/types.js";
+import { storeDialects, useStore } from "../../helpers/store-dialects.js";
+import { ingestNew, resource, T1, T2, T3, uid } from "../../helpers/store-fixtures.js";
+
+describe.each(await storeDialects())("store contract, pages: $name", (dialect) => {
+  const opened = useStore(dialect);
+
+  const changesOf = async (key: string) =>
+    (
+      await opened.query<{ seq: number | string; op: string; sync_id: string }>(
+        "SELECT seq, op, sync_id FROM changes WHERE key = ? ORDER BY seq",
+        key,
+      )
+    ).map((r) => ({ seq: Number(r.seq), op: r.op, scope: r.sync_id }));
+
+  it("reads a page's stored states at once, under the keys asked, missing keys left out", async () => {
+    const [live, gone, never] = [`k-${uid()}`, `k-${uid()}\u0000nul`, `k-${uid()}`];
+    await opened.store.transaction(async (tx) => {
+      await tx.resources.write(resource(live), "engine-1", T1);
+      await tx.resources.write(resource(gone, "h2"), "engine-1", T1);
+      await tx.resources.tombstone(gone, T2);
+    });
+    const states = await opened.store.resources.findStates([live, gone, never]);
+    expect([...states.keys()].sort()).toEqual([live, gone].sort());
+    expect(states.get(live)).toEqual({ contentHash: "h1", deletedAt: null });
+    expect(states.get(gone)).toEqual({ contentHash: "h2", deletedAt: T2 });
+    expect(await opened.store.resources.findStates([])).toEqual(new Map());
+  });
+
+  it("writes a page in one transaction: new, unchanged, tombstoned, back from a tombstone", async () => {
+    const key = `k-${uid()}`;
+    expect(await opened.store.resources.findState(key)).toBeUndefined();
+    await opened.store.transaction(async (tx) => {
+      await tx.resources.write(resource(key), "engine-1", T1);
+    });
+    expect(await opened.store.resources.findState(key)).toEqual({ contentHash: "h1", deletedAt: null });
+    await opened.store.transaction((tx) => tx.resources.tombstone(key, T2));
+    expect(await opened.store.resources.findState(key)).toEqual({ contentHash: "h1", deletedAt: T2 });
+    const [tomb] = await opened.query<Record<string, unknown>>(
+      "SELECT content_text, fields, provenance FROM resources WHERE key = ?",
+      key,
+    );
+    expect(tomb).toEqual({ content_text: null, fields: null, provenance: null });
+    await opened.store.transaction((tx) => tx.resources.write(resource(key, "h2"), null, T3));
+    expect(await opened.store.resources.findState(key)).toEqual({ contentHash: "h2", deletedAt: null });
+    const [row] = await opened.query<{ fields: unknown; content_text: string }>(
+      "SELECT fields, content_text FROM resources WHERE key = ?",
+      key,
+    );
+    const fields = typeof row?.fields === "string" ? JSON.parse(row.fields) : row?.fields;
+    expect(fields).toEqual({ a: 1, nested: { b: [1, "two", null] } });
+    expect(row?.content_text).toBe("body ü 🙂");
+  });
+
+  it("takes NUL, lone surrogate escapes and an unparseable time in one page without failing it", async () => {
+    const mirror = `m-${uid()}`;
+    const key = `nul\u0000-${uid()}`;
+    const odd: ResourceWrite = {
+      ...resource(key),
+      contentText: "a\u0000b",
+      modifiedAt: "last Tuesday",
+      fields: JSON.stringify({ "k\u0000": "\ud800", pair: "\ud83d\ude00", text: "\\u0000" }),
+    };
+    await opened.store.transaction((tx) => ingestNew(tx, mirror, odd));
+    expect(await opened.store.resources.findState(key)).toEqual({ contentHash: "h1", deletedAt: null });
+    expect(await opened.store.access.hasAnyAccess(key)).toBe(true);
+    if (dialect.name === "postgres") {
+      // Postgres text and jsonb cannot hold NUL or a lone surrogate: U+FFFD stands in, as for text.
+      const [row] = await opened.query<{ content_text: string; modified_at: unknown; fields: unknown }>(
+        "SELECT content_text, modified_at, fields FROM resources WHERE key = ?",
+        key.replace("\u0000", "\ufffd"),
+      );
+      expect(row).toEqual({
+        content_text: "a\ufffdb",
+        modified_at: null,
+        fields: { "k\ufffd": "\ufffd", pair: "\ud83d\ude00", text: "\\u0000" },
+      });
+    }
+  });
+
+  it("records access, refreshes it, sweeps misses at the threshold and revokes whole pairs", async () => {
+    const mirror = `m-${uid()}`;
+    const pair: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
+    const [a, b, c] = [`a-${uid()}`, `b-${uid()}`, `c-${uid()}`];
+    for (const key of [a, b, c]) await opened.store.resources.write(resource(key), null, T1);
+    const see = (key: string, seenAt: string) =>
+      opened.store.access.see({ ...pair, key, source: "docs", seenAt });
+    expect(await see(a, T1)).toBe(true);
+    expect(await see(a, T1)).toBe(false);
+    expect(await see(b, T1)).toBe(true);
+    expect(await see(c, T1)).toBe(true);
+    expect(await opened.store.access.hasAnyAccess(a)).toBe(true);
+    expect(await opened.store.access.hasAnyAccess(`none-${uid()}`)).toBe(false);
+    expect(await opened.store.access.countPairKeys(pair)).toBe(3);
+    expect(await opened.store.access.pairsWithAccess(mirror)).toEqual([pair]);
+    await opened.store.resources.tombstone(c, T2);
+    expect(await opened.store.access.countLive(mirror)).toBe(2);
+
+    // A snapshot created at T2 saw `a` only: b and c miss once, then reach threshold 2 next time.
+    expect(await see(a, T2)).toBe(false);
+    expect(await see(a, T1)).toBe(false); // an older run never moves last_seen_at back
+    expect(await opened.store.access.countRevocable(pair, T2, 2)).toBe(0);
+    expect(await opened.store.access.sweepMissed(pair, T2, 2)).toEqual([]);
+    expect(await opened.store.access.countRevocable(pair, T2, 2)).toBe(2);
+    expect((await opened.store.access.sweepMissed(pair, T2, 2)).sort()).toEqual([b, c].sort());
+    expect(await opened.store.access.countPairKeys(pair)).toBe(1);
+    expect(await opened.store.access.revokePair(pair)).toEqual([a]);
+    expect(await opened.store.access.pairsWithAccess(mirror)).toEqual([]);
+  });
+
+  it("records at most one change per key and scope, replacing an access by a later upsert or delete", async () => {
+    const mirror = `m-${uid()}`;
+    const [k1, k2] = [`k-${uid()}`, `k-${uid()}`];
+    const record = (key: string, op: "upsert" | "delete" | "access", scope: string) =>
+      opened.store.transaction((tx) => tx.changes.record({ key, op, at: T1, mirror, scope }));
+
+    expect(await record(k1, "upsert", "run-1")).toBe(true);
+    expect(await record(k1, "upsert", "run-1")).toBe(false);
+    expect(await record(k1, "access", "run-1")).toBe(false);
+    expect(await record(k1, "access", "run-2")).toBe(true);
+    const before = await changesOf(k1);
+    expect(await record(k1, "upsert", "run-2")).toBe(true);
+    const after = await changesOf(k1);
+    expect(after.map((c) => [c.op, c.scope])).toEqual([
+      ["upsert", "run-1"],
+      ["upsert", "run-2"],
+    ]);
+    expect(after[1]?.seq).toBeGreaterThan(before[1]?.seq ?? Number.POSITIVE_INFINITY);
+
+    expect(await record(k2, "access", "sweep-1")).toBe(true);
+    expect(await record(k2, "delete", "sweep-1")).toBe(true);
+    expect(await record(k2, "access", "sweep-1")).toBe(true); // an access after a delete says something new
+    expect((await changesOf(k2)).map((c) => c.op)).toEqual(["access"]);
+    // Outside a transaction a change is still recorded (in one of its own).
+    expect(
+      await opened.store.changes.record({ key: k2, op: "upsert", at: T2, mirror, scope: "sweep-2" }),
+    ).toBe(true);
+  });
+
+  it("rolls a failed transaction back entirely, work done through the store itself included", async () => {
+    const mirror = `m-${uid()}`;
+    const key = `k-${uid()}`;
+    await expect(
+      opened.store.transaction(async (tx) => {
+        await ingestNew(tx, mirror, resource(key));
+        await opened.store.mirrors.ensure(mirror, "cfg"); // joins the transaction
+        await opened.store.transaction((inner) =>
+          inner.pairs.ran({ mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" }, T1),
+        );
+        throw new Error("page failed");
+      }),
+    ).rejects.toThrow("page failed");
+    expect(await opened.store.resources.findState(key)).toBeUndefined();
+    expect(await opened.store.access.hasAnyAccess(key)).toBe(false);
+    expect(await changesOf(key)).toEqual([]);
+    expect(await opened.store.mirrors.get(mirror)).toBeUndefined();
+    expect(await opened.store.pairs.listForMirror(mirror)).toEqual([]);
+  });
+
+  it("calls no commit listener for a rolled-back transaction, even one the store itself joined", async () => {
+    const mirror = `m-${uid()}`;
+    const key = `k-${uid()}`;
+    let commits = 0;
+    const off = opened.store.onCommit(() => commits++);
+    await expect(
+      opened.store.transaction(async (tx) => {
+        await tx.changes.record({ key, op: "upsert", at: T1, mirror, scope: "run-1" });
+        await opened.store.mirrors.ensure(mirror, "cfg");
+        throw new Error("page failed");
+      }),
+    ).rejects.toThrow("page failed");
+    off();
+    expect(commits).toBe(0);
+  });
+
+  it("calls commit listeners after a commit that recorded a change, and only then", async () => {
+    const mirror = `m-${uid()}`;
+    const key = `k-${uid()}`;
+    const seenByListener: Promise<unknown[]>[] = [];
+    const off = opened.store.onCommit(() => {
+      seenByListener.push(changesOf(key));
+    });
+    await opened.store.transaction((tx) => tx.mirrors.ensure(mirror, "cfg"));
+    expect(seenByListener).toHaveLength(0);
+    await opened.store.transaction(async (tx) => {
+      await tx.resources.write(resource(key), null, T1);
+      await tx.changes.record({ key, op: "upsert", at: T1, mirror, scope: "run-1" });
+    });
+    off();
+    expect(seenByListener).toHaveLength(1);
+    expect(await seenByListener[0]).toHaveLength(1);
+  });
+
+  it.runIf(dialect.name === "postgres")(
+    "notifies LISTEN clients of each mirror's last seq after the commit",
+    async () => {
+      const listener = new pg.Client({ connectionString: opened.url });
+      await listener.connect();
+      try {
+        await listener.query(`LISTEN ${CHANGES_CHANNEL}`);
+        const [m1, m2] = [`m-${uid()}`, `m-${uid()}`];
+        const received = new Promise<string[]>((resolve) => {
+          const payloads: string[] = [];
+          listener.on("notification", (n) => {
+            payloads.push(n.payload ?? "");
+            if (payloads.length === 2) resolve(payloads);
+          });
+        });
+        await opened.store.transaction(async (tx) => {
+          for (const [mirror, key] of [
+            [m1, "a"],
+            [m1, "b"],
+            [m2, "c"],
+          ] as const) {
+            await tx.changes.record({
+              key: `${key}-${mirror}`,
+              op: "upsert",
+              at: T1,
+              mirror,
+              scope: "run-1",
+            });
+          }
+        });
+        const seqs = await opened.query<{ mirror: string; seq: string }>(
+          "SELECT mirror, max(seq) AS seq FROM changes WHERE mirror IN (?, ?) GROUP BY mirror",
+          m1,
+          m2,
+        );
+        const expected = seqs.map((r) => `${r.mirror}:${r.seq}`).sort();
+        expect((await received).sort()).toEqual(expected);
+      } finally {
+        await listener.end();
+      }
+    },
+  );
+});

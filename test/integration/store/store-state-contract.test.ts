@@ -1,0 +1,286 @@
+/**
+ * The store contract, state side, for both dialects: triggers, runs, pairs, mirrors, dry runs and
+ * leases, through the `Store` interface the way a pass uses them.
+ */
+import { describe, expect, it } from "vitest";
+import type { PairRef } from "../../../src/store/types.js";
+import { storeDialects, useStore } from "../../helpers/store-dialects.js";
+import { createIntent, resource, T1, T2, T3, uid } from "../../helpers/store-fixtures.js";
+
+describe.each(await storeDialects())("store contract, state: $name", (dialect) => {
+  const opened = useStore(dialect);
+  const intent = (mirror: string, t: Parameters<typeof createIntent>[2]) =>
+    createIntent(opened.store, mirror, t);
+
+  it("carries a trigger from intent to done with its JSON parts and counters", async () => {
+    const mirror = `m-${uid()}`;
+    const created = await intent(mirror, { knownBefore: T1, intentAt: T2 });
+    expect(created).toMatchObject({
+      mirror,
+      state: "intent",
+      knownBefore: T1,
+      intentAt: T2,
+      triggerId: null,
+    });
+    expect((await opened.store.triggers.findInFlight(mirror))?.id).toBe(created.id);
+    const skipped = [
+      { user_email: "bo@example.test", server_instance_id: "srv-2", reason: "auth", auth_status: "expired" },
+    ];
+    const active = await opened.store.triggers.activate(created.id, {
+      triggerId: `t-${uid()}`,
+      skipped,
+      skippedCount: 1,
+      adopted: false,
+      startedAt: T3,
+    });
+    expect(active).toMatchObject({
+      state: "active",
+      skipped,
+      skippedCount: 1,
+      startedAt: T3,
+      adopted: false,
+    });
+    await opened.store.triggers.setMassDeleteAllowed(created.id, true);
+    await opened.store.triggers.addSweepCounts(created.id, { deleted: 2, revoked: 3 });
+    await opened.store.triggers.addSweepCounts(created.id, { revoked: 1, held: 4, sweepsHeld: 1 });
+    await opened.store.triggers.markLeaversSwept(created.id, true);
+    await opened.store.triggers.finish(created.id, {
+      outcome: "succeeded",
+      message: "ok",
+      summary: { n: 1 },
+      finishedAt: T3,
+    });
+    expect(await opened.store.triggers.findInFlight(mirror)).toBeUndefined();
+    expect(await opened.store.triggers.lastFinished(mirror)).toMatchObject({
+      id: created.id,
+      state: "done",
+      allowMassDelete: true,
+      deleted: 2,
+      revoked: 4,
+      held: 4,
+      sweepsHeld: 1,
+      leaversSwept: true,
+      leaversUnknown: true,
+      outcome: "succeeded",
+      finishedAt: T3,
+    });
+    const adopted = await intent(mirror, { mode: "incremental", since: T1, intentAt: T3 });
+    const adoptedActive = await opened.store.triggers.activate(adopted.id, {
+      triggerId: `t-${uid()}`,
+      skipped: null,
+      skippedCount: 0,
+      adopted: true,
+      startedAt: T3,
+    });
+    expect(adoptedActive).toMatchObject({ skipped: null, adopted: true, since: T1 });
+    await expect(opened.store.triggers.get(-1)).rejects.toThrow(/vanished/);
+  });
+
+  it("keeps runs, their checkpoints, pending continues and sources", async () => {
+    const mirror = `m-${uid()}`;
+    const trigger = await intent(mirror, { intentAt: T1 });
+    const [r1, r2] = [`s-${uid()}`, `s-${uid()}`].sort() as [string, string];
+    expect(await opened.store.runs.newestCreatedAt(mirror)).toBeNull();
+    await opened.store.runs.insertMany(trigger.id, mirror, [
+      { syncId: r1, userEmail: "ann@example.test", status: "RUNNING", createdAt: T1 },
+      { syncId: r2, userEmail: "bo@example.test", status: "RUNNING", createdAt: null },
+    ]);
+    await opened.store.runs.insertMany(trigger.id, mirror, [
+      { syncId: r1, userEmail: "ann@example.test", status: "IGNORED", createdAt: T3 },
+    ]);
+    expect(await opened.store.runs.isKnown(r1)).toBe(true);
+    expect(await opened.store.runs.isKnown(`s-${uid()}`)).toBe(false);
+    await opened.store.runs.updateStatus(r2, "SUCCEEDED", T2);
+    await opened.store.runs.updateStatus(r1, "SUCCEEDED", null);
+    expect(await opened.store.runs.newestCreatedAt(mirror)).toBe(T2);
+    expect(
+      (await opened.store.runs.ofTrigger(trigger.id)).map((r) => [r.syncId, r.status, r.createdAt, r.ingest]),
+    ).toEqual([
+      [r1, "SUCCEEDED", T1, "waiting"],
+      [r2, "SUCCEEDED", T2, "waiting"],
+    ]);
+
+    await opened.store.runs.countContinue(r1, { docs: T2, mail: null });
+    expect(await opened.store.runs.get(r1)).toMatchObject({
+      continuesSent: 1,
+      continuePending: { docs: T2, mail: null },
+    });
+    await opened.store.runs.clearContinuePending(r1);
+    expect(await opened.store.runs.get(r1)).toMatchObject({ continuesSent: 1, continuePending: null });
+
+    await opened.store.transaction(async (tx) => {
+      await tx.runs.saveFirstPage(r1, {
+        schemaVersion: "1.2",
+        engineVersion: "e-9",
+        diagnostics: { excluded: [] },
+        sources: [
+          {
+            source: "docs",
+            sourceType: "docs",
+            serverInstanceId: "srv-1",
+            taskStatus: "SUCCESS",
+            exportStatus: "complete",
+            counts: { n: 2 },
+          },
+          {
+            source: "mail",
+            sourceType: "mail",
+            serverInstanceId: "srv-2",
+            taskStatus: "FAILED",
+            exportStatus: null,
+            counts: null,
+          },
+        ],
+      });
+      await tx.runs.checkpoint(r1, 500, { upserted: 3, unchanged: 1, rejected: 0 });
+    });
+    await opened.store.runs.checkpoint(r1, null, { upserted: 1, unchanged: 0, rejected: 2 });
+    expect(await opened.store.runs.get(r1)).toMatchObject({
+      schemaVersion: "1.2",
+      engineVersion: "e-9",
+      nextOffset: null,
+      ingest: "done",
+      upserted: 4,
+      unchanged: 1,
+      rejected: 2,
+    });
+    await opened.store.runs.setIngest(r2, "failed", "export gone");
+    expect(await opened.store.runs.get(r2)).toMatchObject({
+      ingest: "failed",
+      error: "export gone",
+      nextOffset: 0,
+    });
+    await opened.store.runs.markSwept(r1, "docs", "held");
+    expect(await opened.store.runs.sourcesOf(r1)).toEqual([
+      {
+        syncId: r1,
+        source: "docs",
+        sourceType: "docs",
+        serverInstanceId: "srv-1",
+        taskStatus: "SUCCESS",
+        exportStatus: "complete",
+        swept: "held",
+      },
+      {
+        syncId: r1,
+        source: "mail",
+        sourceType: "mail",
+        serverInstanceId: "srv-2",
+        taskStatus: "FAILED",
+        exportStatus: null,
+        swept: null,
+      },
+    ]);
+    await expect(opened.store.runs.get(`s-${uid()}`)).rejects.toThrow(/vanished/);
+  });
+
+  it("moves pair watermarks forward only and tracks baselines, skips and retirement", async () => {
+    const mirror = `m-${uid()}`;
+    const pair: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
+    const other: PairRef = { ...pair, userEmail: "bo@example.test" };
+    await opened.store.pairs.ran(pair, T1);
+    await opened.store.pairs.succeeded(pair, T2, false);
+    await opened.store.pairs.succeeded(pair, T1, false);
+    await opened.store.pairs.skipped(other, { reason: "auth", authStatus: "expired", seenAt: T1 });
+    expect(await opened.store.pairs.countAwaitingBaseline(mirror)).toBe(2);
+    await opened.store.pairs.succeeded(pair, T3, true);
+    await opened.store.pairs.retire(other, "user left", T3);
+    expect(await opened.store.pairs.countAwaitingBaseline(mirror)).toBe(0);
+    const list = await opened.store.pairs.listForMirror(mirror);
+    expect(list.find((p) => p.userEmail === pair.userEmail)).toMatchObject({
+      watermark: T3,
+      firstSeenAt: T1,
+      awaitingBaseline: false,
+      skipReason: null,
+    });
+    expect(list.find((p) => p.userEmail === other.userEmail)).toMatchObject({
+      watermark: null,
+      skipReason: "auth",
+      authStatus: "expired",
+      retiredAt: T3,
+      retiredReason: "user left",
+    });
+    await opened.store.pairs.ran(other, T3);
+    await opened.store.pairs.markAwaitingBaseline(pair);
+    expect(await opened.store.pairs.countAwaitingBaseline(mirror)).toBe(2);
+  });
+
+  it("keeps each mirror's last outcome and successes by mode", async () => {
+    const mirror = `m-${uid()}`;
+    expect(await opened.store.mirrors.get(mirror)).toBeUndefined();
+    await opened.store.mirrors.ensure(mirror, "cfg-1");
+    await opened.store.mirrors.ensure(mirror, "cfg-2");
+    await opened.store.mirrors.recordOutcome(mirror, {
+      mode: "full",
+      outcome: "succeeded",
+      message: "ok",
+      at: T1,
+    });
+    await opened.store.mirrors.recordOutcome(mirror, {
+      mode: "incremental",
+      outcome: "failed",
+      message: "no",
+      at: T2,
+      heldRevocations: 7,
+    });
+    expect(await opened.store.mirrors.get(mirror)).toEqual({
+      mirror,
+      syncConfigId: "cfg-2",
+      lastIncrementalSuccessAt: null,
+      lastFullSuccessAt: T1,
+      lastOutcome: "failed",
+      lastOutcomeAt: T2,
+      lastMessage: "no",
+      heldRevocations: 7,
+    });
+  });
+
+  it("totals what a dry-run sweep would revoke and delete, then forgets it", async () => {
+    const mirror = `m-${uid()}`;
+    const ann: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
+    const bo: PairRef = { ...ann, userEmail: "bo@example.test" };
+    const [shared, annOnly, seen] = [`s-${uid()}`, `a-${uid()}`, `v-${uid()}`];
+    for (const key of [shared, annOnly, seen]) await opened.store.resources.write(resource(key), null, T1);
+    for (const key of [shared, annOnly, seen])
+      await opened.store.access.see({ ...ann, key, source: "docs", seenAt: T1 });
+    await opened.store.access.see({ ...bo, key: shared, source: "docs", seenAt: T1 });
+    const trigger = await intent(mirror, { intentAt: T2 });
+    await opened.store.dryRun.seen(trigger.id, ann.userEmail, [seen]);
+    await opened.store.dryRun.collectPair(trigger.id, { ...ann, threshold: 1 });
+    // Ann loses shared and annOnly; only annOnly would be deleted (Bo still sees shared).
+    expect(await opened.store.dryRun.totals(trigger.id)).toEqual({ would_revoke: 2, would_delete: 1 });
+    expect(await opened.store.dryRun.totals(trigger.id)).toEqual({ would_revoke: 0, would_delete: 0 });
+    await opened.store.dryRun.collectWholePair(trigger.id, ann);
+    await opened.store.dryRun.collectWholePair(trigger.id, bo);
+    expect(await opened.store.dryRun.totals(trigger.id)).toEqual({ would_revoke: 4, would_delete: 3 });
+    // Threshold 2: one miss so far is not enough.
+    await opened.store.dryRun.collectPair(trigger.id, { ...ann, threshold: 2 });
+    expect(await opened.store.dryRun.totals(trigger.id)).toEqual({ would_revoke: 0, would_delete: 0 });
+  });
+
+  it("grants a lease to one holder at a time, hands it over once expired, and claims each tick once", async () => {
+    const mirror = `m-${uid()}`;
+    expect(await opened.store.leases.acquire(mirror, "a", 60)).toBe(true);
+    expect(await opened.store.leases.acquire(mirror, "b", 60)).toBe(false);
+    expect(await opened.store.leases.acquire(mirror, "a", 60)).toBe(true);
+    expect(await opened.store.leases.isHeld(mirror, "a")).toBe(true);
+    expect(await opened.store.leases.isHeld(mirror, "b")).toBe(false);
+    expect((await opened.store.leases.holders()).get(mirror)?.holder).toBe("a");
+    expect((await opened.store.leases.holders()).get(mirror)?.expiresAt).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
+    );
+    await opened.store.leases.release(mirror, "b");
+    expect(await opened.store.leases.isHeld(mirror, "a")).toBe(true);
+    await opened.store.leases.release(mirror, "a");
+    expect(await opened.store.leases.acquire(mirror, "b", -1)).toBe(true); // taken, and already expired
+    expect(await opened.store.leases.isHeld(mirror, "b")).toBe(false);
+    expect((await opened.store.leases.holders()).has(mirror)).toBe(false);
+    expect(await opened.store.leases.acquire(mirror, "a", 60)).toBe(true);
+    expect(await opened.store.leases.isHeld(mirror, "a")).toBe(true);
+
+    expect(await opened.store.leases.claimTick(mirror, "incremental", T1, "a")).toBe(true);
+    expect(await opened.store.leases.claimTick(mirror, "incremental", T1, "b")).toBe(false);
+    expect(await opened.store.leases.claimTick(mirror, "full", T1, "b")).toBe(true);
+    expect(await opened.store.leases.claimTick(mirror, "incremental", T2, "b")).toBe(true);
+  });
+});
