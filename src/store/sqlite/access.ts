@@ -1,11 +1,11 @@
 /**
  * The public `resource_access` table: which user may see which key through which mirror.
  */
-import { and, count, countDistinct, eq, gte, isNull, lt, sql } from "drizzle-orm";
+import { and, count, eq, gte, lt, sql } from "drizzle-orm";
 import type { AccessRepo } from "../store.js";
 import type { PairRef } from "../types.js";
 import type { Db } from "./open.js";
-import { resourceAccess, resources } from "./schema.js";
+import { resourceAccess } from "./schema.js";
 import type { Sync } from "./sync-repo.js";
 
 const p = (name: string) => sql.placeholder(name);
@@ -27,6 +27,17 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
   const insertNew = sqlite.prepare<[string, string, string, string, string, string]>(
     `INSERT INTO resource_access (mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count)
      VALUES (?, ?, ?, ?, ?, ?, 0) ON CONFLICT DO NOTHING`,
+  );
+
+  // The mirror's keys, minus those whose resource is a tombstone (every key with access has a
+  // resources row). Joining each access row to its resource instead reads a million wide rows at
+  // a million rows (4 s); this reads two indexes (0.2 s). INDEXED BY because, without table
+  // statistics, the planner prefers the primary key and a temporary B-tree for the DISTINCT.
+  const liveKeys = sqlite.prepare<[string, string], { n: number }>(
+    `SELECT (SELECT count(DISTINCT key) FROM resource_access INDEXED BY resource_access_key_mirror WHERE mirror = ?)
+          - (SELECT count(DISTINCT a.key) FROM resources r INDEXED BY resources_deleted_at
+               CROSS JOIN resource_access a ON a.key = r.key
+              WHERE r.deleted_at IS NOT NULL AND a.mirror = ?) AS n`,
   );
 
   const anyAccess = db
@@ -110,14 +121,7 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
 
     /** Live resources visible through the mirror (the `syncmirror_resources` gauge). */
     countLive(mirror: string): number {
-      return (
-        db
-          .select({ n: countDistinct(resourceAccess.key) })
-          .from(resourceAccess)
-          .innerJoin(resources, eq(resources.key, resourceAccess.key))
-          .where(and(eq(resourceAccess.mirror, mirror), isNull(resources.deletedAt)))
-          .get()?.n ?? 0
-      );
+      return liveKeys.get(mirror, mirror)?.n ?? 0;
     },
   };
 }

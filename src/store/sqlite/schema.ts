@@ -52,7 +52,9 @@ export const resourceAccess = sqliteTable(
   (t) => [
     primaryKey({ columns: [t.mirror, t.userEmail, t.key] }),
     index("resource_access_pair").on(t.mirror, t.userEmail, t.serverInstanceId, t.lastSeenAt),
-    index("resource_access_key").on(t.key),
+    // By key first (who else holds this key); with the mirror, so counting a mirror's live keys
+    // reads this index in key order and never the rows (access.countLive).
+    index("resource_access_key_mirror").on(t.key, t.mirror),
     // Consumers' per-user query (README) reads a user's keys through this, not every live resource.
     index("resource_access_user").on(t.userEmail, t.key),
   ],

@@ -103,6 +103,20 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     expect(await opened.store.access.pairsWithAccess(mirror)).toEqual([pair]);
     await opened.store.resources.tombstone(c, T2);
     expect(await opened.store.access.countLive(mirror)).toBe(2);
+    // Live keys are counted once per mirror, however many users hold them, and only in their mirror.
+    const other = `m-${uid()}`;
+    await opened.store.access.see({
+      ...pair,
+      userEmail: "bob@example.test",
+      key: a,
+      source: "docs",
+      seenAt: T1,
+    });
+    for (const key of [b, c])
+      await opened.store.access.see({ ...pair, mirror: other, key, source: "docs", seenAt: T1 });
+    expect(await opened.store.access.countLive(mirror)).toBe(2);
+    expect(await opened.store.access.countLive(other)).toBe(1);
+    await opened.store.access.revokePair({ ...pair, userEmail: "bob@example.test" });
 
     // A snapshot created at T2 saw `a` only: b and c miss once, then reach threshold 2 next time.
     expect(await see(a, T2)).toBe(false);
