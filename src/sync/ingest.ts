@@ -33,7 +33,10 @@ async function ingestNextPage(
   const next = await pages.next();
   if (next === undefined) return false;
   const { page, offset } = next;
-  await pass.ctx.store.transaction((tx) => applyPage(pass, tx, trigger, run, page, offset === 0));
+  const rows = await pass.ctx.store.transaction((tx) =>
+    applyPage(pass, tx, trigger, run, page, offset === 0),
+  );
+  countRows(pass, rows);
   if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
   return true;
 }
@@ -50,7 +53,21 @@ export function sourceReports(page: ExportPage): SourceReport[] {
   }));
 }
 
-/** Runs inside the page transaction: database work only. */
+/** A page's rows by outcome and source type, for the counters once the page has committed. */
+type RowTally = Map<string, { upserted: number; unchanged: number }>;
+
+function countRows({ ctx, mirror }: MirrorPass, rows: RowTally): void {
+  for (const [sourceType, n] of rows) {
+    const labels = { mirror: mirror.name, source_type: sourceType };
+    if (n.upserted > 0) ctx.metrics.resourcesUpserted.inc(labels, n.upserted);
+    if (n.unchanged > 0) ctx.metrics.resourcesUnchanged.inc(labels, n.unchanged);
+  }
+}
+
+/**
+ * Runs inside the page transaction: database work only. Row counters are returned, not counted,
+ * so a page that rolls back and is read again is not counted twice.
+ */
 async function applyPage(
   pass: MirrorPass,
   tx: StoreOps,
@@ -58,9 +75,8 @@ async function applyPage(
   run: Run,
   page: ExportPage,
   firstPage: boolean,
-): Promise<void> {
+): Promise<RowTally> {
   const { ctx, mirror } = pass;
-  const { metrics } = ctx;
   await assertLeaseHeld(pass, tx);
   const at = ctx.now().toISOString();
   const seenAt = run.createdAt as string;
@@ -79,6 +95,12 @@ async function applyPage(
     });
   }
   const counts = { upserted: 0, unchanged: 0, rejected: 0 };
+  const rows: RowTally = new Map();
+  const tallyRow = (sourceType: string, outcome: "upserted" | "unchanged") => {
+    const n = rows.get(sourceType) ?? { upserted: 0, unchanged: 0 };
+    n[outcome]++;
+    rows.set(sourceType, n);
+  };
   // The page's stored states in one read (one round trip on PostgreSQL), kept current as the page
   // writes, so a key the page repeats sees its own earlier write as it would row by row.
   const looked = new Set(page.resources.map(keyOf).filter((key): key is string => key !== undefined));
@@ -119,11 +141,11 @@ async function applyPage(
       states.set(r.key, { contentHash: r.contentHash, deletedAt: null });
       counts.upserted++;
       tallyKey(pass.keys, r.key, keyState);
-      metrics.resourcesUpserted.inc({ mirror: mirror.name, source_type: r.sourceType });
+      tallyRow(r.sourceType, "upserted");
     } else {
       counts.unchanged++;
       tallyKey(pass.keys, r.key, keyState);
-      metrics.resourcesUnchanged.inc({ mirror: mirror.name, source_type: r.sourceType });
+      tallyRow(r.sourceType, "unchanged");
     }
     const newAccess = await tx.access.see({
       mirror: mirror.name,
@@ -147,6 +169,7 @@ async function applyPage(
   const next = page.page.next_offset;
   await tx.runs.checkpoint(run.syncId, next, counts);
   if (next === null) await finishRun(pass, tx, trigger, run);
+  return rows;
 }
 
 /** The last page is in: each source that succeeded moves its pair's watermark. */

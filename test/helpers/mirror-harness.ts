@@ -16,7 +16,7 @@ import { silentLogger } from "../../src/log.js";
 import { createMetrics, type Metrics } from "../../src/metrics.js";
 import { createRuntime } from "../../src/runtime.js";
 import { type Simulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.js";
-import type { PassOptions } from "../../src/sync/context.js";
+import type { PassOptions, SyncContext } from "../../src/sync/context.js";
 import type { MirrorSummary } from "../../src/sync/summary.js";
 import { syncMirror } from "../../src/sync/sync-mirror.js";
 import { spawnCli } from "./daemon.js";
@@ -50,7 +50,10 @@ export interface Harness {
   env: Record<string, string | undefined>;
   metrics: Metrics;
   /** One pass of `main` in this process, through real HTTP and the real database file. */
-  sync(options?: Partial<PassOptions>): Promise<MirrorSummary>;
+  sync(
+    options?: Partial<PassOptions>,
+    seams?: Partial<Pick<SyncContext, "crashPoint">>,
+  ): Promise<MirrorSummary>;
   /** The real CLI as a child process. */
   cli(
     args: string[],
@@ -111,18 +114,22 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     env,
     metrics,
     writeConfig,
-    async sync(passOptions = {}) {
+    async sync(passOptions = {}, seams = {}) {
       const config = loadConfig(configPath, env);
       const runtime = await createRuntime(config, io, { lock: true, log: silentLogger(), metrics });
       try {
         const mirror = config.mirrors[0];
         if (!mirror) throw new Error("no mirror");
-        return await syncMirror(mirror, runtime.syncContext(io.signal), {
-          full: false,
-          allowMassDelete: false,
-          dryRun: false,
-          ...passOptions,
-        });
+        return await syncMirror(
+          mirror,
+          { ...runtime.syncContext(io.signal), ...seams },
+          {
+            full: false,
+            allowMassDelete: false,
+            dryRun: false,
+            ...passOptions,
+          },
+        );
       } finally {
         await runtime.close();
       }
