@@ -3,6 +3,7 @@
  * is one transaction that upserts resources, records access and changes, and moves the
  * checkpoint, so a killed process resumes at the next page. Memory is bounded by the page size.
  */
+import { setImmediate } from "node:timers/promises";
 import { type ExportPage, Resource } from "../api/schemas.js";
 import type { StoreOps } from "../store/store.js";
 import type { ResourceInput, ResourceWrite, Run, SourceReport, Trigger } from "../store/types.js";
@@ -11,6 +12,14 @@ import { type ExportPageStream, engineOf, fetchExportPages } from "./export-page
 import { assertLeaseHeld } from "./fence.js";
 import { tallyKey } from "./key-tally.js";
 import { sourceSucceeded } from "./outcome.js";
+
+/**
+ * On SQLite a page's statements never wait for I/O, so without a break the event loop stands
+ * still for the whole page: the export pages fetched ahead are not read off their sockets (the
+ * service's writes stall behind them) and /metrics, /healthz and the feed do not answer. The page
+ * stays one transaction; other store work queues behind it as before.
+ */
+const YIELD_EVERY_ROWS = 50;
 
 /** Reads every remaining page of the run's export into the mirror, from its checkpoint on. */
 export async function ingestRun(pass: MirrorPass, trigger: Trigger, run: Run): Promise<void> {
@@ -105,7 +114,8 @@ async function applyPage(
   // writes, so a key the page repeats sees its own earlier write as it would row by row.
   const looked = new Set(page.resources.map(keyOf).filter((key): key is string => key !== undefined));
   const states = await tx.resources.findStates([...looked]);
-  for (const raw of page.resources) {
+  for (const [i, raw] of page.resources.entries()) {
+    if (i > 0 && i % YIELD_EVERY_ROWS === 0) await setImmediate();
     const parsed = Resource.safeParse(raw);
     if (!parsed.success) {
       counts.rejected++;
