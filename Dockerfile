@@ -33,7 +33,7 @@ RUN npm run build \
 FROM ${NODE_IMAGE} AS runtime
 # A 96 MB old generation and 4 MB semi-spaces keep the daemon's peak RSS under 200 MB at 1M exported
 # rows (bench/RESULTS.md): V8's defaults let dead export pages pile up in a 48 MB young generation
-# and an old generation several times the live heap before collecting them. Costs about a quarter
+# and an old generation several times the live heap before collecting them. Costs a quarter to half
 # more CPU. Raise the old generation (or lower export.pages_ahead_per_pass) for very large documents.
 ENV NODE_ENV=production \
     SYNCMIRROR_CONFIG=/config/syncmirror.yaml \
