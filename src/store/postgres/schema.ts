@@ -72,8 +72,8 @@ export const resourceAccess = pgTable(
   (t) => [
     primaryKey({ columns: [t.mirror, t.userEmail, t.key] }),
     index("resource_access_pair").on(t.mirror, t.userEmail, t.serverInstanceId, t.lastSeenAt),
-    // By key first (who else holds this key); with the mirror, so counting a mirror's live keys
-    // reads this index in key order and never the rows (access.countLive).
+    // By key first (who else holds this key). The mirror is there for SQLite's countLive, which
+    // reads a mirror's keys from this index alone; the same here keeps one schema for both.
     index("resource_access_key_mirror").on(t.key, t.mirror),
     // Consumers filter by user ("what may this person see"); SQLite readers are local and few.
     index("resource_access_user").on(t.userEmail, t.key),
