@@ -2,6 +2,7 @@
  * Picks the store's dialect from the config (SPEC "Database", "Scale-out"): the composition
  * roots (daemon, commands) call this; nothing under `sync/` knows which dialect it got.
  */
+import { existsSync } from "node:fs";
 import { type Config, requireDatabaseUrl } from "./config.js";
 import type { Logger } from "./log.js";
 import { openPostgresStore, type PostgresStore } from "./store/postgres/postgres-store.js";
@@ -24,4 +25,18 @@ export async function openStore(config: Config, options: OpenStoreOptions): Prom
     poolSize: db.poolSize,
     log: options.log,
   });
+}
+
+/**
+ * The SQLite file the config names when it does not exist yet (nothing has synced), else null.
+ * A command that only reads (`status`) reads an empty store instead of creating the file.
+ */
+export function missingDatabaseFile(config: Config): string | null {
+  const db = config.database;
+  return db.kind === "sqlite" && !existsSync(db.path) ? db.path : null;
+}
+
+/** A store with the current schema and nothing in it, kept in memory. */
+export function openEmptyStore(): AnyStore {
+  return openSqliteStore(":memory:");
 }

@@ -3,7 +3,7 @@
  * lock, so it works beside a running daemon.
  */
 import { createLogger } from "../log.js";
-import { openStore } from "../open-store.js";
+import { missingDatabaseFile, openEmptyStore, openStore } from "../open-store.js";
 import { buildStatus, type MirrorStatus } from "../sync/status-report.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
@@ -12,10 +12,16 @@ export const status: Command = (args, io) =>
   withErrors(io, async () => {
     const { values } = parseCommandArgs("status", args, { json: { type: "boolean", default: false } });
     const config = loadCommandConfig(values.config, io);
-    const store = await openStore(config, {
-      lock: false,
-      log: createLogger({ level: "warn", name: "syncmirror" }),
-    });
+    const missing = missingDatabaseFile(config);
+    if (missing !== null) {
+      io.stderr.write(
+        `no mirror database at ${missing} yet: nothing has synced; \`syncmirror sync\` creates it\n`,
+      );
+    }
+    const store =
+      missing !== null
+        ? openEmptyStore()
+        : await openStore(config, { lock: false, log: createLogger({ level: "warn", name: "syncmirror" }) });
     try {
       const report = await buildStatus(store, config.mirrors);
       io.stdout.write(

@@ -1,9 +1,12 @@
 /**
  * Errors a first-time user meets, each one line that says what to do next (never a stack):
- * a port already in use, a base URL without its /api/v1 prefix, a closed port.
+ * a port already in use, a base URL without its /api/v1 prefix, a closed port. And `status`
+ * before anything has synced, which reports and creates nothing.
  */
+import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { TEST_DIALECT } from "../../helpers/dialect.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { buildOnce, editConfig } from "../daemon/setup.js";
 
@@ -76,4 +79,19 @@ describe("first-run errors", () => {
     );
     expect(message).not.toContain("max_attempts");
   });
+
+  it.skipIf(TEST_DIALECT === "postgres")(
+    "status before the first sync: every mirror never synced, exit 0, and no database file created",
+    async () => {
+      h = await createHarness();
+      const r = await h.cli(["status", "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).mirrors[0]).toMatchObject({
+        last_full_success_at: null,
+        live_resources: 0,
+      });
+      expect(r.stderr).toContain(`no mirror database at ${h.dbPath} yet`);
+      expect(existsSync(h.dbPath)).toBe(false);
+    },
+  );
 });
