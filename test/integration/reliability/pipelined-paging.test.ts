@@ -72,7 +72,13 @@ describe("pipelined export paging", () => {
 
     const resumed = await hurt.cli(["sync"]);
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
-    expect(exportRequests(hurt)[requestedBeforeKill.length]?.query.offset).toBe("1000");
+    // Requests the killed process had already written may reach the simulator after it died; those
+    // are pages ahead of the checkpoint. Nothing before the checkpoint is read again.
+    const afterKill = exportRequests(hurt)
+      .slice(requestedBeforeKill.length)
+      .map((r) => Number(r.query.offset));
+    expect(afterKill.filter((offset) => offset < 1000)).toEqual([]);
+    expect(afterKill).toContain(1000);
     expect(triggerPosts(hurt)).toBe(1);
     expect(integrityOf(hurt.dbPath)).toBe("ok");
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
