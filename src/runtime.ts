@@ -117,6 +117,6 @@ function createCrashPoint(env: CommandIo["env"]): (point: CrashPoint) => void {
   return (point) => {
     if (point !== crashAt.point) return;
     hits++;
-    if (hits === crashAt.hit) process.kill(process.pid, "SIGKILL");
+    if (hits === crashAt.hit) process.kill(process.pid, crashAt.signal);
   };
 }
