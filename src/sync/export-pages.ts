@@ -88,6 +88,9 @@ export function fetchExportPages(
   return {
     async next() {
       if (expected === null) return undefined;
+      // A stop (SIGTERM, a lost lease) ends the run before its next page, even one already fetched
+      // ahead: the page in progress was the last.
+      ctx.signal.throwIfAborted();
       const offset = expected;
       const fetch = take(offset);
       let page: ExportPage;
