@@ -85,7 +85,7 @@ describe("pipelined export paging", () => {
     expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 
-  it("fetches fewer pages ahead after 429s, retries them, and ends as a clean pass", async () => {
+  it("retries 429s on export pages, reads each page once, and ends as a clean pass", async () => {
     twins = await createTwins({ sim: { ...SIM, latencyMs: 20 }, maxAttempts: 6 });
     const { clean, hurt } = twins;
     // Three 429s on the first page halve the window of 4 pages ahead to 0.
@@ -96,10 +96,13 @@ describe("pipelined export paging", () => {
     expect(summary.outcome, summary.message).toBe("succeeded");
 
     expect(answered(hurt, EXPORT, 429)).toBe(3);
-    // Grown back one page per window's worth of answers: the first pages go out one or two at a time.
-    const early = exportRequests(hurt).filter((r) => r.status === 200 && Number(r.query.offset) <= 1500);
-    expect(early).toHaveLength(4);
-    expect(Math.max(...early.map((r) => r.inFlight))).toBeLessThanOrEqual(2);
+    // How far the window has grown back when each page goes out depends on when answers arrive,
+    // so the halving and the growth are pinned in test/unit/sync/page-window.test.ts; here each
+    // page is read once, after the retries.
+    const pages = exportRequests(hurt)
+      .filter((r) => r.status === 200)
+      .map((r) => Number(r.query.offset));
+    expect(pages.sort((a, b) => a - b)).toEqual([0, 500, 1000, 1500, 2000, 2500]);
     expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 });
