@@ -17,6 +17,7 @@ import type {
   MirrorState,
   Mode,
   NewRun,
+  PageCounts,
   Pair,
   PairRef,
   PendingContinue,
@@ -54,6 +55,8 @@ export interface AccessRepo {
   pairsWithAccess(mirror: string): Promise<PairRef[]>;
   /** Live resources visible through the mirror (the `syncmirror_resources` gauge). */
   countLive(mirror: string): Promise<number>;
+  /** Distinct keys the mirror's users were seen holding by runs created at or after `since`. */
+  countKeysSeenSince(mirror: string, since: string): Promise<number>;
 }
 
 export interface ChangeRepo {
@@ -137,11 +140,7 @@ export interface RunRepo {
     p: { schemaVersion: string; engineVersion: string | null; diagnostics: unknown; sources: SourceReport[] },
   ): Promise<void>;
   /** The checkpoint: written in the same transaction as the page it follows. */
-  checkpoint(
-    syncId: string,
-    nextOffset: number | null,
-    c: { upserted: number; unchanged: number; rejected: number },
-  ): Promise<void>;
+  checkpoint(syncId: string, nextOffset: number | null, c: PageCounts): Promise<void>;
   sourcesOf(syncId: string): Promise<RunSource[]>;
   markSwept(syncId: string, source: string, swept: "applied" | "held"): Promise<void>;
 }

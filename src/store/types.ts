@@ -73,6 +73,18 @@ export interface Run {
   upserted: number;
   unchanged: number;
   rejected: number;
+  /** Distinct keys the run's pages wrote first in their pass (see the schema). */
+  keysNew: number;
+  keysChanged: number;
+}
+
+/** What one export page did, added to its run by the checkpoint. */
+export interface PageCounts {
+  upserted: number;
+  unchanged: number;
+  rejected: number;
+  keysNew: number;
+  keysChanged: number;
 }
 
 export interface NewRun {
@@ -167,6 +179,8 @@ export type ResourceWrite = Omit<
 export interface StoredResourceState {
   contentHash: string;
   deletedAt: string | null;
+  /** Local time of the row's last write: a key written since a pass's intent was written by that pass. */
+  updatedAt: string;
 }
 
 /** Who holds a mirror's lease (SPEC "Scale-out": `holder` in status). */

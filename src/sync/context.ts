@@ -3,7 +3,6 @@ import type { MirrorConfig } from "../config.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
-import type { KeyTally } from "./key-tally.js";
 import type { PageWindow } from "./page-window.js";
 
 /** Named points where an env-guarded crash seam may kill the process (reliability tests only). */
@@ -58,6 +57,4 @@ export interface MirrorPass {
   mirror: MirrorConfig;
   ctx: SyncContext;
   options: PassOptions;
-  /** What each key ingested in this pass was (shared by the pass's runs). */
-  keys: KeyTally;
 }

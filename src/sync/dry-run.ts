@@ -65,5 +65,11 @@ async function collectKeys({ ctx }: MirrorPass, trigger: Trigger, run: Run): Pro
   } finally {
     pages.close();
   }
-  await ctx.store.runs.checkpoint(run.syncId, null, { upserted: 0, unchanged: 0, rejected: 0 });
+  await ctx.store.runs.checkpoint(run.syncId, null, {
+    upserted: 0,
+    unchanged: 0,
+    rejected: 0,
+    keysNew: 0,
+    keysChanged: 0,
+  });
 }

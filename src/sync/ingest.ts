@@ -6,11 +6,10 @@
 import { setImmediate } from "node:timers/promises";
 import { type ExportPage, Resource } from "../api/schemas.js";
 import type { StoreOps } from "../store/store.js";
-import type { ResourceInput, ResourceWrite, Run, SourceReport, Trigger } from "../store/types.js";
+import type { PageCounts, ResourceInput, ResourceWrite, Run, SourceReport, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { type ExportPageStream, engineOf, fetchExportPages } from "./export-pages.js";
 import { assertLeaseHeld } from "./fence.js";
-import { tallyKey } from "./key-tally.js";
 import { sourceSucceeded } from "./outcome.js";
 
 /**
@@ -103,7 +102,7 @@ async function applyPage(
       sources: sourceReports(page),
     });
   }
-  const counts = { upserted: 0, unchanged: 0, rejected: 0 };
+  const counts: PageCounts = { upserted: 0, unchanged: 0, rejected: 0, keysNew: 0, keysChanged: 0 };
   const rows: RowTally = new Map();
   const tallyRow = (sourceType: string, outcome: "upserted" | "unchanged") => {
     const n = rows.get(sourceType) ?? { upserted: 0, unchanged: 0 };
@@ -135,7 +134,6 @@ async function applyPage(
     }
     const stored = looked.has(r.key) ? states.get(r.key) : await tx.resources.findState(r.key);
     const changed = stored === undefined || stored.deletedAt !== null || stored.contentHash !== r.contentHash;
-    const keyState = stored === undefined ? "new" : changed ? "changed" : "unchanged";
     if (changed) {
       const serialized = serialize(r);
       if ("reason" in serialized) {
@@ -148,13 +146,14 @@ async function applyPage(
       }
       await tx.resources.write(serialized, engineVersion, at);
       looked.add(r.key);
-      states.set(r.key, { contentHash: r.contentHash, deletedAt: null });
+      states.set(r.key, { contentHash: r.contentHash, deletedAt: null, updatedAt: at });
       counts.upserted++;
-      tallyKey(pass.keys, r.key, keyState);
+      // A key this pass already wrote (its content moved between two runs) was counted then.
+      if (stored === undefined) counts.keysNew++;
+      else if (stored.updatedAt < trigger.intentAt) counts.keysChanged++;
       tallyRow(r.sourceType, "upserted");
     } else {
       counts.unchanged++;
-      tallyKey(pass.keys, r.key, keyState);
       tallyRow(r.sourceType, "unchanged");
     }
     const newAccess = await tx.access.see({

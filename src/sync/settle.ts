@@ -3,11 +3,10 @@
  * mirror's status and gauges updated, and the summary `sync --json` prints built.
  */
 import type { StoreOps } from "../store/store.js";
-import type { Trigger } from "../store/types.js";
+import type { Run, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { decideOutcome } from "./decide-outcome.js";
 import { refreshMirrorGauges } from "./gauges.js";
-import { countKeys } from "./key-tally.js";
 import { type Outcome, sourceSucceeded } from "./outcome.js";
 import { emptySummary, type MirrorSummary } from "./summary.js";
 
@@ -47,7 +46,11 @@ export async function settle(
       if (!sourceSucceeded(run, s)) allSourcesSucceeded = false;
     }
   }
-  summary.keys = countKeys(pass.keys);
+  const firstSeen = runs
+    .map((r) => r.createdAt)
+    .filter((c): c is string => c !== null)
+    .sort()[0];
+  summary.keys = await countKeys(pass, runs, firstSeen);
   for (const s of skipped) summary.skipped[s.reason] = (summary.skipped[s.reason] ?? 0) + 1;
   summary.skipped_total = trigger.adopted ? null : trigger.skippedCount;
   summary.counts.deleted = trigger.deleted;
@@ -69,10 +72,6 @@ export async function settle(
   const at = ctx.now();
   summary.duration_seconds = Math.max(0, (at.getTime() - extra.startedAtMs) / 1000);
 
-  const firstSeen = runs
-    .map((r) => r.createdAt)
-    .filter((c): c is string => c !== null)
-    .sort()[0];
   await closeTrigger(pass, trigger, summary, {
     at,
     keepInFlight: false,
@@ -89,6 +88,28 @@ export async function settle(
     },
   });
   return summary;
+}
+
+/**
+ * Keys, not rows: an export lists a key once per user who can see it. The runs count the keys
+ * they wrote first in the pass, in the page transactions (so a resumed pass counts all of it); the
+ * rest of the keys the pass saw are the access rows its runs refreshed. Nothing per key is held in
+ * memory: a pass over a million keys would not fit the container's heap.
+ */
+async function countKeys(
+  { ctx, mirror }: MirrorPass,
+  runs: readonly Run[],
+  firstSeen: string | undefined,
+): Promise<MirrorSummary["keys"]> {
+  const keys = { new: 0, changed: 0, unchanged: 0 };
+  for (const run of runs) {
+    keys.new += run.keysNew;
+    keys.changed += run.keysChanged;
+  }
+  if (firstSeen === undefined) return keys;
+  const seen = await ctx.store.access.countKeysSeenSince(mirror.name, firstSeen);
+  keys.unchanged = Math.max(0, seen - keys.new - keys.changed);
+  return keys;
 }
 
 /** Closes an intent or trigger that could not proceed (refused, or failed for good). */

@@ -37,7 +37,7 @@ async function resumeOrTrigger(
   options: PassOptions,
 ): Promise<MirrorSummary> {
   const { log } = ctx;
-  const mirrorPass: MirrorPass = { mirror, ctx, options, keys: new Map() };
+  const mirrorPass: MirrorPass = { mirror, ctx, options };
   await ctx.store.mirrors.ensure(mirror.name, mirror.syncConfigId);
   const inFlight = await ctx.store.triggers.findInFlight(mirror.name);
   if (inFlight) {

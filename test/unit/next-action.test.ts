@@ -20,6 +20,8 @@ function run(extra: Partial<Run>): Run {
     upserted: 0,
     unchanged: 0,
     rejected: 0,
+    keysNew: 0,
+    keysChanged: 0,
     ...extra,
   };
 }

@@ -103,5 +103,13 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
         .where(and(eq(resourceAccess.mirror, mirror), isNull(resources.deletedAt)));
       return row?.n ?? 0;
     },
+
+    async countKeysSeenSince(mirror, since) {
+      const [row] = await db
+        .select({ n: countDistinct(resourceAccess.key) })
+        .from(resourceAccess)
+        .where(and(eq(resourceAccess.mirror, mirror), gte(resourceAccess.lastSeenAt, since)));
+      return row?.n ?? 0;
+    },
   };
 }

@@ -19,13 +19,26 @@ const cast = (column: string) =>
 // The statements every exported row runs are named prepared statements: parsed and planned once
 // per connection, then only bound and executed.
 const FIND_STATE = "syncmirror_resources_find_state";
-const FIND_STATE_SQL = "SELECT content_hash, deleted_at FROM resources WHERE key = $1";
+const FIND_STATE_SQL = "SELECT content_hash, deleted_at, updated_at FROM resources WHERE key = $1";
 const FIND_STATES = "syncmirror_resources_find_states";
-const FIND_STATES_SQL = "SELECT key, content_hash, deleted_at FROM resources WHERE key = ANY($1::text[])";
+const FIND_STATES_SQL =
+  "SELECT key, content_hash, deleted_at, updated_at FROM resources WHERE key = ANY($1::text[])";
 const UPSERT = "syncmirror_resources_upsert";
 const UPSERT_SQL = `INSERT INTO resources (${WRITTEN.join(", ")}, deleted_at)
   VALUES (${WRITTEN.map((c, i) => `$${i + 1}${cast(c)}`).join(", ")}, NULL)
   ON CONFLICT (key) DO UPDATE SET ${[...WRITTEN.slice(1), "deleted_at"].map((c) => `${c} = excluded.${c}`).join(", ")}`;
+
+interface StateRow {
+  content_hash: string;
+  deleted_at: Date | null;
+  updated_at: Date;
+}
+
+const toState = (row: StateRow): StoredResourceState => ({
+  contentHash: row.content_hash,
+  deletedAt: row.deleted_at === null ? null : toIso(row.deleted_at),
+  updatedAt: toIso(row.updated_at),
+});
 
 export function createResourceRepo({ db, client }: Conn): ResourceRepo {
   return {
@@ -34,32 +47,24 @@ export function createResourceRepo({ db, client }: Conn): ResourceRepo {
       if (keys.length === 0) return states;
       // Keys are stored as pgText makes them (NUL replaced): answer under the caller's own key.
       const asCalled = new Map(keys.map((key) => [pgText(key), key]));
-      const { rows } = await client.query<{ key: string; content_hash: string; deleted_at: Date | null }>({
+      const { rows } = await client.query<StateRow & { key: string }>({
         name: FIND_STATES,
         text: FIND_STATES_SQL,
         values: [[...asCalled.keys()]],
       });
       for (const row of rows) {
-        states.set(asCalled.get(row.key) ?? row.key, {
-          contentHash: row.content_hash,
-          deletedAt: row.deleted_at === null ? null : toIso(row.deleted_at),
-        });
+        states.set(asCalled.get(row.key) ?? row.key, toState(row));
       }
       return states;
     },
 
     async findState(key) {
-      const row = await queryOne<{ content_hash: string; deleted_at: Date | null }>(client, {
+      const row = await queryOne<StateRow>(client, {
         name: FIND_STATE,
         text: FIND_STATE_SQL,
         values: [pgText(key)],
       });
-      if (row === undefined) return undefined;
-      const state: StoredResourceState = {
-        contentHash: row.content_hash,
-        deletedAt: row.deleted_at === null ? null : toIso(row.deleted_at),
-      };
-      return state;
+      return row === undefined ? undefined : toState(row);
     },
 
     async write(r: ResourceWrite, engineVersion, at) {

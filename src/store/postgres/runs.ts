@@ -107,6 +107,8 @@ export function createRunRepo({ db }: Conn): RunRepo {
           upserted: sql`${runs.upserted} + ${c.upserted}`,
           unchanged: sql`${runs.unchanged} + ${c.unchanged}`,
           rejected: sql`${runs.rejected} + ${c.rejected}`,
+          keysNew: sql`${runs.keysNew} + ${c.keysNew}`,
+          keysChanged: sql`${runs.keysChanged} + ${c.keysChanged}`,
           ingest: nextOffset === null ? "done" : "ingesting",
         })
         .where(eq(runs.syncId, syncId));

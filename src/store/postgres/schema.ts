@@ -168,6 +168,12 @@ export const runs = pgTable(
     unchanged: integer("unchanged").notNull().default(0),
     /** Resources refused one by one (invalid shape), with the reason logged. */
     rejected: integer("rejected").notNull().default(0),
+    /**
+     * Distinct keys this run's pages wrote that the pass had not written before: `new` had no row,
+     * `changed` had another content hash or was a tombstone (the summary's `keys`).
+     */
+    keysNew: integer("keys_new").notNull().default(0),
+    keysChanged: integer("keys_changed").notNull().default(0),
   },
   (t) => [index("runs_trigger").on(t.triggerRowId)],
 );

@@ -40,6 +40,13 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
               WHERE r.deleted_at IS NOT NULL AND a.mirror = ?) AS n`,
   );
 
+  // The mirror's keys in key order, so DISTINCT needs no temporary B-tree: 0.3 s over a million
+  // access rows, where the planner's own choice (the primary key, then a sort) took 2.3 s.
+  const keysSeenSince = sqlite.prepare<[string, string], { n: number }>(
+    `SELECT count(*) AS n FROM (SELECT DISTINCT key FROM resource_access INDEXED BY resource_access_key_mirror
+      WHERE mirror = ? AND last_seen_at >= ?)`,
+  );
+
   const anyAccess = db
     .select({ one: sql<number>`1` })
     .from(resourceAccess)
@@ -122,6 +129,10 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
     /** Live resources visible through the mirror (the `syncmirror_resources` gauge). */
     countLive(mirror: string): number {
       return liveKeys.get(mirror, mirror)?.n ?? 0;
+    },
+
+    countKeysSeenSince(mirror: string, since: string): number {
+      return keysSeenSince.get(mirror, since)?.n ?? 0;
     },
   };
 }

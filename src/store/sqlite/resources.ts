@@ -18,7 +18,7 @@ export function createResourceRepo(db: Db): Sync<ResourceRepo> {
   // positional parameters: drizzle's per-call placeholder mapping cost more than the SQLite work.
   const sqlite = db.$client;
   const findState = sqlite.prepare<[string], StoredResourceState>(
-    "SELECT content_hash AS contentHash, deleted_at AS deletedAt FROM resources WHERE key = ?",
+    "SELECT content_hash AS contentHash, deleted_at AS deletedAt, updated_at AS updatedAt FROM resources WHERE key = ?",
   );
   const upsert = sqlite.prepare<unknown[]>(
     `INSERT INTO resources (${WRITTEN.join(", ")}, deleted_at) VALUES (${WRITTEN.map(() => "?").join(", ")}, NULL)

@@ -107,6 +107,8 @@ export function createRunRepo(db: Db): Sync<RunRepo> {
           upserted: sql`${runs.upserted} + ${c.upserted}`,
           unchanged: sql`${runs.unchanged} + ${c.unchanged}`,
           rejected: sql`${runs.rejected} + ${c.rejected}`,
+          keysNew: sql`${runs.keysNew} + ${c.keysNew}`,
+          keysChanged: sql`${runs.keysChanged} + ${c.keysChanged}`,
           ...(nextOffset === null ? { ingest: "done" as const } : { ingest: "ingesting" as const }),
         })
         .where(eq(runs.syncId, syncId))

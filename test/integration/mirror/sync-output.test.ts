@@ -6,13 +6,17 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../../../src/store/sqlite/open.js";
 import { TEST_DIALECT } from "../../helpers/dialect.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { type RewritingProxy, startRewritingProxy } from "../../helpers/rewriting-proxy.js";
 import { buildOnce } from "../daemon/setup.js";
 
 let h: Harness | undefined;
+let proxy: RewritingProxy | undefined;
 beforeAll(buildOnce);
 afterEach(async () => {
   await h?.close();
+  await proxy?.close();
   h = undefined;
+  proxy = undefined;
 });
 
 const count = (harness: Harness, sql: string) => harness.query<{ n: number }>(sql)[0]?.n ?? -1;
@@ -38,6 +42,43 @@ describe("sync output", () => {
     const cell = (name: string) => values?.[header?.indexOf(name) ?? -1];
     expect(cell("rows")).toBe(String(rows));
     expect([cell("new"), cell("changed"), cell("unchanged")]).toEqual(["0", "1", String(keys - 1)]);
+  });
+
+  it("counts the keys of the whole pass when a new process resumes it", async () => {
+    h = await createHarness({ sim: { users: 1, docs: 1200 } });
+    const killed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "between-pages:1" });
+    expect(killed.code).not.toBe(0);
+    expect(count(h, "SELECT count(*) AS n FROM resources")).toBe(500);
+    const resumed = await h.cli(["sync", "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const [summary] = JSON.parse(resumed.stdout).mirrors;
+    expect(summary.resumed).toBe(true);
+    expect(summary.keys).toEqual({ new: 1200, changed: 0, unchanged: 0 });
+  });
+
+  it("counts a key once when its content moves between two runs of the same pass", async () => {
+    proxy = await startRewritingProxy();
+    h = await createHarness({ sim: { users: 2, docs: 30 }, api: { base_url: proxy.baseUrl } });
+    proxy.target = h.sim.baseUrl;
+    const shared = h.sim.docs.list().find((d) => d.visibleTo.length > 1 && !d.deleted);
+    if (!shared) throw new Error("no shared document");
+    let movedKey: string | undefined;
+    // Whichever run's first page is served first carries another content hash for one shared key.
+    proxy.rewrites.push((body) => {
+      const page = JSON.parse(body) as { resources: { key: string; content_hash: string }[] };
+      const moved = page.resources.find((r) => r.key === shared.key);
+      if (!moved) throw new Error("the shared document is not on the first page");
+      moved.content_hash = `${moved.content_hash}-moved`;
+      movedKey = moved.key;
+      return JSON.stringify(page);
+    });
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const [summary] = JSON.parse(r.stdout).mirrors;
+    const keys = count(h, "SELECT count(*) AS n FROM resources");
+    expect(movedKey).toBeDefined();
+    expect(summary.counts.upserted).toBe(keys + 1); // the moved key was written twice
+    expect(summary.keys).toEqual({ new: keys, changed: 0, unchanged: 0 });
   });
 
   it("a dry run prints its result once", async () => {

@@ -30,8 +30,8 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     });
     const states = await opened.store.resources.findStates([live, gone, never]);
     expect([...states.keys()].sort()).toEqual([live, gone].sort());
-    expect(states.get(live)).toEqual({ contentHash: "h1", deletedAt: null });
-    expect(states.get(gone)).toEqual({ contentHash: "h2", deletedAt: T2 });
+    expect(states.get(live)).toEqual({ contentHash: "h1", deletedAt: null, updatedAt: T1 });
+    expect(states.get(gone)).toEqual({ contentHash: "h2", deletedAt: T2, updatedAt: T2 });
     expect(await opened.store.resources.findStates([])).toEqual(new Map());
   });
 
@@ -41,16 +41,28 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     await opened.store.transaction(async (tx) => {
       await tx.resources.write(resource(key), "engine-1", T1);
     });
-    expect(await opened.store.resources.findState(key)).toEqual({ contentHash: "h1", deletedAt: null });
+    expect(await opened.store.resources.findState(key)).toEqual({
+      contentHash: "h1",
+      deletedAt: null,
+      updatedAt: T1,
+    });
     await opened.store.transaction((tx) => tx.resources.tombstone(key, T2));
-    expect(await opened.store.resources.findState(key)).toEqual({ contentHash: "h1", deletedAt: T2 });
+    expect(await opened.store.resources.findState(key)).toEqual({
+      contentHash: "h1",
+      deletedAt: T2,
+      updatedAt: T2,
+    });
     const [tomb] = await opened.query<Record<string, unknown>>(
       "SELECT content_text, fields, provenance FROM resources WHERE key = ?",
       key,
     );
     expect(tomb).toEqual({ content_text: null, fields: null, provenance: null });
     await opened.store.transaction((tx) => tx.resources.write(resource(key, "h2"), null, T3));
-    expect(await opened.store.resources.findState(key)).toEqual({ contentHash: "h2", deletedAt: null });
+    expect(await opened.store.resources.findState(key)).toEqual({
+      contentHash: "h2",
+      deletedAt: null,
+      updatedAt: T3,
+    });
     const [row] = await opened.query<{ fields: unknown; content_text: string }>(
       "SELECT fields, content_text FROM resources WHERE key = ?",
       key,
@@ -70,7 +82,11 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       fields: JSON.stringify({ "k\u0000": "\ud800", pair: "\ud83d\ude00", text: "\\u0000" }),
     };
     await opened.store.transaction((tx) => ingestNew(tx, mirror, odd));
-    expect(await opened.store.resources.findState(key)).toEqual({ contentHash: "h1", deletedAt: null });
+    expect(await opened.store.resources.findState(key)).toEqual({
+      contentHash: "h1",
+      deletedAt: null,
+      updatedAt: T1,
+    });
     expect(await opened.store.access.hasAnyAccess(key)).toBe(true);
     if (dialect.name === "postgres") {
       // Postgres text and jsonb cannot hold NUL or a lone surrogate: U+FFFD stands in, as for text.
@@ -110,12 +126,17 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       userEmail: "bob@example.test",
       key: a,
       source: "docs",
-      seenAt: T1,
+      seenAt: T2,
     });
     for (const key of [b, c])
       await opened.store.access.see({ ...pair, mirror: other, key, source: "docs", seenAt: T1 });
     expect(await opened.store.access.countLive(mirror)).toBe(2);
     expect(await opened.store.access.countLive(other)).toBe(1);
+    // Keys seen by runs created at or after a time: once per key, only in their mirror.
+    expect(await opened.store.access.countKeysSeenSince(mirror, T1)).toBe(3);
+    expect(await opened.store.access.countKeysSeenSince(mirror, T2)).toBe(1);
+    expect(await opened.store.access.countKeysSeenSince(mirror, T3)).toBe(0);
+    expect(await opened.store.access.countKeysSeenSince(other, T2)).toBe(0);
     await opened.store.access.revokePair({ ...pair, userEmail: "bob@example.test" });
 
     // A snapshot created at T2 saw `a` only: b and c miss once, then reach threshold 2 next time.

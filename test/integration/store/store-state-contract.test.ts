@@ -132,9 +132,21 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
           },
         ],
       });
-      await tx.runs.checkpoint(r1, 500, { upserted: 3, unchanged: 1, rejected: 0 });
+      await tx.runs.checkpoint(r1, 500, {
+        upserted: 3,
+        unchanged: 1,
+        rejected: 0,
+        keysNew: 2,
+        keysChanged: 1,
+      });
     });
-    await opened.store.runs.checkpoint(r1, null, { upserted: 1, unchanged: 0, rejected: 2 });
+    await opened.store.runs.checkpoint(r1, null, {
+      upserted: 1,
+      unchanged: 0,
+      rejected: 2,
+      keysNew: 1,
+      keysChanged: 0,
+    });
     expect(await opened.store.runs.get(r1)).toMatchObject({
       schemaVersion: "1.2",
       engineVersion: "e-9",
@@ -143,6 +155,8 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
       upserted: 4,
       unchanged: 1,
       rejected: 2,
+      keysNew: 3,
+      keysChanged: 1,
     });
     await opened.store.runs.setIngest(r2, "failed", "export gone");
     expect(await opened.store.runs.get(r2)).toMatchObject({
