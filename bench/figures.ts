@@ -1,4 +1,6 @@
 /** The figures built on the workloads: ratios, the goals they are judged against, and why. */
+
+import { CONTAINER_MALLOC_ARENA_MAX } from "./mirror.js";
 import type { BenchOptions } from "./options.js";
 import { round, type WorkloadResult } from "./workloads.js";
 
@@ -141,7 +143,7 @@ function memoryNotes(results: Results, options: BenchOptions, overGoal: boolean,
   }
   if (cold && capped && cappedSmall) {
     notes.push(
-      `With NODE_OPTIONS=${options.cappedNodeOptions} the same cold pass peaked at ${mb(capped.peakRssKb)} MB (${mb(cappedSmall.peakRssKb)} MB at the small size, ratio ${fixed(capped.peakRssKb / cappedSmall.peakRssKb)}), ` +
+      `With NODE_OPTIONS=${options.cappedNodeOptions} and MALLOC_ARENA_MAX=${CONTAINER_MALLOC_ARENA_MAX} the same cold pass peaked at ${mb(capped.peakRssKb)} MB (${mb(cappedSmall.peakRssKb)} MB at the small size, ratio ${fixed(capped.peakRssKb / cappedSmall.peakRssKb)}), ` +
         `at ${Math.round(rate(capped))} rows/s against ${Math.round(rate(cold))} uncapped, using ${fixed(capped.cpuSeconds, 1)} s of CPU against ${fixed(cold.cpuSeconds, 1)} s ` +
         "(the extra CPU is garbage collection; wall times move with the machine's load, CPU seconds much less).",
     );

@@ -1,5 +1,6 @@
 /** bench/RESULTS.md: machine facts, the goals, every figure and the ratios, as Markdown. */
 import { analysis, fixed, goals, mb, type Results, rate, ratios } from "./figures.js";
+import { CONTAINER_MALLOC_ARENA_MAX } from "./mirror.js";
 import { type BenchOptions, FULL_SIZE_FLAGS } from "./options.js";
 import { type PostgresReport, postgresSection } from "./postgres.js";
 import { replicaSection } from "./replicas.js";
@@ -292,7 +293,7 @@ function rssSection(results: Results, options: BenchOptions): string[] {
         ...pair(
           "cold-small-capped",
           "cold-capped",
-          `syncmirror (cold), NODE_OPTIONS=${options.cappedNodeOptions}`,
+          `syncmirror (cold), NODE_OPTIONS=${options.cappedNodeOptions}, MALLOC_ARENA_MAX=${CONTAINER_MALLOC_ARENA_MAX}`,
         ),
         ...pair("naive-small", "naive-cold", "naive (cold)"),
       ],

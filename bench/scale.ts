@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fixed, mb, rate } from "./figures.js";
 import { machineFacts } from "./machine.js";
+import { CONTAINER_MALLOC_ARENA_MAX } from "./mirror.js";
 import { type BenchOptions, docsForRows } from "./options.js";
 import { withSimProcess } from "./sim-process.js";
 import { type BenchContext, createDb, mirrorPass, type WorkloadResult } from "./workloads.js";
@@ -69,7 +70,9 @@ export async function runScale(
       `(${fixed((performance.now() - started) / 60_000, 1)} min; ${machine.cpu} x ${machine.cores}, Node ${machine.node}, ` +
       `load average ${machine.loadStart.map((n) => n.toFixed(2)).join(", ")} at start). ${options.users} users, servers ${options.servers}; ` +
       `"sweep s" is the pass's tail: the last export page answered to the pass settled (its last page, the sweep, settle). ` +
-      `Every pass ran with NODE_OPTIONS=${options.cappedNodeOptions || "(none)"}, as the container does.`,
+      (options.cappedNodeOptions
+        ? `Every pass ran with NODE_OPTIONS=${options.cappedNodeOptions} and MALLOC_ARENA_MAX=${CONTAINER_MALLOC_ARENA_MAX}, as the container does.`
+        : "Every pass ran with Node's default heap settings."),
     "",
     ...scaleTable(bySize),
     ...scaleGoals(bySize),

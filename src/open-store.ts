@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { type Config, requireDatabaseUrl } from "./config.js";
 import type { Logger } from "./log.js";
-import { openPostgresStore, type PostgresStore } from "./store/postgres/postgres-store.js";
+import type { PostgresStore } from "./store/postgres/postgres-store.js";
 import { openSqliteStore, type SqliteStore } from "./store/sqlite/sqlite-store.js";
 
 export type AnyStore = SqliteStore | PostgresStore;
@@ -19,6 +19,9 @@ export interface OpenStoreOptions {
 export async function openStore(config: Config, options: OpenStoreOptions): Promise<AnyStore> {
   const db = config.database;
   if (db.kind === "sqlite") return openSqliteStore(db.path, { lock: options.lock });
+  // Loaded only when configured: pg and its drizzle driver cost every SQLite process ~0.1 s of
+  // start-up CPU (the default store, and every `sync` the scheduler would run).
+  const { openPostgresStore } = await import("./store/postgres/postgres-store.js");
   return openPostgresStore({
     url: requireDatabaseUrl(config, db),
     urlEnv: db.urlEnv,
