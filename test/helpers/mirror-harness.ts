@@ -52,7 +52,7 @@ export interface Harness {
   /** One pass of `main` in this process, through real HTTP and the real database file. */
   sync(
     options?: Partial<PassOptions>,
-    seams?: Partial<Pick<SyncContext, "crashPoint">>,
+    seams?: Partial<Pick<SyncContext, "crashPoint" | "pagesAhead">>,
   ): Promise<MirrorSummary>;
   /** The real CLI as a child process. */
   cli(

@@ -4,6 +4,7 @@
  * pages are fetched ahead. One user and two servers, so one run of 3,000 resources in 6 pages.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { createPageWindow, type PageWindow } from "../../../src/sync/page-window.js";
 import { consistencyProblems, integrityOf, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { answered, triggerPosts } from "../../helpers/requests.js";
@@ -85,20 +86,38 @@ describe("pipelined export paging", () => {
     expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 
-  it("retries 429s on export pages, reads each page once, and ends as a clean pass", async () => {
+  it("halves the pass's window at each 429 on an export page, reads each page once, ends clean", async () => {
     twins = await createTwins({ sim: { ...SIM, latencyMs: 20 }, maxAttempts: 6 });
     const { clean, hurt } = twins;
-    // Three 429s on the first page halve the window of 4 pages ahead to 0.
+    // Three 429s on the first page (nothing is fetched ahead before it) halve the default window of
+    // 4 pages ahead to 2, 1, then 0.
     hurt.sim.faults.inject(EXPORT, { kind: "429", retryAfterSeconds: 0, times: 3 });
+    const window = createPageWindow(4);
+    const sizesAfterThrottle: number[] = [];
+    const watched: PageWindow = {
+      tryTake: () => window.tryTake(),
+      give: () => window.give(),
+      answered: () => window.answered(),
+      throttled: () => {
+        window.throttled();
+        sizesAfterThrottle.push(window.size);
+      },
+      get size() {
+        return window.size;
+      },
+      get taken() {
+        return window.taken;
+      },
+    };
 
     expect((await clean.sync()).outcome).toBe("succeeded");
-    const summary = await hurt.sync();
+    const summary = await hurt.sync({}, { pagesAhead: watched });
     expect(summary.outcome, summary.message).toBe("succeeded");
 
     expect(answered(hurt, EXPORT, 429)).toBe(3);
-    // How far the window has grown back when each page goes out depends on when answers arrive,
-    // so the halving and the growth are pinned in test/unit/sync/page-window.test.ts; here each
-    // page is read once, after the retries.
+    expect(sizesAfterThrottle).toEqual([2, 1, 0]);
+    // How far the window has grown back when each page goes out depends on when answers arrive
+    // (the growth is pinned in test/unit/sync/page-window.test.ts); each page is read once.
     const pages = exportRequests(hurt)
       .filter((r) => r.status === 200)
       .map((r) => Number(r.query.offset));
