@@ -55,8 +55,8 @@ export interface AccessRepo {
   pairsWithAccess(mirror: string): Promise<PairRef[]>;
   /** Live resources visible through the mirror (the `syncmirror_resources` gauge). */
   countLive(mirror: string): Promise<number>;
-  /** Distinct keys the mirror's users were seen holding by runs created at or after `since`. */
-  countKeysSeenSince(mirror: string, since: string): Promise<number>;
+  /** Distinct keys the pairs were seen holding by runs created at or after `since`. */
+  countKeysSeenSince(pairs: readonly PairRef[], since: string): Promise<number>;
 }
 
 export interface ChangeRepo {

@@ -3,7 +3,7 @@
  * mirror's status and gauges updated, and the summary `sync --json` prints built.
  */
 import type { StoreOps } from "../store/store.js";
-import type { Run, Trigger } from "../store/types.js";
+import type { PairRef, Run, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { decideOutcome } from "./decide-outcome.js";
 import { refreshMirrorGauges } from "./gauges.js";
@@ -24,6 +24,8 @@ export async function settle(
   let allSourcesSucceeded = runs.length > 0;
   let anyRead = false;
   const ingest = { rows: 0, runsWritten: 0, runsUnread: 0 };
+  /** The (user, server) pairs whose pages the runs read, for the key count. */
+  const pairsRead = new Map<string, PairRef>();
   for (const run of runs) {
     summary.runs[run.status] = (summary.runs[run.status] ?? 0) + 1;
     summary.counts.upserted += run.upserted;
@@ -32,6 +34,12 @@ export async function settle(
     const rows = run.upserted + run.unchanged + run.rejected;
     ingest.rows += rows;
     if (rows > 0) ingest.runsWritten++;
+    // Saved with a run's first page: a run that wrote anything has them.
+    const sources = await store.runs.sourcesOf(run.syncId);
+    for (const s of sources) {
+      const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
+      pairsRead.set(`${pair.userEmail}\n${pair.serverInstanceId}`, pair);
+    }
     if (run.ingest !== "done") {
       ingest.runsUnread++;
       allSourcesSucceeded = false;
@@ -40,7 +48,7 @@ export async function settle(
       continue;
     }
     anyRead = true;
-    for (const s of await store.runs.sourcesOf(run.syncId)) {
+    for (const s of sources) {
       const status = s.exportStatus ?? "unknown";
       summary.sources[status] = (summary.sources[status] ?? 0) + 1;
       if (!sourceSucceeded(run, s)) allSourcesSucceeded = false;
@@ -50,7 +58,7 @@ export async function settle(
     .map((r) => r.createdAt)
     .filter((c): c is string => c !== null)
     .sort()[0];
-  summary.keys = await countKeys(pass, runs, firstSeen);
+  summary.keys = await countKeys(pass, runs, [...pairsRead.values()], firstSeen);
   for (const s of skipped) summary.skipped[s.reason] = (summary.skipped[s.reason] ?? 0) + 1;
   summary.skipped_total = trigger.adopted ? null : trigger.skippedCount;
   summary.counts.deleted = trigger.deleted;
@@ -97,8 +105,9 @@ export async function settle(
  * memory: a pass over a million keys would not fit the container's heap.
  */
 async function countKeys(
-  { ctx, mirror }: MirrorPass,
+  { ctx }: MirrorPass,
   runs: readonly Run[],
+  pairs: readonly PairRef[],
   firstSeen: string | undefined,
 ): Promise<MirrorSummary["keys"]> {
   const keys = { new: 0, changed: 0, unchanged: 0 };
@@ -106,8 +115,8 @@ async function countKeys(
     keys.new += run.keysNew;
     keys.changed += run.keysChanged;
   }
-  if (firstSeen === undefined) return keys;
-  const seen = await ctx.store.access.countKeysSeenSince(mirror.name, firstSeen);
+  if (firstSeen === undefined || pairs.length === 0) return keys;
+  const seen = await ctx.store.access.countKeysSeenSince(pairs, firstSeen);
   keys.unchanged = Math.max(0, seen - keys.new - keys.changed);
   return keys;
 }

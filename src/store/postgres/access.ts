@@ -104,11 +104,19 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
       return row?.n ?? 0;
     },
 
-    async countKeysSeenSince(mirror, since) {
-      const [row] = await db
-        .select({ n: countDistinct(resourceAccess.key) })
-        .from(resourceAccess)
-        .where(and(eq(resourceAccess.mirror, mirror), gte(resourceAccess.lastSeenAt, since)));
+    async countKeysSeenSince(pairs, since) {
+      const row = await queryOne<{ n: number }>(client, {
+        text: `SELECT count(DISTINCT a.key)::int AS n
+                 FROM unnest($1::text[], $2::text[], $3::text[]) AS p(mirror, user_email, server_instance_id)
+                 JOIN resource_access a ON a.mirror = p.mirror AND a.user_email = p.user_email
+                  AND a.server_instance_id = p.server_instance_id AND a.last_seen_at >= $4::timestamptz`,
+        values: [
+          pairs.map((p) => p.mirror),
+          pairs.map((p) => p.userEmail),
+          pairs.map((p) => p.serverInstanceId),
+          since,
+        ],
+      });
       return row?.n ?? 0;
     },
   };

@@ -40,11 +40,14 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
               WHERE r.deleted_at IS NOT NULL AND a.mirror = ?) AS n`,
   );
 
-  // The mirror's keys in key order, so DISTINCT needs no temporary B-tree: 0.3 s over a million
-  // access rows, where the planner's own choice (the primary key, then a sort) took 2.3 s.
+  // Each pair's rows from `since` on, through the index the sweep reads: an incremental pass reads
+  // only what it refreshed (25 ms on a million access rows, against 0.4-0.8 s for reading the
+  // mirror's keys), a full pass all of them (about 1 s). Pairs arrive as JSON [[mirror, user, server]].
   const keysSeenSince = sqlite.prepare<[string, string], { n: number }>(
-    `SELECT count(*) AS n FROM (SELECT DISTINCT key FROM resource_access INDEXED BY resource_access_key_mirror
-      WHERE mirror = ? AND last_seen_at >= ?)`,
+    `SELECT count(DISTINCT a.key) AS n FROM json_each(?) p
+       CROSS JOIN resource_access a INDEXED BY resource_access_pair
+         ON a.mirror = p.value ->> 0 AND a.user_email = p.value ->> 1
+        AND a.server_instance_id = p.value ->> 2 AND a.last_seen_at >= ?`,
   );
 
   const anyAccess = db
@@ -131,8 +134,9 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
       return liveKeys.get(mirror, mirror)?.n ?? 0;
     },
 
-    countKeysSeenSince(mirror: string, since: string): number {
-      return keysSeenSince.get(mirror, since)?.n ?? 0;
+    countKeysSeenSince(pairs: readonly PairRef[], since: string): number {
+      const json = JSON.stringify(pairs.map((p) => [p.mirror, p.userEmail, p.serverInstanceId]));
+      return keysSeenSince.get(json, since)?.n ?? 0;
     },
   };
 }

@@ -132,11 +132,18 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       await opened.store.access.see({ ...pair, mirror: other, key, source: "docs", seenAt: T1 });
     expect(await opened.store.access.countLive(mirror)).toBe(2);
     expect(await opened.store.access.countLive(other)).toBe(1);
-    // Keys seen by runs created at or after a time: once per key, only in their mirror.
-    expect(await opened.store.access.countKeysSeenSince(mirror, T1)).toBe(3);
-    expect(await opened.store.access.countKeysSeenSince(mirror, T2)).toBe(1);
-    expect(await opened.store.access.countKeysSeenSince(mirror, T3)).toBe(0);
-    expect(await opened.store.access.countKeysSeenSince(other, T2)).toBe(0);
+    // Keys the pairs were seen holding by runs created at or after a time: once per key.
+    const bob = { ...pair, userEmail: "bob@example.test" };
+    const seenSince = (pairs: PairRef[], since: string) =>
+      opened.store.access.countKeysSeenSince(pairs, since);
+    expect(await seenSince([pair, bob], T1)).toBe(3);
+    expect(await seenSince([pair], T1)).toBe(3);
+    expect(await seenSince([pair, bob], T2)).toBe(1);
+    expect(await seenSince([pair], T2)).toBe(0);
+    expect(await seenSince([pair, bob], T3)).toBe(0);
+    expect(await seenSince([{ ...pair, mirror: other }], T1)).toBe(2);
+    expect(await seenSince([{ ...pair, serverInstanceId: "srv-2" }], T1)).toBe(0);
+    expect(await seenSince([], T1)).toBe(0);
     await opened.store.access.revokePair({ ...pair, userEmail: "bob@example.test" });
 
     // A snapshot created at T2 saw `a` only: b and c miss once, then reach threshold 2 next time.
