@@ -24,6 +24,7 @@ import type {
   ResourceWrite,
   Run,
   RunSource,
+  SeenRow,
   SkippedPairRecord,
   SourceReport,
   StoredResourceState,
@@ -42,7 +43,12 @@ export interface ResourceRepo {
 
 export interface AccessRepo {
   /** Records that the user saw the key; true when the user had no access to it before. */
-  see(row: PairRef & { key: string; source: string; seenAt: string }): Promise<boolean>;
+  see(row: SeenRow): Promise<boolean>;
+  /**
+   * `see` for each row, in order, as one call (one round trip on PostgreSQL): for each, true when
+   * the user had no access before (a row repeated later in the batch: false).
+   */
+  seeAll(rows: readonly SeenRow[]): Promise<boolean[]>;
   hasAnyAccess(key: string): Promise<boolean>;
   countPairKeys(pair: PairRef): Promise<number>;
   /** Keys the pair holds that a snapshot created at `snapshotAt` did not see and that reach `threshold` misses. */

@@ -78,6 +78,14 @@ export interface Run {
   keysChanged: number;
 }
 
+/** One exported row as access records it: the user saw the key through the mirror. */
+export interface SeenRow extends PairRef {
+  key: string;
+  source: string;
+  /** Server `created_at` of the run that saw it. */
+  seenAt: string;
+}
+
 /** What one export page did, added to its run by the checkpoint. */
 export interface PageCounts {
   upserted: number;

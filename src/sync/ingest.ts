@@ -6,7 +6,15 @@
 import { setImmediate } from "node:timers/promises";
 import { type ExportPage, Resource } from "../api/schemas.js";
 import type { StoreOps } from "../store/store.js";
-import type { PageCounts, ResourceInput, ResourceWrite, Run, SourceReport, Trigger } from "../store/types.js";
+import type {
+  PageCounts,
+  ResourceInput,
+  ResourceWrite,
+  Run,
+  SeenRow,
+  SourceReport,
+  Trigger,
+} from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { type ExportPageStream, engineOf, fetchExportPages } from "./export-pages.js";
 import { assertLeaseHeld } from "./fence.js";
@@ -113,6 +121,9 @@ async function applyPage(
   // writes, so a key the page repeats sees its own earlier write as it would row by row.
   const looked = new Set(page.resources.map(keyOf).filter((key): key is string => key !== undefined));
   const states = await tx.resources.findStates([...looked]);
+  /** The page's accepted rows in order, and whether each wrote its resource. */
+  const seen: SeenRow[] = [];
+  const written: boolean[] = [];
   for (const [i, raw] of page.resources.entries()) {
     if (i > 0 && i % YIELD_EVERY_ROWS === 0) await setImmediate();
     const parsed = Resource.safeParse(raw);
@@ -156,7 +167,7 @@ async function applyPage(
       counts.unchanged++;
       tallyRow(r.sourceType, "unchanged");
     }
-    const newAccess = await tx.access.see({
+    seen.push({
       mirror: mirror.name,
       userEmail: run.userEmail,
       key: r.key,
@@ -164,9 +175,17 @@ async function applyPage(
       source,
       seenAt,
     });
-    if (changed || newAccess) {
+    written.push(changed);
+  }
+  // Access for the whole page at once (one round trip on PostgreSQL), then the change feed in the
+  // page's row order, so the feed lists keys as a row-by-row ingest would.
+  const hadNoAccess = await tx.access.seeAll(seen);
+  for (const [i, row] of seen.entries()) {
+    if (i > 0 && i % YIELD_EVERY_ROWS === 0) await setImmediate();
+    const changed = written[i] === true;
+    if (changed || hadNoAccess[i] === true) {
       await tx.changes.record({
-        key: r.key,
+        key: row.key,
         op: changed ? "upsert" : "access",
         at,
         mirror: mirror.name,

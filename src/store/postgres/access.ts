@@ -17,6 +17,19 @@ const SEE_SQL = `INSERT INTO resource_access (mirror, user_email, key, server_in
     last_seen_at = GREATEST(resource_access.last_seen_at, excluded.last_seen_at), missed_full_count = 0
   RETURNING (xmax = 0) AS inserted`;
 
+// A page's rows in one statement. ON CONFLICT cannot touch a row twice in one statement, so a row
+// repeated in the batch is folded into its first, as `see` row by row would leave it: the source
+// of the last, the latest last_seen_at.
+const SEE_ALL = "syncmirror_access_see_all";
+const SEE_ALL_SQL = `INSERT INTO resource_access (mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count)
+  SELECT m, u, k, s, src, at, 0
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) AS t(m, u, k, s, src, at)
+  ON CONFLICT (mirror, user_email, key) DO UPDATE SET source = excluded.source,
+    last_seen_at = GREATEST(resource_access.last_seen_at, excluded.last_seen_at), missed_full_count = 0
+  RETURNING mirror, user_email, key, (xmax = 0) AS inserted`;
+
+const rowId = (mirror: string, userEmail: string, key: string) => `${mirror}\n${userEmail}\n${key}`;
+
 const pairWhere = (pair: PairRef) =>
   and(
     eq(resourceAccess.mirror, pair.mirror),
@@ -33,6 +46,47 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
         values: [row.mirror, row.userEmail, pgText(row.key), row.serverInstanceId, row.source, row.seenAt],
       });
       return result?.inserted === true;
+    },
+
+    async seeAll(rows) {
+      if (rows.length === 0) return [];
+      const batch = { m: [] as string[], u: [] as string[], k: [] as string[], s: [] as string[] };
+      const sources: string[] = [];
+      const seenAt: string[] = [];
+      const firstAt = new Map<string, number>();
+      const ids = rows.map((row) => {
+        const id = rowId(row.mirror, row.userEmail, pgText(row.key));
+        const at = firstAt.get(id);
+        if (at === undefined) {
+          firstAt.set(id, batch.k.length);
+          batch.m.push(row.mirror);
+          batch.u.push(row.userEmail);
+          batch.k.push(pgText(row.key));
+          batch.s.push(row.serverInstanceId);
+          sources.push(row.source);
+          seenAt.push(row.seenAt);
+        } else {
+          sources[at] = row.source;
+          if (row.seenAt > (seenAt[at] as string)) seenAt[at] = row.seenAt;
+        }
+        return id;
+      });
+      const { rows: answered } = await client.query<{
+        mirror: string;
+        user_email: string;
+        key: string;
+        inserted: boolean;
+      }>({ name: SEE_ALL, text: SEE_ALL_SQL, values: [batch.m, batch.u, batch.k, batch.s, sources, seenAt] });
+      const inserted = new Set(
+        answered.filter((r) => r.inserted).map((r) => rowId(r.mirror, r.user_email, r.key)),
+      );
+      // Only a row's first occurrence can be the one that gave access.
+      const reported = new Set<string>();
+      return ids.map((id) => {
+        if (reported.has(id)) return false;
+        reported.add(id);
+        return inserted.has(id);
+      });
     },
 
     async hasAnyAccess(key) {

@@ -3,7 +3,7 @@
  */
 import { and, count, eq, gte, lt, sql } from "drizzle-orm";
 import type { AccessRepo } from "../store.js";
-import type { PairRef } from "../types.js";
+import type { PairRef, SeenRow } from "../types.js";
 import type { Db } from "./open.js";
 import { resourceAccess } from "./schema.js";
 import type { Sync } from "./sync-repo.js";
@@ -57,13 +57,20 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
     .limit(1)
     .prepare();
 
+  /** Records that the user saw the key; true when the user had no access to it before. */
+  const see = (row: SeenRow): boolean => {
+    // Refresh first: in steady state (incrementals, nightly fulls) the row exists, so one statement.
+    if (refresh.run(row.source, row.seenAt, row.mirror, row.userEmail, row.key).changes === 1) return false;
+    insertNew.run(row.mirror, row.userEmail, row.key, row.serverInstanceId, row.source, row.seenAt);
+    return true;
+  };
+
   return {
-    /** Records that the user saw the key; true when the user had no access to it before. */
-    see(row: PairRef & { key: string; source: string; seenAt: string }): boolean {
-      // Refresh first: in steady state (incrementals, nightly fulls) the row exists, so one statement.
-      if (refresh.run(row.source, row.seenAt, row.mirror, row.userEmail, row.key).changes === 1) return false;
-      insertNew.run(row.mirror, row.userEmail, row.key, row.serverInstanceId, row.source, row.seenAt);
-      return true;
+    see,
+
+    // In process a batch saves nothing: row by row, as `see`.
+    seeAll(rows: readonly SeenRow[]): boolean[] {
+      return rows.map(see);
     },
 
     hasAnyAccess(key: string): boolean {

@@ -102,6 +102,44 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     }
   });
 
+  it("records a page's access at once, as row by row: repeats folded into their first", async () => {
+    const mirror = `m-${uid()}`;
+    const pair: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
+    const [old, fresh, odd] = [`old-${uid()}`, `new-${uid()}`, `nul\u0000-${uid()}`];
+    for (const key of [old, fresh, odd]) await opened.store.resources.write(resource(key), null, T1);
+    await opened.store.access.see({ ...pair, key: old, source: "docs", seenAt: T1 });
+    const row = (key: string, source: string, seenAt: string) => ({ ...pair, key, source, seenAt });
+    const answers = await opened.store.transaction((tx) =>
+      tx.access.seeAll([
+        row(old, "docs", T2),
+        row(fresh, "docs", T3),
+        row(odd, "docs", T2),
+        row(fresh, "wiki", T2),
+        { ...row(fresh, "docs", T2), userEmail: "bob@example.test" },
+      ]),
+    );
+    expect(answers).toEqual([false, true, true, false, true]);
+    expect(await opened.store.access.seeAll([])).toEqual([]);
+    const stored = await opened.query<{
+      user_email: string;
+      key: string;
+      source: string;
+      last_seen_at: unknown;
+    }>(
+      "SELECT user_email, key, source, last_seen_at FROM resource_access WHERE mirror = ? ORDER BY user_email, key",
+      mirror,
+    );
+    const iso = (v: unknown) => new Date(v as string).toISOString();
+    expect(
+      stored.map((r) => [r.user_email, r.key.replace("\ufffd", "\u0000"), r.source, iso(r.last_seen_at)]),
+    ).toEqual([
+      ["ann@example.test", fresh, "wiki", T3],
+      ["ann@example.test", odd, "docs", T2],
+      ["ann@example.test", old, "docs", T2],
+      ["bob@example.test", fresh, "docs", T2],
+    ]);
+  });
+
   it("records access, refreshes it, sweeps misses at the threshold and revokes whole pairs", async () => {
     const mirror = `m-${uid()}`;
     const pair: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
