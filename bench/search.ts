@@ -99,14 +99,16 @@ async function writeOne(
   );
   for (let u = random.int(1, 5); u > 0; u--) {
     const userEmail = random.pick(USERS);
-    await store.access.see({
-      mirror: "bench",
-      userEmail,
-      serverInstanceId: "server-1",
-      key,
-      source: "notion",
-      seenAt: at,
-    });
+    await store.access.seeAll([
+      {
+        mirror: "bench",
+        userEmail,
+        serverInstanceId: "server-1",
+        key,
+        source: "notion",
+        seenAt: at,
+      },
+    ]);
   }
   await store.changes.record({
     key,

@@ -42,11 +42,10 @@ export interface ResourceRepo {
 }
 
 export interface AccessRepo {
-  /** Records that the user saw the key; true when the user had no access to it before. */
-  see(row: SeenRow): Promise<boolean>;
   /**
-   * `see` for each row, in order, as one call (one round trip on PostgreSQL): for each, true when
-   * the user had no access before (a row repeated later in the batch: false).
+   * Records that each user saw each key, in order, as one call (a page's rows: one round trip on
+   * PostgreSQL): for each row, true when that user had no access to the key before (a row repeated
+   * later in the batch: false).
    */
   seeAll(rows: readonly SeenRow[]): Promise<boolean[]>;
   hasAnyAccess(key: string): Promise<boolean>;

@@ -38,14 +38,16 @@ export function resource(key: string, hash = "h1"): ResourceWrite {
 /** What a page does with a resource new to the mirror: write it, record Ann's access and the change. */
 export async function ingestNew(tx: StoreOps, mirror: string, r: ResourceWrite): Promise<void> {
   await tx.resources.write(r, null, T1);
-  await tx.access.see({
-    mirror,
-    userEmail: "ann@example.test",
-    key: r.key,
-    serverInstanceId: "srv-1",
-    source: "docs",
-    seenAt: T1,
-  });
+  await tx.access.seeAll([
+    {
+      mirror,
+      userEmail: "ann@example.test",
+      key: r.key,
+      serverInstanceId: "srv-1",
+      source: "docs",
+      seenAt: T1,
+    },
+  ]);
   await tx.changes.record({ key: r.key, op: "upsert", at: T1, mirror, scope: "run-1" });
 }
 

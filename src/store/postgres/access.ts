@@ -8,18 +8,10 @@ import { type Conn, queryOne } from "./connection.js";
 import { pgText } from "./pg-values.js";
 import { resourceAccess, resources } from "./schema.js";
 
-// `see` runs for every exported row: one named prepared upsert. `xmax = 0` holds for a row this
-// statement inserted, not for one it updated, which is exactly "had no access before".
-const SEE = "syncmirror_access_see";
-const SEE_SQL = `INSERT INTO resource_access (mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count)
-  VALUES ($1, $2, $3, $4, $5, $6::timestamptz, 0)
-  ON CONFLICT (mirror, user_email, key) DO UPDATE SET source = excluded.source,
-    last_seen_at = GREATEST(resource_access.last_seen_at, excluded.last_seen_at), missed_full_count = 0
-  RETURNING (xmax = 0) AS inserted`;
-
-// A page's rows in one statement. ON CONFLICT cannot touch a row twice in one statement, so a row
-// repeated in the batch is folded into its first, as `see` row by row would leave it: the source
-// of the last, the latest last_seen_at.
+// A page's rows in one named prepared upsert. `xmax = 0` holds for a row this statement inserted,
+// not for one it updated, which is exactly "had no access before". ON CONFLICT cannot touch a row
+// twice in one statement, so a row repeated in the batch is folded into its first, as row by row
+// would leave it: the source of the last, the latest last_seen_at.
 const SEE_ALL = "syncmirror_access_see_all";
 const SEE_ALL_SQL = `INSERT INTO resource_access (mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count)
   SELECT m, u, k, s, src, at, 0
@@ -39,37 +31,29 @@ const pairWhere = (pair: PairRef) =>
 
 export function createAccessRepo({ db, client }: Conn): AccessRepo {
   return {
-    async see(row) {
-      const result = await queryOne<{ inserted: boolean }>(client, {
-        name: SEE,
-        text: SEE_SQL,
-        values: [row.mirror, row.userEmail, pgText(row.key), row.serverInstanceId, row.source, row.seenAt],
-      });
-      return result?.inserted === true;
-    },
-
     async seeAll(rows) {
       if (rows.length === 0) return [];
       const batch = { m: [] as string[], u: [] as string[], k: [] as string[], s: [] as string[] };
       const sources: string[] = [];
       const seenAt: string[] = [];
       const firstAt = new Map<string, number>();
-      const ids = rows.map((row) => {
-        const id = rowId(row.mirror, row.userEmail, pgText(row.key));
+      const asked = rows.map((row) => {
+        const key = pgText(row.key);
+        const id = rowId(row.mirror, row.userEmail, key);
         const at = firstAt.get(id);
-        if (at === undefined) {
-          firstAt.set(id, batch.k.length);
-          batch.m.push(row.mirror);
-          batch.u.push(row.userEmail);
-          batch.k.push(pgText(row.key));
-          batch.s.push(row.serverInstanceId);
-          sources.push(row.source);
-          seenAt.push(row.seenAt);
-        } else {
+        if (at !== undefined) {
           sources[at] = row.source;
           if (row.seenAt > (seenAt[at] as string)) seenAt[at] = row.seenAt;
+          return { id, first: false };
         }
-        return id;
+        firstAt.set(id, batch.k.length);
+        batch.m.push(row.mirror);
+        batch.u.push(row.userEmail);
+        batch.k.push(key);
+        batch.s.push(row.serverInstanceId);
+        sources.push(row.source);
+        seenAt.push(row.seenAt);
+        return { id, first: true };
       });
       const { rows: answered } = await client.query<{
         mirror: string;
@@ -81,12 +65,7 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
         answered.filter((r) => r.inserted).map((r) => rowId(r.mirror, r.user_email, r.key)),
       );
       // Only a row's first occurrence can be the one that gave access.
-      const reported = new Set<string>();
-      return ids.map((id) => {
-        if (reported.has(id)) return false;
-        reported.add(id);
-        return inserted.has(id);
-      });
+      return asked.map(({ id, first }) => first && inserted.has(id));
     },
 
     async hasAnyAccess(key) {

@@ -57,7 +57,7 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
     .limit(1)
     .prepare();
 
-  /** Records that the user saw the key; true when the user had no access to it before. */
+  /** True when the user had no access to the key before. */
   const see = (row: SeenRow): boolean => {
     // Refresh first: in steady state (incrementals, nightly fulls) the row exists, so one statement.
     if (refresh.run(row.source, row.seenAt, row.mirror, row.userEmail, row.key).changes === 1) return false;
@@ -66,9 +66,7 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
   };
 
   return {
-    see,
-
-    // In process a batch saves nothing: row by row, as `see`.
+    // In process a batch saves nothing: row by row.
     seeAll(rows: readonly SeenRow[]): boolean[] {
       return rows.map(see);
     },

@@ -107,7 +107,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     const pair: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
     const [old, fresh, odd] = [`old-${uid()}`, `new-${uid()}`, `nul\u0000-${uid()}`];
     for (const key of [old, fresh, odd]) await opened.store.resources.write(resource(key), null, T1);
-    await opened.store.access.see({ ...pair, key: old, source: "docs", seenAt: T1 });
+    await opened.store.access.seeAll([{ ...pair, key: old, source: "docs", seenAt: T1 }]);
     const row = (key: string, source: string, seenAt: string) => ({ ...pair, key, source, seenAt });
     const answers = await opened.store.transaction((tx) =>
       tx.access.seeAll([
@@ -145,8 +145,8 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     const pair: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
     const [a, b, c] = [`a-${uid()}`, `b-${uid()}`, `c-${uid()}`];
     for (const key of [a, b, c]) await opened.store.resources.write(resource(key), null, T1);
-    const see = (key: string, seenAt: string) =>
-      opened.store.access.see({ ...pair, key, source: "docs", seenAt });
+    const see = async (key: string, seenAt: string) =>
+      (await opened.store.access.seeAll([{ ...pair, key, source: "docs", seenAt }]))[0];
     expect(await see(a, T1)).toBe(true);
     expect(await see(a, T1)).toBe(false);
     expect(await see(b, T1)).toBe(true);
@@ -159,15 +159,17 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     expect(await opened.store.access.countLive(mirror)).toBe(2);
     // Live keys are counted once per mirror, however many users hold them, and only in their mirror.
     const other = `m-${uid()}`;
-    await opened.store.access.see({
-      ...pair,
-      userEmail: "bob@example.test",
-      key: a,
-      source: "docs",
-      seenAt: T2,
-    });
+    await opened.store.access.seeAll([
+      {
+        ...pair,
+        userEmail: "bob@example.test",
+        key: a,
+        source: "docs",
+        seenAt: T2,
+      },
+    ]);
     for (const key of [b, c])
-      await opened.store.access.see({ ...pair, mirror: other, key, source: "docs", seenAt: T1 });
+      await opened.store.access.seeAll([{ ...pair, mirror: other, key, source: "docs", seenAt: T1 }]);
     expect(await opened.store.access.countLive(mirror)).toBe(2);
     expect(await opened.store.access.countLive(other)).toBe(1);
     // Keys the pairs were seen holding by runs created at or after a time: once per key.

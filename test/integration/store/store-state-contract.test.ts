@@ -256,8 +256,8 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     const [shared, annOnly, seen] = [`s-${uid()}`, `a-${uid()}`, `v-${uid()}`];
     for (const key of [shared, annOnly, seen]) await opened.store.resources.write(resource(key), null, T1);
     for (const key of [shared, annOnly, seen])
-      await opened.store.access.see({ ...ann, key, source: "docs", seenAt: T1 });
-    await opened.store.access.see({ ...bo, key: shared, source: "docs", seenAt: T1 });
+      await opened.store.access.seeAll([{ ...ann, key, source: "docs", seenAt: T1 }]);
+    await opened.store.access.seeAll([{ ...bo, key: shared, source: "docs", seenAt: T1 }]);
     const trigger = await intent(mirror, { intentAt: T2 });
     await opened.store.dryRun.seen(trigger.id, ann.userEmail, [seen]);
     await opened.store.dryRun.collectPair(trigger.id, { ...ann, threshold: 1 });
