@@ -33,34 +33,41 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
   return {
     async seeAll(rows) {
       if (rows.length === 0) return [];
-      const batch = { m: [] as string[], u: [] as string[], k: [] as string[], s: [] as string[] };
-      const sources: string[] = [];
-      const seenAt: string[] = [];
+      // One array per column; a repeat updates its first's slot instead of taking one.
+      const columns = {
+        mirror: [] as string[],
+        user: [] as string[],
+        key: [] as string[],
+        server: [] as string[],
+        source: [] as string[],
+        seenAt: [] as string[],
+      };
       const firstAt = new Map<string, number>();
       const asked = rows.map((row) => {
         const key = pgText(row.key);
         const id = rowId(row.mirror, row.userEmail, key);
         const at = firstAt.get(id);
         if (at !== undefined) {
-          sources[at] = row.source;
-          if (row.seenAt > (seenAt[at] as string)) seenAt[at] = row.seenAt;
+          columns.source[at] = row.source;
+          if (row.seenAt > (columns.seenAt[at] as string)) columns.seenAt[at] = row.seenAt;
           return { id, first: false };
         }
-        firstAt.set(id, batch.k.length);
-        batch.m.push(row.mirror);
-        batch.u.push(row.userEmail);
-        batch.k.push(key);
-        batch.s.push(row.serverInstanceId);
-        sources.push(row.source);
-        seenAt.push(row.seenAt);
+        firstAt.set(id, columns.key.length);
+        columns.mirror.push(row.mirror);
+        columns.user.push(row.userEmail);
+        columns.key.push(key);
+        columns.server.push(row.serverInstanceId);
+        columns.source.push(row.source);
+        columns.seenAt.push(row.seenAt);
         return { id, first: true };
       });
+      const { mirror, user, key, server, source, seenAt } = columns;
       const { rows: answered } = await client.query<{
         mirror: string;
         user_email: string;
         key: string;
         inserted: boolean;
-      }>({ name: SEE_ALL, text: SEE_ALL_SQL, values: [batch.m, batch.u, batch.k, batch.s, sources, seenAt] });
+      }>({ name: SEE_ALL, text: SEE_ALL_SQL, values: [mirror, user, key, server, source, seenAt] });
       const inserted = new Set(
         answered.filter((r) => r.inserted).map((r) => rowId(r.mirror, r.user_email, r.key)),
       );
