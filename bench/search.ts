@@ -110,13 +110,9 @@ async function writeOne(
       },
     ]);
   }
-  await store.changes.record({
-    key,
-    op: "upsert",
-    at,
-    mirror: "bench",
-    scope: `page-${Math.floor(i / PAGE)}`,
-  });
+  await store.changes.recordAll([
+    { key, op: "upsert", at, mirror: "bench", scope: `page-${Math.floor(i / PAGE)}` },
+  ]);
 }
 
 function dbBytes(sqlite: ReturnType<typeof openDatabase>["sqlite"], like = "%"): number {

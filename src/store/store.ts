@@ -12,7 +12,7 @@ import { DatabaseError } from "../errors.js";
 import type { FeedPage, FeedQuery, SearchHit, SearchQuery, SearchSettingApplied } from "./consumer-types.js";
 import type {
   ActiveTrigger,
-  ChangeOp,
+  ChangeRecord,
   LeaseHolder,
   MirrorState,
   Mode,
@@ -66,12 +66,14 @@ export interface AccessRepo {
 
 export interface ChangeRepo {
   /**
-   * Appends a change unless the key already changed within `scope` (a run's sync_id, or a
-   * sweep's id): at most one change per key per run ingested. A later change that says more
-   * (a `delete` after an `access`, an `upsert` after an `access`) replaces the earlier one and is
-   * appended anew, so a consumer that already read the earlier seq still sees it.
+   * Appends each change, in order, as one call (a page's changes: one round trip on PostgreSQL),
+   * unless its key already changed within its `scope`: at most one change per key per run
+   * ingested. A later change that says more (a `delete` after an `access`, an `upsert` after an
+   * `access`) replaces the earlier one and is appended anew, so a consumer that already read the
+   * earlier seq still sees it. For each change, true when it was appended, as one call per change
+   * in the same order would answer.
    */
-  record(c: { key: string; op: ChangeOp; at: string; mirror: string; scope: string }): Promise<boolean>;
+  recordAll(changes: readonly ChangeRecord[]): Promise<boolean[]>;
 }
 
 export interface PairRepo {

@@ -86,6 +86,16 @@ export interface SeenRow extends PairRef {
   seenAt: string;
 }
 
+/** One entry of the change feed, as the sync code records it. */
+export interface ChangeRecord {
+  key: string;
+  op: ChangeOp;
+  at: string;
+  mirror: string;
+  /** A run's sync_id, or a sweep's id: at most one change per key within it. */
+  scope: string;
+}
+
 /** What one export page did, added to its run by the checkpoint. */
 export interface PageCounts {
   upserted: number;

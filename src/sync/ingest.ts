@@ -7,6 +7,7 @@ import { setImmediate } from "node:timers/promises";
 import { type ExportPage, Resource } from "../api/schemas.js";
 import type { StoreOps } from "../store/store.js";
 import type {
+  ChangeRecord,
   PageCounts,
   ResourceInput,
   ResourceWrite,
@@ -176,15 +177,16 @@ async function applyPage(
       seenAt,
     });
     written.push(changed);
+    ctx.crashPoint("mid-page");
   }
-  // Access for the whole page at once (one round trip on PostgreSQL), then the change feed in the
-  // page's row order, so the feed lists keys as a row-by-row ingest would.
+  // Access for the whole page at once, then its changes at once (a round trip each on
+  // PostgreSQL), in the page's row order, so the feed lists keys as a row-by-row ingest would.
   const hadNoAccess = await tx.access.seeAll(seen);
+  const changes: ChangeRecord[] = [];
   for (const [i, row] of seen.entries()) {
-    if (i > 0 && i % YIELD_EVERY_ROWS === 0) await setImmediate();
     const changed = written[i] === true;
     if (changed || hadNoAccess[i] === true) {
-      await tx.changes.record({
+      changes.push({
         key: row.key,
         op: changed ? "upsert" : "access",
         at,
@@ -192,8 +194,8 @@ async function applyPage(
         scope: run.syncId,
       });
     }
-    ctx.crashPoint("mid-page");
   }
+  await tx.changes.recordAll(changes);
   const next = page.page.next_offset;
   await tx.runs.checkpoint(run.syncId, next, counts);
   if (next === null) await finishRun(pass, tx, trigger, run);

@@ -48,7 +48,7 @@ export async function ingestNew(tx: StoreOps, mirror: string, r: ResourceWrite):
       seenAt: T1,
     },
   ]);
-  await tx.changes.record({ key: r.key, op: "upsert", at: T1, mirror, scope: "run-1" });
+  await tx.changes.recordAll([{ key: r.key, op: "upsert", at: T1, mirror, scope: "run-1" }]);
 }
 
 /** A trigger intent as `sync` writes it before the POST, with `t` changed. */

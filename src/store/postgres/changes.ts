@@ -9,36 +9,83 @@
  */
 
 import type pg from "pg";
+import { priorStands } from "../change-rule.js";
 import type { ChangeRepo } from "../store.js";
-import { type Conn, queryOne } from "./connection.js";
+import type { ChangeOp } from "../types.js";
+import type { Conn } from "./connection.js";
 import { pgText } from "./pg-values.js";
 
-// One round trip per recorded change, since a cold mirror records one for most rows: an earlier
-// change of the key in the scope either stands (same op, or an `upsert` beside an `access`) or is
-// replaced by this one, appended anew so a consumer past its seq still sees it.
-const RECORD = "syncmirror_changes_record";
-const RECORD_SQL = `WITH prior AS (
-    SELECT seq, op FROM changes WHERE sync_id = $5 AND key = $1 LIMIT 1
-  ), stands AS (
-    SELECT 1 FROM prior WHERE op = $2 OR (op = 'upsert' AND $2 = 'access')
-  ), replaced AS (
-    DELETE FROM changes WHERE seq IN (SELECT seq FROM prior) AND NOT EXISTS (SELECT 1 FROM stands)
+// A cold mirror records a change for most rows, so a page's changes are two round trips: the
+// changes their keys already have in their scopes, then one statement that removes those the
+// page replaces and appends the page's new ones in its order (seqs are taken in that order).
+const PRIORS = "syncmirror_changes_priors";
+const PRIORS_SQL = `SELECT c.seq, c.op, c.sync_id, c.key
+  FROM changes c JOIN (SELECT DISTINCT s, k FROM unnest($1::text[], $2::text[]) AS t(s, k)) AS asked
+    ON c.sync_id = asked.s AND c.key = asked.k`;
+const APPEND = "syncmirror_changes_append";
+const APPEND_SQL = `WITH replaced AS (
+    DELETE FROM changes WHERE seq = ANY($1::bigint[])
   )
   INSERT INTO changes (key, op, at, mirror, sync_id)
-  SELECT $1, $2, $3::timestamptz, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM stands)
+  SELECT k, o, a, m, s
+    FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[]) WITH ORDINALITY AS t(k, o, a, m, s, n)
+    ORDER BY n
   RETURNING seq`;
+
+const scopedId = (scope: string, key: string) => `${scope}\n${key}`;
 
 export function createChangeRepo({ client }: Conn, onRecorded: (seq: number) => void): ChangeRepo {
   return {
-    async record(c) {
-      const row = await queryOne<{ seq: string }>(client, {
-        name: RECORD,
-        text: RECORD_SQL,
-        values: [pgText(c.key), c.op, c.at, c.mirror, c.scope],
+    async recordAll(changes) {
+      if (changes.length === 0) return [];
+      const keys = changes.map((c) => pgText(c.key));
+      const { rows: priors } = await client.query<{
+        seq: string;
+        op: ChangeOp;
+        sync_id: string;
+        key: string;
+      }>({
+        name: PRIORS,
+        text: PRIORS_SQL,
+        values: [changes.map((c) => c.scope), keys],
       });
-      if (row === undefined) return false;
-      onRecorded(Number(row.seq));
-      return true;
+      // The latest change of each (scope, key) as the batch goes, stored or appended by it.
+      const latest = new Map<string, { op: ChangeOp; seq?: string; appendAt?: number }>();
+      for (const p of priors) latest.set(scopedId(p.sync_id, p.key), { op: p.op, seq: p.seq });
+      const removed: string[] = [];
+      const appended: (number | undefined)[] = [];
+      const results = changes.map((c, i) => {
+        const id = scopedId(c.scope, keys[i] as string);
+        const prior = latest.get(id);
+        if (prior !== undefined) {
+          if (priorStands(prior.op, c.op)) return false;
+          if (prior.seq !== undefined) removed.push(prior.seq);
+          // One appended earlier in this batch: it is replaced before it was ever committed.
+          if (prior.appendAt !== undefined) appended[prior.appendAt] = undefined;
+        }
+        latest.set(id, { op: c.op, appendAt: appended.length });
+        appended.push(i);
+        return true;
+      });
+      const kept = appended.filter((i): i is number => i !== undefined);
+      // Nothing replaced either: a change is only removed when another is appended in its place.
+      if (kept.length === 0) return results;
+      const column = <T>(of: (c: (typeof changes)[number], i: number) => T) =>
+        kept.map((i) => of(changes[i] as (typeof changes)[number], i));
+      const { rows: inserted } = await client.query<{ seq: string }>({
+        name: APPEND,
+        text: APPEND_SQL,
+        values: [
+          removed,
+          column((_, i) => keys[i]),
+          column((c) => c.op),
+          column((c) => c.at),
+          column((c) => c.mirror),
+          column((c) => c.scope),
+        ],
+      });
+      for (const r of inserted) onRecorded(Number(r.seq));
+      return results;
     },
   };
 }

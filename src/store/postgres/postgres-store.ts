@@ -237,7 +237,7 @@ function guardErrors<T extends object>(repo: T, naming: Naming): T {
 function routeToTransaction(
   pooled: StoreOps,
   current: AsyncLocalStorage<StoreOps>,
-  inOwnTransaction: (record: (tx: StoreOps) => Promise<boolean>) => Promise<boolean>,
+  inOwnTransaction: (record: (tx: StoreOps) => Promise<boolean[]>) => Promise<boolean[]>,
 ): StoreOps {
   const routed: Record<string, Record<string, unknown>> = {};
   for (const [repoName, repo] of Object.entries(pooled) as [keyof StoreOps, object][]) {
@@ -250,7 +250,7 @@ function routeToTransaction(
           );
         const tx = current.getStore();
         if (tx) return call(tx);
-        if (repoName === "changes") return inOwnTransaction((own) => call(own) as Promise<boolean>);
+        if (repoName === "changes") return inOwnTransaction((own) => call(own) as Promise<boolean[]>);
         return call(pooled);
       };
     }

@@ -1,13 +1,14 @@
 /**
  * The public `changes` feed: a consumer keeps the last `seq` it processed and reads onward.
  */
+import { priorStands } from "../change-rule.js";
 import type { ChangeRepo } from "../store.js";
-import type { ChangeOp } from "../types.js";
+import type { ChangeOp, ChangeRecord } from "../types.js";
 import type { Db } from "./open.js";
 import type { Sync } from "./sync-repo.js";
 
 export function createChangeRepo(db: Db, onRecorded: () => void): Sync<ChangeRepo> {
-  // `record` runs for most exported rows of a cold mirror: plain better-sqlite3 statements with
+  // A change is recorded for most exported rows of a cold mirror: plain better-sqlite3 statements with
   // positional parameters, because drizzle's per-call placeholder mapping cost more than the SQLite work.
   const sqlite = db.$client;
   const existing = sqlite.prepare<[string, string], { seq: number; op: ChangeOp }>(
@@ -18,16 +19,18 @@ export function createChangeRepo(db: Db, onRecorded: () => void): Sync<ChangeRep
     "INSERT INTO changes (seq, key, op, at, mirror, sync_id) VALUES (NULL, ?, ?, ?, ?, ?)",
   );
 
+  const record = (c: ChangeRecord): boolean => {
+    const prior = existing.get(c.scope, c.key);
+    if (prior !== undefined) {
+      if (priorStands(prior.op, c.op)) return false;
+      remove.run(prior.seq);
+    }
+    insert.run(c.key, c.op, c.at, c.mirror, c.scope);
+    onRecorded();
+    return true;
+  };
+
   return {
-    record(c: { key: string; op: ChangeOp; at: string; mirror: string; scope: string }): boolean {
-      const prior = existing.get(c.scope, c.key);
-      if (prior !== undefined) {
-        if (prior.op === c.op || (prior.op === "upsert" && c.op === "access")) return false;
-        remove.run(prior.seq);
-      }
-      insert.run(c.key, c.op, c.at, c.mirror, c.scope);
-      onRecorded();
-      return true;
-    },
+    recordAll: (changes) => changes.map(record),
   };
 }

@@ -94,12 +94,12 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
       const firstRecorded = signal();
       const otherCommitted = signal();
       const slow = store.transaction(async (tx) => {
-        await tx.changes.record(change("recorded-first-committed-last"));
+        await tx.changes.recordAll([change("recorded-first-committed-last")]);
         firstRecorded.fire();
         await otherCommitted.promise;
       });
       await firstRecorded.promise;
-      await replica.transaction((tx) => tx.changes.record(change("recorded-second-committed-first")));
+      await replica.transaction((tx) => tx.changes.recordAll([change("recorded-second-committed-first")]));
       otherCommitted.fire();
       await slow;
       const { rows } = await other.query<{ key: string }>(
