@@ -73,27 +73,29 @@ async function writeOne(
   const title = generateTitle(type, random);
   const key = `bench:${i}`;
   const text = generateBody(title, generateSize(random), random);
-  await store.resources.write(
-    {
-      key,
-      contentHash: `h${i}`,
-      contentText: text,
-      contentFormat: "markdown",
-      contentStatus: "full",
-      title,
-      url: `https://example.com/${i}`,
-      type,
-      sourceType: "notion",
-      serverInstanceId: "server-1",
-      nativeId: String(i),
-      modifiedAt: at,
-      fetchedAt: at,
-      fields: null,
-      metadata: JSON.stringify({ i }),
-      relations: null,
-      attachments: null,
-      provenance: null,
-    },
+  await store.resources.writeAll(
+    [
+      {
+        key,
+        contentHash: `h${i}`,
+        contentText: text,
+        contentFormat: "markdown",
+        contentStatus: "full",
+        title,
+        url: `https://example.com/${i}`,
+        type,
+        sourceType: "notion",
+        serverInstanceId: "server-1",
+        nativeId: String(i),
+        modifiedAt: at,
+        fetchedAt: at,
+        fields: null,
+        metadata: JSON.stringify({ i }),
+        relations: null,
+        attachments: null,
+        provenance: null,
+      },
+    ],
     "bench",
     at,
   );

@@ -35,8 +35,11 @@ export interface ResourceRepo {
   findState(key: string): Promise<StoredResourceState | undefined>;
   /** The stored state of each of `keys` that has a row: one round trip for a page on PostgreSQL. */
   findStates(keys: readonly string[]): Promise<Map<string, StoredResourceState>>;
-  /** Writes the resource (new, changed, or back from a tombstone). */
-  write(r: ResourceWrite, engineVersion: string | null, at: string): Promise<void>;
+  /**
+   * Writes each resource (new, changed, or back from a tombstone) as one call (a page's writes: one
+   * round trip on PostgreSQL); a key written twice keeps its last write, as one call each would.
+   */
+  writeAll(rows: readonly ResourceWrite[], engineVersion: string | null, at: string): Promise<void>;
   /** Keeps the row as a tombstone: `deleted_at` set, content and JSON parts cleared. */
   tombstone(key: string, at: string): Promise<void>;
 }

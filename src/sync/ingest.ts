@@ -125,6 +125,7 @@ async function applyPage(
   /** The page's accepted rows in order, and whether each wrote its resource. */
   const seen: SeenRow[] = [];
   const written: boolean[] = [];
+  const writes: ResourceWrite[] = [];
   for (const [i, raw] of page.resources.entries()) {
     if (i > 0 && i % YIELD_EVERY_ROWS === 0) await setImmediate();
     const parsed = Resource.safeParse(raw);
@@ -156,7 +157,7 @@ async function applyPage(
         );
         continue;
       }
-      await tx.resources.write(serialized, engineVersion, at);
+      writes.push(serialized);
       looked.add(r.key);
       states.set(r.key, { contentHash: r.contentHash, deletedAt: null, updatedAt: at });
       counts.upserted++;
@@ -179,8 +180,9 @@ async function applyPage(
     written.push(changed);
     ctx.crashPoint("mid-page");
   }
-  // Access for the whole page at once, then its changes at once (a round trip each on
+  // The page's resources, then its access, then its changes, each at once (a round trip each on
   // PostgreSQL), in the page's row order, so the feed lists keys as a row-by-row ingest would.
+  await tx.resources.writeAll(writes, engineVersion, at);
   const hadNoAccess = await tx.access.seeAll(seen);
   const changes: ChangeRecord[] = [];
   for (const [i, row] of seen.entries()) {

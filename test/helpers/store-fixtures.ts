@@ -37,7 +37,7 @@ export function resource(key: string, hash = "h1"): ResourceWrite {
 
 /** What a page does with a resource new to the mirror: write it, record Ann's access and the change. */
 export async function ingestNew(tx: StoreOps, mirror: string, r: ResourceWrite): Promise<void> {
-  await tx.resources.write(r, null, T1);
+  await tx.resources.writeAll([r], null, T1);
   await tx.access.seeAll([
     {
       mirror,

@@ -11,11 +11,8 @@ import { resources, toIso } from "./schema.js";
 const JSON_COLUMNS = new Set(["fields", "metadata", "relations", "attachments", "provenance"]);
 const TIME_COLUMNS = new Set(["modified_at", "fetched_at", "updated_at"]);
 
-/** Every column `write` sets, in the order of its parameters. */
+/** Every column `writeAll` sets, in the order of its parameters. */
 const WRITTEN = [...RESOURCE_COLUMNS, "engine_version", "updated_at"] as const;
-const cast = (column: string) =>
-  JSON_COLUMNS.has(column) ? "::jsonb" : TIME_COLUMNS.has(column) ? "::timestamptz" : "";
-
 // The statements every exported row runs are named prepared statements: parsed and planned once
 // per connection, then only bound and executed.
 const FIND_STATE = "syncmirror_resources_find_state";
@@ -23,9 +20,15 @@ const FIND_STATE_SQL = "SELECT content_hash, deleted_at, updated_at FROM resourc
 const FIND_STATES = "syncmirror_resources_find_states";
 const FIND_STATES_SQL =
   "SELECT key, content_hash, deleted_at, updated_at FROM resources WHERE key = ANY($1::text[])";
-const UPSERT = "syncmirror_resources_upsert";
-const UPSERT_SQL = `INSERT INTO resources (${WRITTEN.join(", ")}, deleted_at)
-  VALUES (${WRITTEN.map((c, i) => `$${i + 1}${cast(c)}`).join(", ")}, NULL)
+// A page's writes in one statement, a column per array; ON CONFLICT cannot touch a row twice in
+// one statement, so a key written twice in the batch is sent once, with its last write.
+const UPSERT_ALL = "syncmirror_resources_upsert_all";
+const arrayType = (column: string) => (TIME_COLUMNS.has(column) ? "timestamptz[]" : "text[]");
+const UPSERT_ALL_SQL = `INSERT INTO resources (${WRITTEN.join(", ")}, deleted_at)
+  SELECT ${RESOURCE_COLUMNS.map((c) => `t.${c}${JSON_COLUMNS.has(c) ? "::jsonb" : ""}`).join(", ")},
+    $${RESOURCE_COLUMNS.length + 1}, $${RESOURCE_COLUMNS.length + 2}::timestamptz, NULL
+  FROM unnest(${RESOURCE_COLUMNS.map((c, i) => `$${i + 1}::${arrayType(c)}`).join(", ")})
+    AS t(${RESOURCE_COLUMNS.join(", ")})
   ON CONFLICT (key) DO UPDATE SET ${[...WRITTEN.slice(1), "deleted_at"].map((c) => `${c} = excluded.${c}`).join(", ")}`;
 
 interface StateRow {
@@ -67,29 +70,33 @@ export function createResourceRepo({ db, client }: Conn): ResourceRepo {
       return row === undefined ? undefined : toState(row);
     },
 
-    async write(r: ResourceWrite, engineVersion, at) {
+    async writeAll(rows, engineVersion, at) {
+      if (rows.length === 0) return;
+      const last = new Map<string, ResourceWrite>();
+      for (const r of rows) last.set(pgText(r.key), r);
+      const column = <T>(of: (r: ResourceWrite) => T) => [...last.values()].map(of);
       await client.query({
-        name: UPSERT,
-        text: UPSERT_SQL,
+        name: UPSERT_ALL,
+        text: UPSERT_ALL_SQL,
         values: [
-          pgText(r.key),
-          pgText(r.contentHash),
-          pgText(r.contentText),
-          pgText(r.contentFormat),
-          pgText(r.contentStatus),
-          pgText(r.title),
-          pgText(r.url),
-          pgText(r.type),
-          pgText(r.sourceType),
-          pgText(r.serverInstanceId),
-          pgText(r.nativeId),
-          pgTime(r.modifiedAt),
-          pgTime(r.fetchedAt),
-          pgJson(r.fields),
-          pgJson(r.metadata),
-          pgJson(r.relations),
-          pgJson(r.attachments),
-          pgJson(r.provenance),
+          [...last.keys()],
+          column((r) => pgText(r.contentHash)),
+          column((r) => pgText(r.contentText)),
+          column((r) => pgText(r.contentFormat)),
+          column((r) => pgText(r.contentStatus)),
+          column((r) => pgText(r.title)),
+          column((r) => pgText(r.url)),
+          column((r) => pgText(r.type)),
+          column((r) => pgText(r.sourceType)),
+          column((r) => pgText(r.serverInstanceId)),
+          column((r) => pgText(r.nativeId)),
+          column((r) => pgTime(r.modifiedAt)),
+          column((r) => pgTime(r.fetchedAt)),
+          column((r) => pgJson(r.fields)),
+          column((r) => pgJson(r.metadata)),
+          column((r) => pgJson(r.relations)),
+          column((r) => pgJson(r.attachments)),
+          column((r) => pgJson(r.provenance)),
           engineVersion,
           at,
         ],

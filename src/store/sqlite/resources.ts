@@ -10,7 +10,7 @@ import type { Sync } from "./sync-repo.js";
 
 const p = (name: string) => sql.placeholder(name);
 
-/** Every column `write` sets, in the order of its parameters. */
+/** Every column `writeAll` sets, in the order of its parameters. */
 const WRITTEN = [...RESOURCE_COLUMNS, "engine_version", "updated_at"] as const;
 
 export function createResourceRepo(db: Db): Sync<ResourceRepo> {
@@ -55,30 +55,31 @@ export function createResourceRepo(db: Db): Sync<ResourceRepo> {
       return states;
     },
 
-    /** Writes the resource (new, changed, or back from a tombstone). */
-    write(r: ResourceWrite, engineVersion: string | null, at: string): void {
-      upsert.run(
-        r.key,
-        r.contentHash,
-        r.contentText,
-        r.contentFormat,
-        r.contentStatus,
-        r.title,
-        r.url,
-        r.type,
-        r.sourceType,
-        r.serverInstanceId,
-        r.nativeId,
-        r.modifiedAt,
-        r.fetchedAt,
-        r.fields,
-        r.metadata,
-        r.relations,
-        r.attachments,
-        r.provenance,
-        engineVersion,
-        at,
-      );
+    writeAll(rows: readonly ResourceWrite[], engineVersion: string | null, at: string): void {
+      for (const r of rows) {
+        upsert.run(
+          r.key,
+          r.contentHash,
+          r.contentText,
+          r.contentFormat,
+          r.contentStatus,
+          r.title,
+          r.url,
+          r.type,
+          r.sourceType,
+          r.serverInstanceId,
+          r.nativeId,
+          r.modifiedAt,
+          r.fetchedAt,
+          r.fields,
+          r.metadata,
+          r.relations,
+          r.attachments,
+          r.provenance,
+          engineVersion,
+          at,
+        );
+      }
     },
 
     /** Keeps the row as a tombstone: `deleted_at` set, content and JSON parts cleared. */

@@ -24,8 +24,8 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
   it("reads a page's stored states at once, under the keys asked, missing keys left out", async () => {
     const [live, gone, never] = [`k-${uid()}`, `k-${uid()}\u0000nul`, `k-${uid()}`];
     await opened.store.transaction(async (tx) => {
-      await tx.resources.write(resource(live), "engine-1", T1);
-      await tx.resources.write(resource(gone, "h2"), "engine-1", T1);
+      await tx.resources.writeAll([resource(live)], "engine-1", T1);
+      await tx.resources.writeAll([resource(gone, "h2")], "engine-1", T1);
       await tx.resources.tombstone(gone, T2);
     });
     const states = await opened.store.resources.findStates([live, gone, never]);
@@ -39,7 +39,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     const key = `k-${uid()}`;
     expect(await opened.store.resources.findState(key)).toBeUndefined();
     await opened.store.transaction(async (tx) => {
-      await tx.resources.write(resource(key), "engine-1", T1);
+      await tx.resources.writeAll([resource(key)], "engine-1", T1);
     });
     expect(await opened.store.resources.findState(key)).toEqual({
       contentHash: "h1",
@@ -57,7 +57,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       key,
     );
     expect(tomb).toEqual({ content_text: null, fields: null, provenance: null });
-    await opened.store.transaction((tx) => tx.resources.write(resource(key, "h2"), null, T3));
+    await opened.store.transaction((tx) => tx.resources.writeAll([resource(key, "h2")], null, T3));
     expect(await opened.store.resources.findState(key)).toEqual({
       contentHash: "h2",
       deletedAt: null,
@@ -70,6 +70,55 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     const fields = typeof row?.fields === "string" ? JSON.parse(row.fields) : row?.fields;
     expect(fields).toEqual({ a: 1, nested: { b: [1, "two", null] } });
     expect(row?.content_text).toBe("body ü 🙂");
+  });
+
+  it("writes a page's resources at once, as one by one: a key written twice keeps its last write", async () => {
+    const play = async (batched: boolean) => {
+      const run = uid();
+      const [fresh, back, twice, odd] = ["fresh", "back", "twice", "odd\u0000"].map((k) => `${k}-${run}`) as [
+        string,
+        string,
+        string,
+        string,
+      ];
+      await opened.store.transaction(async (tx) => {
+        await tx.resources.writeAll([resource(back)], null, T1);
+        await tx.resources.tombstone(back, T2);
+      });
+      const page = [
+        resource(fresh),
+        resource(back, "h2"),
+        resource(twice, "h2"),
+        { ...resource(odd), modifiedAt: "never", fields: JSON.stringify({ "k\u0000": "\ud800" }) },
+        { ...resource(twice, "h3"), title: "Second" },
+      ];
+      await opened.store.transaction(async (tx) => {
+        if (batched) return tx.resources.writeAll(page, "engine-2", T3);
+        for (const r of page) await tx.resources.writeAll([r], "engine-2", T3);
+      });
+      const rows: Record<string, unknown>[] = [];
+      for (const key of [back, fresh, odd, twice]) {
+        rows.push(
+          ...(await opened.query<Record<string, unknown>>(
+            `SELECT key, content_hash, title, modified_at, fields, engine_version, updated_at, deleted_at
+             FROM resources WHERE key = ?`,
+            dialect.name === "postgres" ? key.replace("\u0000", "\ufffd") : key,
+          )),
+        );
+      }
+      return rows.map((r) => ({ ...r, key: String(r.key).replace(run, "run") }));
+    };
+
+    const batched = await play(true);
+    expect(batched).toEqual(await play(false));
+    const states = Object.fromEntries(batched.map((r) => [r.key, [r.content_hash, r.title, r.deleted_at]]));
+    expect(states).toEqual({
+      "back-run": ["h2", "Title", null],
+      "fresh-run": ["h1", "Title", null],
+      [dialect.name === "postgres" ? "odd\ufffd-run" : "odd\u0000-run"]: ["h1", "Title", null],
+      "twice-run": ["h3", "Second", null],
+    });
+    await opened.store.transaction((tx) => tx.resources.writeAll([], null, T3));
   });
 
   it("takes NUL, lone surrogate escapes and an unparseable time in one page without failing it", async () => {
@@ -106,7 +155,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     const mirror = `m-${uid()}`;
     const pair: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
     const [old, fresh, odd] = [`old-${uid()}`, `new-${uid()}`, `nul\u0000-${uid()}`];
-    for (const key of [old, fresh, odd]) await opened.store.resources.write(resource(key), null, T1);
+    for (const key of [old, fresh, odd]) await opened.store.resources.writeAll([resource(key)], null, T1);
     await opened.store.access.seeAll([{ ...pair, key: old, source: "docs", seenAt: T1 }]);
     const row = (key: string, source: string, seenAt: string) => ({ ...pair, key, source, seenAt });
     const answers = await opened.store.transaction((tx) =>
@@ -144,7 +193,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     const mirror = `m-${uid()}`;
     const pair: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
     const [a, b, c] = [`a-${uid()}`, `b-${uid()}`, `c-${uid()}`];
-    for (const key of [a, b, c]) await opened.store.resources.write(resource(key), null, T1);
+    for (const key of [a, b, c]) await opened.store.resources.writeAll([resource(key)], null, T1);
     const see = async (key: string, seenAt: string) =>
       (await opened.store.access.seeAll([{ ...pair, key, source: "docs", seenAt }]))[0];
     expect(await see(a, T1)).toBe(true);
@@ -333,7 +382,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     await opened.store.transaction((tx) => tx.mirrors.ensure(mirror, "cfg"));
     expect(seenByListener).toHaveLength(0);
     await opened.store.transaction(async (tx) => {
-      await tx.resources.write(resource(key), null, T1);
+      await tx.resources.writeAll([resource(key)], null, T1);
       await tx.changes.recordAll([{ key, op: "upsert", at: T1, mirror, scope: "run-1" }]);
     });
     off();

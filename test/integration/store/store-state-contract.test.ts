@@ -254,7 +254,8 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     const ann: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
     const bo: PairRef = { ...ann, userEmail: "bo@example.test" };
     const [shared, annOnly, seen] = [`s-${uid()}`, `a-${uid()}`, `v-${uid()}`];
-    for (const key of [shared, annOnly, seen]) await opened.store.resources.write(resource(key), null, T1);
+    for (const key of [shared, annOnly, seen])
+      await opened.store.resources.writeAll([resource(key)], null, T1);
     for (const key of [shared, annOnly, seen])
       await opened.store.access.seeAll([{ ...ann, key, source: "docs", seenAt: T1 }]);
     await opened.store.access.seeAll([{ ...bo, key: shared, source: "docs", seenAt: T1 }]);
