@@ -40,8 +40,8 @@ export interface ResourceRepo {
    * round trip on PostgreSQL); a key written twice keeps its last write, as one call each would.
    */
   writeAll(rows: readonly ResourceWrite[], engineVersion: string | null, at: string): Promise<void>;
-  /** Keeps the row as a tombstone: `deleted_at` set, content and JSON parts cleared. */
-  tombstone(key: string, at: string): Promise<void>;
+  /** Keeps each key's row as a tombstone: `deleted_at` set, content and JSON parts cleared. */
+  tombstoneAll(keys: readonly string[], at: string): Promise<void>;
 }
 
 export interface AccessRepo {
@@ -51,7 +51,8 @@ export interface AccessRepo {
    * later in the batch: false).
    */
   seeAll(rows: readonly SeenRow[]): Promise<boolean[]>;
-  hasAnyAccess(key: string): Promise<boolean>;
+  /** Those of `keys` that some user may still see, through any mirror. */
+  keysWithAccess(keys: readonly string[]): Promise<Set<string>>;
   countPairKeys(pair: PairRef): Promise<number>;
   /** Keys the pair holds that a snapshot created at `snapshotAt` did not see and that reach `threshold` misses. */
   countRevocable(pair: PairRef, snapshotAt: string, threshold: number): Promise<number>;

@@ -3,8 +3,9 @@
  * otherwise only who may see it changed (`access`). Runs inside the caller's transaction.
  */
 import type { StoreOps } from "../store/store.js";
-import type { ChangeRecord } from "../store/types.js";
 import type { SyncContext } from "./context.js";
+
+const REVOKE_BATCH = 500;
 
 export async function applyRevocations(
   ctx: SyncContext,
@@ -15,19 +16,22 @@ export async function applyRevocations(
 ): Promise<{ revoked: number; deleted: number }> {
   const { metrics } = ctx;
   const at = ctx.now().toISOString();
-  const changes: ChangeRecord[] = [];
-  for (const key of keys) {
-    const state = await tx.resources.findState(key);
-    if (state === undefined || state.deletedAt !== null) continue;
-    if (await tx.access.hasAnyAccess(key)) {
-      changes.push({ key, op: "access", at, mirror, scope });
-    } else {
-      await tx.resources.tombstone(key, at);
-      changes.push({ key, op: "delete", at, mirror, scope });
-    }
+  let deleted = 0;
+  // In batches (a few round trips each on PostgreSQL), each key once: a user who leaves takes all
+  // of their keys at once.
+  const distinct = [...new Set(keys)];
+  for (let from = 0; from < distinct.length; from += REVOKE_BATCH) {
+    const batch = distinct.slice(from, from + REVOKE_BATCH);
+    const states = await tx.resources.findStates(batch);
+    const live = batch.filter((key) => states.get(key)?.deletedAt === null);
+    const seen = await tx.access.keysWithAccess(live);
+    const gone = live.filter((key) => !seen.has(key));
+    await tx.resources.tombstoneAll(gone, at);
+    await tx.changes.recordAll(
+      live.map((key) => ({ key, op: seen.has(key) ? "access" : "delete", at, mirror, scope })),
+    );
+    deleted += gone.length;
   }
-  await tx.changes.recordAll(changes);
-  const deleted = changes.filter((c) => c.op === "delete").length;
   metrics.accessRevoked.inc({ mirror }, keys.length);
   metrics.resourcesDeleted.inc({ mirror }, deleted);
   return { revoked: keys.length, deleted };

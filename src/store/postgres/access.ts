@@ -1,7 +1,7 @@
 /**
  * The public `resource_access` table: which user may see which key through which mirror.
  */
-import { and, count, countDistinct, eq, gte, isNull, lt, sql } from "drizzle-orm";
+import { and, count, countDistinct, eq, gte, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { AccessRepo } from "../store.js";
 import type { PairRef } from "../types.js";
 import { type Conn, queryOne } from "./connection.js";
@@ -75,13 +75,15 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
       return asked.map(({ id, first }) => first && inserted.has(id));
     },
 
-    async hasAnyAccess(key) {
+    async keysWithAccess(keys) {
+      if (keys.length === 0) return new Set();
+      // Keys are stored as pgText makes them (NUL replaced): answer with the caller's own key.
+      const asCalled = new Map(keys.map((key) => [pgText(key), key]));
       const rows = await db
-        .select({ one: sql<number>`1` })
+        .selectDistinct({ key: resourceAccess.key })
         .from(resourceAccess)
-        .where(eq(resourceAccess.key, pgText(key)))
-        .limit(1);
-      return rows.length > 0;
+        .where(inArray(resourceAccess.key, [...asCalled.keys()]));
+      return new Set(rows.map((r) => asCalled.get(r.key) ?? r.key));
     },
 
     async countPairKeys(pair) {

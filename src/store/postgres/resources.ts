@@ -1,7 +1,7 @@
 /**
  * The public `resources` table: content deduplicated by key, tombstones for keys nobody can see.
  */
-import { eq } from "drizzle-orm";
+import { inArray } from "drizzle-orm";
 import type { ResourceRepo } from "../store.js";
 import { RESOURCE_COLUMNS, type ResourceWrite, type StoredResourceState } from "../types.js";
 import { type Conn, queryOne } from "./connection.js";
@@ -103,7 +103,8 @@ export function createResourceRepo({ db, client }: Conn): ResourceRepo {
       });
     },
 
-    async tombstone(key, at) {
+    async tombstoneAll(keys, at) {
+      if (keys.length === 0) return;
       await db
         .update(resources)
         .set({
@@ -116,7 +117,7 @@ export function createResourceRepo({ db, client }: Conn): ResourceRepo {
           attachments: null,
           provenance: null,
         })
-        .where(eq(resources.key, pgText(key)));
+        .where(inArray(resources.key, keys.map(pgText)));
     },
   };
 }

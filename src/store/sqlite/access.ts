@@ -71,8 +71,8 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
       return rows.map(see);
     },
 
-    hasAnyAccess(key: string): boolean {
-      return anyAccess.get({ key }) !== undefined;
+    keysWithAccess(keys: readonly string[]): Set<string> {
+      return new Set(keys.filter((key) => anyAccess.get({ key }) !== undefined));
     },
 
     countPairKeys(pair: PairRef): number {

@@ -82,9 +82,8 @@ export function createResourceRepo(db: Db): Sync<ResourceRepo> {
       }
     },
 
-    /** Keeps the row as a tombstone: `deleted_at` set, content and JSON parts cleared. */
-    tombstone(key: string, at: string): void {
-      tombstone.run({ key, at });
+    tombstoneAll(keys: readonly string[], at: string): void {
+      for (const key of keys) tombstone.run({ key, at });
     },
   };
 }

@@ -21,12 +21,14 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       )
     ).map((r) => ({ seq: Number(r.seq), op: r.op, scope: r.sync_id }));
 
+  const hasAnyAccess = async (key: string) => (await opened.store.access.keysWithAccess([key])).has(key);
+
   it("reads a page's stored states at once, under the keys asked, missing keys left out", async () => {
     const [live, gone, never] = [`k-${uid()}`, `k-${uid()}\u0000nul`, `k-${uid()}`];
     await opened.store.transaction(async (tx) => {
       await tx.resources.writeAll([resource(live)], "engine-1", T1);
       await tx.resources.writeAll([resource(gone, "h2")], "engine-1", T1);
-      await tx.resources.tombstone(gone, T2);
+      await tx.resources.tombstoneAll([gone], T2);
     });
     const states = await opened.store.resources.findStates([live, gone, never]);
     expect([...states.keys()].sort()).toEqual([live, gone].sort());
@@ -46,7 +48,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       deletedAt: null,
       updatedAt: T1,
     });
-    await opened.store.transaction((tx) => tx.resources.tombstone(key, T2));
+    await opened.store.transaction((tx) => tx.resources.tombstoneAll([key], T2));
     expect(await opened.store.resources.findState(key)).toEqual({
       contentHash: "h1",
       deletedAt: T2,
@@ -83,7 +85,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       ];
       await opened.store.transaction(async (tx) => {
         await tx.resources.writeAll([resource(back)], null, T1);
-        await tx.resources.tombstone(back, T2);
+        await tx.resources.tombstoneAll([back], T2);
       });
       const page = [
         resource(fresh),
@@ -106,7 +108,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
           )),
         );
       }
-      return rows.map((r) => ({ ...r, key: String(r.key).replace(run, "run") }));
+      return rows.map((r): Record<string, unknown> => ({ ...r, key: String(r.key).replace(run, "run") }));
     };
 
     const batched = await play(true);
@@ -136,7 +138,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       deletedAt: null,
       updatedAt: T1,
     });
-    expect(await opened.store.access.hasAnyAccess(key)).toBe(true);
+    expect(await hasAnyAccess(key)).toBe(true);
     if (dialect.name === "postgres") {
       // Postgres text and jsonb cannot hold NUL or a lone surrogate: U+FFFD stands in, as for text.
       const [row] = await opened.query<{ content_text: string; modified_at: unknown; fields: unknown }>(
@@ -200,11 +202,11 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     expect(await see(a, T1)).toBe(false);
     expect(await see(b, T1)).toBe(true);
     expect(await see(c, T1)).toBe(true);
-    expect(await opened.store.access.hasAnyAccess(a)).toBe(true);
-    expect(await opened.store.access.hasAnyAccess(`none-${uid()}`)).toBe(false);
+    expect(await hasAnyAccess(a)).toBe(true);
+    expect(await hasAnyAccess(`none-${uid()}`)).toBe(false);
     expect(await opened.store.access.countPairKeys(pair)).toBe(3);
     expect(await opened.store.access.pairsWithAccess(mirror)).toEqual([pair]);
-    await opened.store.resources.tombstone(c, T2);
+    await opened.store.resources.tombstoneAll([c], T2);
     expect(await opened.store.access.countLive(mirror)).toBe(2);
     // Live keys are counted once per mirror, however many users hold them, and only in their mirror.
     const other = `m-${uid()}`;
@@ -245,6 +247,32 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     expect(await opened.store.access.countPairKeys(pair)).toBe(1);
     expect(await opened.store.access.revokePair(pair)).toEqual([a]);
     expect(await opened.store.access.pairsWithAccess(mirror)).toEqual([]);
+  });
+
+  it("answers which of many keys anyone may still see, and tombstones many keys at once", async () => {
+    const [m1, m2] = [`m-${uid()}`, `m-${uid()}`];
+    const [a, b, none, nul] = [`a-${uid()}`, `b-${uid()}`, `none-${uid()}`, `nul\u0000-${uid()}`];
+    const see = (mirror: string, key: string) => ({
+      mirror,
+      userEmail: "ann@example.test",
+      serverInstanceId: "srv-1",
+      key,
+      source: "docs",
+      seenAt: T1,
+    });
+    await opened.store.access.seeAll([see(m1, a), see(m2, b), see(m1, nul)]);
+    expect(await opened.store.access.keysWithAccess([a, b, none, nul, a])).toEqual(new Set([a, b, nul]));
+    expect(await opened.store.access.keysWithAccess([])).toEqual(new Set());
+
+    await opened.store.transaction(async (tx) => {
+      await tx.resources.writeAll([resource(a), resource(none), resource(nul)], null, T1);
+      await tx.resources.tombstoneAll([none, nul, `never-${uid()}`], T2);
+      await tx.resources.tombstoneAll([], T2);
+    });
+    const states = await opened.store.resources.findStates([a, none, nul]);
+    expect(states.get(a)?.deletedAt).toBeNull();
+    expect(states.get(none)).toEqual({ contentHash: "h1", deletedAt: T2, updatedAt: T2 });
+    expect(states.get(nul)).toEqual({ contentHash: "h1", deletedAt: T2, updatedAt: T2 });
   });
 
   it("records at most one change per key and scope, replacing an access by a later upsert or delete", async () => {
@@ -350,7 +378,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       }),
     ).rejects.toThrow("page failed");
     expect(await opened.store.resources.findState(key)).toBeUndefined();
-    expect(await opened.store.access.hasAnyAccess(key)).toBe(false);
+    expect(await hasAnyAccess(key)).toBe(false);
     expect(await changesOf(key)).toEqual([]);
     expect(await opened.store.mirrors.get(mirror)).toBeUndefined();
     expect(await opened.store.pairs.listForMirror(mirror)).toEqual([]);
