@@ -34,6 +34,8 @@ export interface BenchOptions {
   scale: boolean;
   /** Exported rows of the scale run's two sizes. */
   scaleResources: number[];
+  /** Cold passes at the scale run's smallest size, the base of its peak-RSS growth (their median counts). */
+  scaleSmallRepeats: number;
   /** Run the naive reference client (it is the slowest part). */
   naive: boolean;
   /** Where the report goes. */
@@ -58,6 +60,8 @@ export interface BenchOptions {
   postgres: boolean;
   /** Mirrors (sync configs) of the scale-out workload; 0 skips it. */
   replicaMirrors: number;
+  /** One-way delay of the proxy between the mirror and PostgreSQL in the "away" workloads; 0 skips them. */
+  pgDelayMs: number;
   /** Exported rows of each of those mirrors. */
   replicaResources: number;
   /** Another build's `cli.js` to measure as the mirror (A/B against dist/cli.js); the simulator stays dist's. */
@@ -80,6 +84,7 @@ const SPEC = {
   "latency-resources": { env: "BENCH_LATENCY_RESOURCES", fallback: "20000" },
   scale: { env: "BENCH_SCALE", fallback: "0" },
   "scale-resources": { env: "BENCH_SCALE_RESOURCES", fallback: "10000,100000,1000000" },
+  "scale-small-repeats": { env: "BENCH_SCALE_SMALL_REPEATS", fallback: "5" },
   naive: { env: "BENCH_NAIVE", fallback: "0" },
   out: { env: "BENCH_OUT", fallback: "bench/RESULTS.md" },
   keep: { env: "BENCH_KEEP", fallback: "0" },
@@ -94,6 +99,7 @@ const SPEC = {
   "search-e2e-docs": { env: "BENCH_SEARCH_E2E_DOCS", fallback: "2000" },
   postgres: { env: "BENCH_POSTGRES", fallback: "1" },
   "replica-mirrors": { env: "BENCH_REPLICA_MIRRORS", fallback: "6" },
+  "pg-delay-ms": { env: "BENCH_PG_DELAY_MS", fallback: "1" },
   "replica-resources": { env: "BENCH_REPLICA_RESOURCES", fallback: "5000" },
 } as const;
 
@@ -154,6 +160,7 @@ export function readBenchOptions(argv: string[], env: NodeJS.ProcessEnv): BenchO
       .split(",")
       .map((n) => Number(n))
       .filter((n) => Number.isInteger(n) && n >= 100),
+    scaleSmallRepeats: num("scale-small-repeats", 1, 9),
     naive: flag("naive"),
     out: raw("out"),
     keep: flag("keep"),
@@ -165,6 +172,7 @@ export function readBenchOptions(argv: string[], env: NodeJS.ProcessEnv): BenchO
     searchE2eDocs: num("search-e2e-docs", 1, 10_000_000),
     postgres: flag("postgres"),
     replicaMirrors: num("replica-mirrors", 0, 50),
+    pgDelayMs: num("pg-delay-ms", 0, 1000),
     replicaResources: num("replica-resources", 100, 50_000_000),
   };
 }

@@ -6,6 +6,7 @@
  * processes, so the section also gives the server's CPU over the same span.
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { startDelayProxy } from "./delay-proxy.js";
 import { fixed, mb, type Results, rate } from "./figures.js";
 import type { BenchOptions } from "./options.js";
 import { postgresAvailable, withDatabase } from "./pg-server.js";
@@ -24,30 +25,54 @@ export interface PostgresReport {
   replicasSkipped?: string;
 }
 
-/** The PostgreSQL workloads on the large simulator, after SQLite's (its edits already made). */
+/**
+ * The PostgreSQL workloads on the large simulator, after SQLite's (its edits already made): on the
+ * local server, then (`delayMs` > 0) through a proxy that makes it as far away as another host.
+ */
 export async function postgresPasses(
   ctx: BenchContext,
   sim: SimProcess,
   adminUrl: string,
   inFlight: number,
+  delayMs: number,
   add: (r: WorkloadResult) => void,
 ): Promise<void> {
-  await withDatabase(adminUrl, "mirror", async (url) => {
-    const { setup, db } = createDb(ctx, sim, "pg-mirror", undefined, url);
-    const pass = (id: string, title: string, full: boolean) =>
-      withServerCpu(() => mirrorPass(ctx, sim, setup, db, { id, title, full }));
-    add(await pass("pg-cold", "P1. Cold full mirror, PostgreSQL", false));
-    add(await pass("pg-full", "P3. Full snapshot, nothing changed, + sweep, PostgreSQL", true));
-  });
-  await withDatabase(adminUrl, "limit", async (url) => {
-    const title = "Limit: fetch + parse + bare multi-row INSERT, PostgreSQL";
-    add(
-      await withServerCpu(() =>
-        limitPass(ctx, sim, { id: "pg-limit-store", title, mode: "pg-store", inFlight, databaseUrl: url }),
-      ),
+  const where = [{ prefix: "pg", suffix: "PostgreSQL", delayMs: 0 }];
+  if (delayMs > 0) where.push({ prefix: "pg-away", suffix: awayTitle(delayMs), delayMs });
+  for (const w of where) {
+    const reach = async (url: string, fn: (url: string) => Promise<void>) => {
+      if (w.delayMs === 0) return fn(url);
+      const proxy = await startDelayProxy(url, w.delayMs);
+      try {
+        await fn(proxy.url);
+      } finally {
+        await proxy.close();
+      }
+    };
+    await withDatabase(adminUrl, `${w.prefix}-mirror`, (url) =>
+      reach(url, async (dbUrl) => {
+        const { setup, db } = createDb(ctx, sim, `${w.prefix}-mirror`, undefined, dbUrl);
+        const pass = (id: string, title: string, full: boolean) =>
+          withServerCpu(() => mirrorPass(ctx, sim, setup, db, { id: `${w.prefix}-${id}`, title, full }));
+        add(await pass("cold", `P1. Cold full mirror, ${w.suffix}`, false));
+        add(await pass("full", `P3. Full snapshot, nothing changed, + sweep, ${w.suffix}`, true));
+      }),
     );
-  });
+    await withDatabase(adminUrl, `${w.prefix}-limit`, (url) =>
+      reach(url, async (dbUrl) => {
+        const title = `Limit: fetch + parse + bare multi-row INSERT, ${w.suffix}`;
+        const id = `${w.prefix}-limit-store`;
+        add(
+          await withServerCpu(() =>
+            limitPass(ctx, sim, { id, title, mode: "pg-store", inFlight, databaseUrl: dbUrl }),
+          ),
+        );
+      }),
+    );
+  }
 }
+
+const awayTitle = (delayMs: number) => `PostgreSQL ${delayMs} ms away each way`;
 
 /** Adds the PostgreSQL server's CPU seconds over `fn` to the result's notes. */
 async function withServerCpu(fn: () => Promise<WorkloadResult>): Promise<WorkloadResult> {
@@ -89,6 +114,7 @@ export function postgresSection(
   const stores = [
     { store: "SQLite", ids: ["cold", "full"], limit: "limit-store" },
     { store: "PostgreSQL", ids: ["pg-cold", "pg-full"], limit: "pg-limit-store" },
+    { store: "PostgreSQL, away", ids: ["pg-away-cold", "pg-away-full"], limit: "pg-away-limit-store" },
   ];
   const rows: (string | number)[][] = [];
   for (const { store, ids, limit } of stores) {
@@ -99,7 +125,7 @@ export function postgresSection(
       const perRow = (r: WorkloadResult) => (r.cpuSeconds / r.rows) * 1e6;
       rows.push([
         store,
-        w.title.replace(/, PostgreSQL$/, ""),
+        w.title.replace(/, PostgreSQL.*$/, ""),
         w.rows,
         fixed(w.wallMs / 1000, 1),
         Math.round(rate(w)),
@@ -117,6 +143,8 @@ export function postgresSection(
     ...head,
     "The same simulator and rows for both stores (PostgreSQL's passes run after SQLite's, on a database of their own). " +
       "Each store's limit is the limit client writing the same rows bare, in one transaction, into unindexed tables of that store. " +
+      '"PostgreSQL, away" is the same server through a TCP proxy in the bench that holds every chunk `--pg-delay-ms` (default 1) ms each way, ' +
+      "so each statement's round trip costs about what it would to a database on another host (0 skips it). " +
       "CPU s is the measured process's; SQLite works inside it, PostgreSQL mostly in its server, whose CPU (the postmaster and its exited backends, " +
       "so other clients of the server count too) is given beside it. DB MB: the file (SQLite) or pg_database_size (PostgreSQL).",
     "",

@@ -64,6 +64,9 @@ const ORDER = [
   "pg-cold",
   "pg-full",
   "pg-limit-store",
+  "pg-away-cold",
+  "pg-away-full",
+  "pg-away-limit-store",
 ];
 
 type Cell = string | number;

@@ -117,7 +117,7 @@ async function main(): Promise<void> {
           inFlight,
         }),
       );
-      if (!postgres.skipped) await postgresPasses(ctx, sim, pgAdmin, inFlight, add);
+      if (!postgres.skipped) await postgresPasses(ctx, sim, pgAdmin, inFlight, options.pgDelayMs, add);
       if (options.naive) {
         add(await naivePass(ctx, sim, { id: "naive-cold", title: "Naive: cold full mirror" }));
       }
