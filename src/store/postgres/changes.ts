@@ -11,7 +11,7 @@
 import type pg from "pg";
 import { priorStands } from "../change-rule.js";
 import type { ChangeRepo } from "../store.js";
-import type { ChangeOp } from "../types.js";
+import type { ChangeOp, ChangeRecord } from "../types.js";
 import type { Conn } from "./connection.js";
 import { pgText } from "./pg-values.js";
 
@@ -70,8 +70,8 @@ export function createChangeRepo({ client }: Conn, onRecorded: (seq: number) => 
       const kept = appended.filter((i): i is number => i !== undefined);
       // Nothing replaced either: a change is only removed when another is appended in its place.
       if (kept.length === 0) return results;
-      const column = <T>(of: (c: (typeof changes)[number], i: number) => T) =>
-        kept.map((i) => of(changes[i] as (typeof changes)[number], i));
+      const column = <T>(of: (c: ChangeRecord, i: number) => T) =>
+        kept.map((i) => of(changes[i] as ChangeRecord, i));
       const { rows: inserted } = await client.query<{ seq: string }>({
         name: APPEND,
         text: APPEND_SQL,
