@@ -31,6 +31,11 @@ export async function waitAndIngest(
   const { ctx, mirror } = pass;
   const deadline = Date.parse(trigger.startedAt ?? trigger.intentAt) + mirror.runTimeoutMinutes * 60_000;
   const ingesting = new Map<string, Promise<void>>();
+  // Exports numbered as they end. On PostgreSQL the runs are read beside this process's
+  // transactions, so a read begun before an export ended may show the run as it was before its
+  // last page committed: exporting it again would read the run twice.
+  let exportsEnded = 0;
+  const endedAs = new Map<string, number>();
   let fatal: unknown;
   let delayMs = mirror.pollInitialSeconds * 1000;
   let timedOut = false;
@@ -56,13 +61,17 @@ export async function waitAndIngest(
         listed = await listTriggerRuns(pass, trigger);
         await markVanished(pass, trigger, listed);
       }
+      const endedBeforeRead = exportsEnded;
       let runs = await ctx.store.runs.ofTrigger(trigger.id);
       // Set when the loop below awaited (a continue) or wrote: then `runs` is re-read before use.
       let changed = false;
+      let stale = false;
       for (const run of runs) {
+        const endedDuringRead = (endedAs.get(run.syncId) ?? 0) > endedBeforeRead;
+        stale ||= endedDuringRead;
         const action = nextAction(run, {
           listed: listed.has(run.syncId),
-          exporting: ingesting.has(run.syncId),
+          exporting: ingesting.has(run.syncId) || endedDuringRead,
           slotFree: ingesting.size < ctx.ingestConcurrency,
           continueIncomplete: mirror.continueIncomplete,
           beforeDeadline: ctx.now().getTime() <= deadline,
@@ -75,12 +84,20 @@ export async function waitAndIngest(
           .catch((error: unknown) => {
             fatal ??= error;
           })
-          .finally(() => ingesting.delete(run.syncId));
+          .finally(() => {
+            ingesting.delete(run.syncId);
+            endedAs.set(run.syncId, ++exportsEnded);
+          });
         ingesting.set(run.syncId, job);
       }
       if (fatal !== undefined) {
         await Promise.allSettled(ingesting.values());
         throw fatal;
+      }
+      // Read the runs again at once: a run skipped above may still be open.
+      if (stale) {
+        listNow = false;
+        continue;
       }
       const now = ctx.now().getTime();
       if (now > deadline && (await abandonUnfinished(pass, trigger))) {

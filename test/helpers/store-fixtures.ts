@@ -1,16 +1,41 @@
 /**
  * Values for the store contract suites: fixed times, fresh ids, a resource as the sync code hands
- * it to the store, and the page step that ingests one.
+ * it to the store, the page step that ingests one, and a run as the store returns it.
  */
 import { randomUUID } from "node:crypto";
 import type { Store, StoreOps } from "../../src/store/store.js";
-import type { ResourceWrite } from "../../src/store/types.js";
+import type { ResourceWrite, Run } from "../../src/store/types.js";
 
 export const T1 = "2026-03-01T10:00:00.000Z";
 export const T2 = "2026-03-02T10:00:00.000Z";
 export const T3 = "2026-03-03T10:00:00.000Z";
 
 export const uid = () => randomUUID().slice(0, 8);
+
+/** A finished run of trigger 1 waiting for its export, with `extra` on top. */
+export function storedRun(extra: Partial<Run> = {}): Run {
+  return {
+    syncId: "r1",
+    triggerRowId: 1,
+    mirror: "m",
+    userEmail: "a@example.com",
+    status: "completed",
+    createdAt: "2026-11-20T10:00:00.000Z",
+    ingest: "waiting",
+    nextOffset: 0,
+    continuesSent: 0,
+    continuePending: null,
+    schemaVersion: null,
+    engineVersion: null,
+    error: null,
+    upserted: 0,
+    unchanged: 0,
+    rejected: 0,
+    keysNew: 0,
+    keysChanged: 0,
+    ...extra,
+  };
+}
 
 export function resource(key: string, hash = "h1"): ResourceWrite {
   return {

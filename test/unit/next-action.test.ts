@@ -1,30 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { Run } from "../../src/store/types.js";
 import { nextAction, type RunSituation } from "../../src/sync/next-action.js";
+import { storedRun } from "../helpers/store-fixtures.js";
 
-function run(extra: Partial<Run>): Run {
-  return {
-    syncId: "r1",
-    triggerRowId: 1,
-    mirror: "m",
-    userEmail: "a@example.com",
-    status: "completed",
-    createdAt: "2026-11-20T10:00:00.000Z",
-    ingest: "waiting",
-    nextOffset: 0,
-    continuesSent: 0,
-    continuePending: null,
-    schemaVersion: null,
-    engineVersion: null,
-    error: null,
-    upserted: 0,
-    unchanged: 0,
-    rejected: 0,
-    keysNew: 0,
-    keysChanged: 0,
-    ...extra,
-  };
-}
+const run = storedRun;
 
 const free: RunSituation = {
   listed: true,

@@ -1,0 +1,90 @@
+/**
+ * On PostgreSQL the wait loop reads the runs beside this process's page transactions, so a read
+ * may be answered from before an export's last commit. The loop must not take that stale "still
+ * open" for a run to export again.
+ */
+import { describe, expect, it } from "vitest";
+import { silentLogger } from "../../../src/log.js";
+import type { Run, Trigger } from "../../../src/store/types.js";
+import type { MirrorPass } from "../../../src/sync/context.js";
+import { type RunReader, waitAndIngest } from "../../../src/sync/wait.js";
+import { storedRun } from "../../helpers/store-fixtures.js";
+
+const CREATED = "2026-01-05T09:00:00Z";
+
+const run = (syncId: string): Run =>
+  storedRun({ syncId, mirror: "main", userEmail: `${syncId}@example.com`, createdAt: CREATED });
+
+describe("the wait loop", () => {
+  it("exports a run once when its export ends while the runs are being read", async () => {
+    const state = new Map(["a", "b"].map((id) => [id, run(id)]));
+    const exported: string[] = [];
+    let endB: (() => void) | undefined;
+    const ofTrigger = async () => {
+      const snapshot = [...state.values()].map((r) => ({ ...r }));
+      // B's export ends after this read's snapshot was taken, before the read answers.
+      const end = endB;
+      endB = undefined;
+      if (end) {
+        end();
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return snapshot;
+    };
+    const read: RunReader = async (_pass, _trigger, r) => {
+      exported.push(r.syncId);
+      const done = () => {
+        (state.get(r.syncId) as Run).ingest = "done";
+      };
+      // A's export ends at once; B's first export ends during the read after A's.
+      if (r.syncId === "b" && exported.filter((id) => id === "b").length === 1) {
+        await new Promise<void>((resolve) => {
+          endB = () => {
+            done();
+            resolve();
+          };
+        });
+      } else done();
+    };
+    const ignore = async () => {};
+    const pass = {
+      mirror: {
+        name: "main",
+        runTimeoutMinutes: 60,
+        pollInitialSeconds: 1,
+        pollMaxSeconds: 2,
+        continueIncomplete: 0,
+      },
+      ctx: {
+        store: {
+          runs: { ofTrigger, setIngest: ignore, updateStatus: ignore },
+          transaction: (fn: (tx: unknown) => Promise<unknown>) =>
+            fn({ runs: { insertMany: ignore, updateStatus: ignore } }),
+        },
+        api: {
+          async *listAllRuns() {
+            for (const id of state.keys())
+              yield {
+                sync_id: id,
+                user_email: `${id}@example.com`,
+                status: "completed",
+                created_at: CREATED,
+              };
+          },
+        },
+        log: silentLogger(),
+        now: () => new Date(CREATED),
+        signal: new AbortController().signal,
+        // The poll timer never fires: only exports ending wake the loop.
+        sleep: (_ms: number, signal: AbortSignal) =>
+          new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+        ingestConcurrency: 2,
+      },
+    } as unknown as MirrorPass;
+    const trigger = { id: 1, triggerId: "trigger-1", startedAt: CREATED, intentAt: CREATED } as Trigger;
+
+    await waitAndIngest(pass, trigger, read);
+
+    expect(exported).toEqual(["a", "b"]);
+  });
+});
