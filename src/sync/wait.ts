@@ -31,11 +31,10 @@ export async function waitAndIngest(
   const { ctx, mirror } = pass;
   const deadline = Date.parse(trigger.startedAt ?? trigger.intentAt) + mirror.runTimeoutMinutes * 60_000;
   const ingesting = new Map<string, Promise<void>>();
-  // Exports numbered as they end. On PostgreSQL the runs are read beside this process's
-  // transactions, so a read begun before an export ended may show the run as it was before its
-  // last page committed: exporting it again would read the run twice.
-  let exportsEnded = 0;
-  const endedAs = new Map<string, number>();
+  // Runs whose export ended since the runs were last read. On PostgreSQL the runs are read beside
+  // this process's transactions, so a read begun before an export ended may show the run as it was
+  // before its last page committed: exporting it again would read the run twice.
+  const endedSinceRead = new Set<string>();
   let fatal: unknown;
   let delayMs = mirror.pollInitialSeconds * 1000;
   let timedOut = false;
@@ -61,13 +60,13 @@ export async function waitAndIngest(
         listed = await listTriggerRuns(pass, trigger);
         await markVanished(pass, trigger, listed);
       }
-      const endedBeforeRead = exportsEnded;
+      endedSinceRead.clear();
       let runs = await ctx.store.runs.ofTrigger(trigger.id);
       // Set when the loop below awaited (a continue) or wrote: then `runs` is re-read before use.
       let changed = false;
       let stale = false;
       for (const run of runs) {
-        const endedDuringRead = (endedAs.get(run.syncId) ?? 0) > endedBeforeRead;
+        const endedDuringRead = endedSinceRead.has(run.syncId);
         stale ||= endedDuringRead;
         const action = nextAction(run, {
           listed: listed.has(run.syncId),
@@ -86,7 +85,7 @@ export async function waitAndIngest(
           })
           .finally(() => {
             ingesting.delete(run.syncId);
-            endedAs.set(run.syncId, ++exportsEnded);
+            endedSinceRead.add(run.syncId);
           });
         ingesting.set(run.syncId, job);
       }
