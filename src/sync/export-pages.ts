@@ -40,6 +40,8 @@ export function fetchExportPages(
   const stop = new AbortController();
   const onAbort = () => stop.abort(ctx.signal.reason);
   ctx.signal.addEventListener("abort", onAbort, { once: true });
+  window.runOpened();
+  let closed = false;
   /** Requested ahead, in offset order. */
   const queue: Fetch[] = [];
   let expected = fromOffset;
@@ -121,7 +123,10 @@ export function fetchExportPages(
       return { page, offset };
     },
     close() {
+      if (closed) return;
+      closed = true;
       for (const f of queue.splice(0)) drop(f);
+      window.runClosed();
       expected = null;
       ctx.signal.removeEventListener("abort", onAbort);
       stop.abort(new AbortedError("export paging closed"));

@@ -97,6 +97,8 @@ describe("pipelined export paging", () => {
     const watched: PageWindow = {
       tryTake: () => window.tryTake(),
       give: () => window.give(),
+      runOpened: () => window.runOpened(),
+      runClosed: () => window.runClosed(),
       answered: () => window.answered(),
       throttled: () => {
         window.throttled();

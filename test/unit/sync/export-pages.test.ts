@@ -103,7 +103,7 @@ describe("export pages fetched ahead", () => {
   });
 
   it("keeps no more pages in flight than the run's limit and the pass's window allow", async () => {
-    const window = createPageWindow(3);
+    const window = createPageWindow(4);
     const a = fakeExport({ perRun: 2, window });
     const b = fakeExport({ perRun: 2, window });
     const pagesA = fetchExportPages(a.ctx, "run-a", 0);
@@ -115,12 +115,32 @@ describe("export pages fetched ahead", () => {
     expect(a.open()).toHaveLength(2);
     b.find(0).resolve(page(0, 100));
     await firstB;
-    // Run b gets the one slot run a left: its page needed next is fetched ahead, nothing more.
+    // Run b's own request is one page of the window of 4, run a holds two: b fetches one ahead.
     expect(b.open()).toHaveLength(1);
     expect(window.taken).toBe(3);
     pagesA.close();
     pagesB.close();
     expect(window.taken).toBe(0);
+  });
+
+  it("gives a run the whole window once the runs beside it have ended", async () => {
+    const window = createPageWindow(4);
+    const a = fakeExport({ perRun: 4, window });
+    const b = fakeExport({ perRun: 4, window });
+    const pagesA = fetchExportPages(a.ctx, "run-a", 0);
+    const pagesB = fetchExportPages(b.ctx, "run-b", 0);
+    const firstA = pagesA.next();
+    await tick();
+    a.find(0).resolve(page(0, 100));
+    await firstA;
+    // Two runs open: three pages ahead, not four.
+    expect(a.open().map((r) => r.offset)).toEqual([10, 20, 30]);
+    pagesB.close();
+    a.find(10).resolve(page(10, 100));
+    await pagesA.next();
+    expect(a.open().map((r) => r.offset)).toEqual([20, 30, 40, 50]);
+    pagesA.close();
+    expect(b.open()).toEqual([]);
   });
 
   it("drops the predicted pages and follows next_offset when the service pages differently", async () => {

@@ -10,6 +10,20 @@ describe("the pass-wide window of export pages fetched ahead", () => {
     expect(w.taken).toBe(3);
   });
 
+  it("lends one page less for each run open beside the first", () => {
+    const w = createPageWindow(3);
+    w.runOpened();
+    w.runOpened();
+    w.runOpened();
+    expect([w.tryTake(), w.tryTake()]).toEqual([true, false]);
+    w.runClosed();
+    expect([w.tryTake(), w.tryTake()]).toEqual([true, false]);
+    w.runClosed();
+    w.runClosed();
+    expect([w.tryTake(), w.tryTake()]).toEqual([true, false]);
+    expect(w.taken).toBe(3);
+  });
+
   it("halves on each 429, down to no pages ahead at all", () => {
     const w = createPageWindow(8);
     w.throttled();
