@@ -132,7 +132,7 @@ function memoryNotes(results: Results, options: BenchOptions, overGoal: boolean,
         `Each page is ${fixed(pageMB, 1)} MB of JSON plus its parsed objects, dead once the page commits but freed only by a later collection: ` +
         "V8's default policy lets the old generation grow to about four times its live size (about 20 MB here) before a full collection and keeps 32 MB of young generation, " +
         "and a response string still being parsed when a scavenge runs is promoted to the old generation. " +
-        "On top of that, syncmirror's modules take about 20 MB more than the limit client's, and SQLite's page cache up to 16 MB.",
+        "On top of that, syncmirror's modules take about 20 MB more than the limit client's, and SQLite's page cache up to 4 MB.",
     );
   }
   if (notFlat) {
