@@ -94,7 +94,8 @@ export async function runScale(
   if (existsSync(results)) {
     const text = readFileSync(results, "utf8");
     const at = text.indexOf(SCALE_HEADING);
-    if (at >= 0) writeFileSync(results, [text.slice(0, at), ...scaleSection(markdown)].join("\n"));
+    if (at >= 0)
+      writeFileSync(results, [text.slice(0, at).trimEnd(), "", ...scaleSection(markdown)].join("\n"));
   }
 }
 
