@@ -40,6 +40,21 @@ export async function waitAndIngest(
   let timedOut = false;
   let listed = new Map<string, RunListItem>();
   let listNow = true;
+  let runs: Run[] = [];
+  const readAll = () => {
+    endedSinceRead.clear();
+    return ctx.store.runs.ofTrigger(trigger.id);
+  };
+  // Between listings only an export ending changes a run (continues and abandonments re-read all
+  // below), so a wake re-reads just the runs whose export ended: reading every run on each of a
+  // 500-run trigger's ~1,000 wakes cost more CPU than ingesting their rows.
+  const refreshEnded = async (known: Run[]): Promise<Run[]> => {
+    const ended = [...endedSinceRead];
+    endedSinceRead.clear();
+    const fresh = new Map<string, Run>();
+    for (const syncId of ended) fresh.set(syncId, await ctx.store.runs.get(syncId));
+    return known.map((r) => fresh.get(r.syncId) ?? r);
+  };
   let timer: Promise<"timer"> | null = null;
   // The poll timer is cancelled when the wait ends: a pending timer would keep `syncmirror sync`
   // alive for up to poll_max_seconds after its work is done.
@@ -60,8 +75,7 @@ export async function waitAndIngest(
         listed = await listTriggerRuns(pass, trigger);
         await markVanished(pass, trigger, listed);
       }
-      endedSinceRead.clear();
-      let runs = await ctx.store.runs.ofTrigger(trigger.id);
+      runs = listNow ? await readAll() : await refreshEnded(runs);
       // Set when the loop below awaited (a continue) or wrote: then `runs` is re-read before use.
       let changed = false;
       let stale = false;
@@ -106,7 +120,7 @@ export async function waitAndIngest(
       // Starting an export writes nothing before its first page arrives over HTTP (ingest.ts
       // relies on the same: the page transaction comes after the fetch), so without a continue or
       // an abandonment the runs read above are still current (a 500-run trigger wakes ~1,000 times).
-      if (changed) runs = await ctx.store.runs.ofTrigger(trigger.id);
+      if (changed) runs = await readAll();
       const open = runs.filter((r) => r.ingest === "waiting" || r.ingest === "ingesting");
       if (open.length === 0 && ingesting.size === 0) return { timedOut };
       const progress = progressOf(runs);

@@ -1,12 +1,15 @@
 /**
  * A trigger's runs with their export checkpoints, and each run's sources.
  */
-import { and, asc, eq, max, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, max, sql } from "drizzle-orm";
 import { DatabaseError } from "../../errors.js";
 import type { RunRepo } from "../store.js";
 import type { PendingContinue, Run } from "../types.js";
 import type { Conn } from "./connection.js";
 import { runSources, runs } from "./schema.js";
+
+/** A run source as `sourcesOf` returns it: its export counts stay in the table. */
+const { counts: _counts, ...sourceColumns } = getTableColumns(runSources);
 
 type RunRow = typeof runs.$inferSelect;
 
@@ -115,18 +118,7 @@ export function createRunRepo({ db }: Conn): RunRepo {
     },
 
     async sourcesOf(syncId) {
-      return db
-        .select({
-          syncId: runSources.syncId,
-          source: runSources.source,
-          sourceType: runSources.sourceType,
-          serverInstanceId: runSources.serverInstanceId,
-          taskStatus: runSources.taskStatus,
-          exportStatus: runSources.exportStatus,
-          swept: runSources.swept,
-        })
-        .from(runSources)
-        .where(eq(runSources.syncId, syncId));
+      return db.select(sourceColumns).from(runSources).where(eq(runSources.syncId, syncId));
     },
 
     markSwept: async (syncId, source, swept) => {

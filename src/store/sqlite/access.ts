@@ -6,9 +6,7 @@ import type { AccessRepo } from "../store.js";
 import type { PairRef, SeenRow } from "../types.js";
 import type { Db } from "./open.js";
 import { resourceAccess } from "./schema.js";
-import type { Sync } from "./sync-repo.js";
-
-const p = (name: string) => sql.placeholder(name);
+import { p, type Sync } from "./sync-repo.js";
 
 export function createAccessRepo(db: Db): Sync<AccessRepo> {
   const pairWhere = and(
@@ -57,6 +55,31 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
     .limit(1)
     .prepare();
 
+  // Each source of a full snapshot counts and sweeps its pair: prepared once.
+  const pairKeys = db.select({ n: count() }).from(resourceAccess).where(pairWhere).prepare();
+  const revocable = db
+    .select({ n: count() })
+    .from(resourceAccess)
+    .where(
+      and(
+        pairWhere,
+        lt(resourceAccess.lastSeenAt, p("snapshotAt")),
+        gte(resourceAccess.missedFullCount, p("misses")),
+      ),
+    )
+    .prepare();
+  const missed = and(pairWhere, lt(resourceAccess.lastSeenAt, p("snapshotAt")));
+  const countMiss = db
+    .update(resourceAccess)
+    .set({ missedFullCount: sql`${resourceAccess.missedFullCount} + 1` })
+    .where(missed)
+    .prepare();
+  const revokeMissed = db
+    .delete(resourceAccess)
+    .where(and(missed, gte(resourceAccess.missedFullCount, p("threshold"))))
+    .returning({ key: resourceAccess.key })
+    .prepare();
+
   /** True when the user had no access to the key before. */
   const see = (row: SeenRow): boolean => {
     // Refresh first: in steady state (incrementals, nightly fulls) the row exists, so one statement.
@@ -76,39 +99,18 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
     },
 
     countPairKeys(pair: PairRef): number {
-      return db.select({ n: count() }).from(resourceAccess).where(pairWhere).get(pair)?.n ?? 0;
+      return pairKeys.get(pair)?.n ?? 0;
     },
 
     /** Keys this pair holds that a snapshot created at `snapshotAt` did not see and that reached `threshold` misses. */
     countRevocable(pair: PairRef, snapshotAt: string, threshold: number): number {
-      return (
-        db
-          .select({ n: count() })
-          .from(resourceAccess)
-          .where(
-            and(
-              pairWhere,
-              lt(resourceAccess.lastSeenAt, snapshotAt),
-              gte(resourceAccess.missedFullCount, threshold - 1),
-            ),
-          )
-          .get(pair)?.n ?? 0
-      );
+      return revocable.get({ ...pair, snapshotAt, misses: threshold - 1 })?.n ?? 0;
     },
 
     /** One more miss for every key the snapshot did not see, then revokes those at `threshold`. */
     sweepMissed(pair: PairRef, snapshotAt: string, threshold: number): string[] {
-      const missed = and(pairWhere, lt(resourceAccess.lastSeenAt, snapshotAt));
-      db.update(resourceAccess)
-        .set({ missedFullCount: sql`${resourceAccess.missedFullCount} + 1` })
-        .where(missed)
-        .run(pair);
-      return db
-        .delete(resourceAccess)
-        .where(and(missed, gte(resourceAccess.missedFullCount, threshold)))
-        .returning({ key: resourceAccess.key })
-        .all(pair)
-        .map((r) => r.key);
+      countMiss.run({ ...pair, snapshotAt });
+      return revokeMissed.all({ ...pair, snapshotAt, threshold }).map((r) => r.key);
     },
 
     /** Removes every key the pair holds (user left, pair removed or past its grace). */

@@ -7,7 +7,7 @@ import type { LeaseRepo } from "../store.js";
 import type { LeaseHolder } from "../types.js";
 import type { Db } from "./open.js";
 import { leases, ticks } from "./schema.js";
-import type { Sync } from "./sync-repo.js";
+import { p, type Sync } from "./sync-repo.js";
 
 export function createLeaseRepo(db: Db, now: () => Date): Sync<LeaseRepo> {
   const iso = (offsetSeconds = 0) => new Date(now().getTime() + offsetSeconds * 1000).toISOString();
@@ -16,18 +16,20 @@ export function createLeaseRepo(db: Db, now: () => Date): Sync<LeaseRepo> {
      ON CONFLICT (mirror) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
      WHERE leases.holder IN (excluded.holder, ?) OR leases.expires_at <= ? RETURNING mirror`,
   );
+  // Every page checks the lease inside its transaction: prepared once.
+  const held = db
+    .select({ m: leases.mirror })
+    .from(leases)
+    .where(
+      and(eq(leases.mirror, p("mirror")), eq(leases.holder, p("holder")), gt(leases.expiresAt, p("now"))),
+    )
+    .prepare();
   return {
     acquire(mirror, holder, ttlSeconds, replacing = holder) {
       return take.get(mirror, holder, iso(ttlSeconds), replacing, iso()) !== undefined;
     },
     isHeld(mirror, holder) {
-      return (
-        db
-          .select({ m: leases.mirror })
-          .from(leases)
-          .where(and(eq(leases.mirror, mirror), eq(leases.holder, holder), gt(leases.expiresAt, iso())))
-          .get() !== undefined
-      );
+      return held.get({ mirror, holder, now: iso() }) !== undefined;
     },
     release(mirror, holder) {
       db.delete(leases)

@@ -1,14 +1,12 @@
 /**
  * The public `resources` table: content deduplicated by key, tombstones for keys nobody can see.
  */
-import { eq, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { ResourceRepo } from "../store.js";
 import { RESOURCE_COLUMNS, type ResourceWrite, type StoredResourceState } from "../types.js";
 import type { Db } from "./open.js";
 import { resources } from "./schema.js";
-import type { Sync } from "./sync-repo.js";
-
-const p = (name: string) => sql.placeholder(name);
+import { p, type Sync, value } from "./sync-repo.js";
 
 /** Every column `writeAll` sets, in the order of its parameters. */
 const WRITTEN = [...RESOURCE_COLUMNS, "engine_version", "updated_at"] as const;
@@ -28,8 +26,8 @@ export function createResourceRepo(db: Db): Sync<ResourceRepo> {
   const tombstone = db
     .update(resources)
     .set({
-      deletedAt: p("at") as unknown as string,
-      updatedAt: p("at") as unknown as string,
+      deletedAt: value("at"),
+      updatedAt: value("at"),
       contentText: null,
       fields: null,
       metadata: null,

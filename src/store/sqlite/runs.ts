@@ -6,9 +6,12 @@ import type { RunRepo } from "../store.js";
 import type { PendingContinue, Run } from "../types.js";
 import type { Db } from "./open.js";
 import { runSources, runs } from "./schema.js";
-import type { Sync } from "./sync-repo.js";
+import { p, plus, type Sync, value } from "./sync-repo.js";
 
 type RunRow = typeof runs.$inferSelect;
+
+/** A run source as `sourcesOf` returns it: its export counts stay in the table. */
+const { counts: _counts, ...sourceColumns } = getTableColumns(runSources);
 
 function toRun(row: RunRow): Run {
   const { diagnostics: _diagnostics, continuePending, ...rest } = row;
@@ -19,13 +22,80 @@ function toRun(row: RunRow): Run {
 }
 
 export function createRunRepo(db: Db): Sync<RunRepo> {
-  // `ofTrigger` runs on every wake of the wait loop, once per finished export, so a 500-run
-  // trigger reads its runs ~1,000 times: one prepared statement with the columns aliased to the
-  // row's fields, rather than drizzle building and mapping the query on each call.
+  // `ofTrigger` runs after every listing of the runs, so a 500-run trigger reads its runs dozens
+  // of times: one prepared statement with the columns aliased to the row's fields, rather than
+  // drizzle building and mapping the query on each call.
   const runFields = Object.entries(getTableColumns(runs)).map(([field, c]) => `${c.name} AS ${field}`);
   const runsOfTrigger = db.$client.prepare<[number], RunRow>(
     `SELECT ${runFields.join(", ")} FROM runs WHERE trigger_row_id = ? ORDER BY sync_id`,
   );
+  // The statements each run or page repeats are prepared once: drizzle building them on every
+  // call cost more than SQLite running them (a 500-run trigger runs them thousands of times).
+  const bySyncId = eq(runs.syncId, p("syncId"));
+  const insertRun = db
+    .insert(runs)
+    .values({
+      syncId: p("syncId"),
+      triggerRowId: p("triggerRowId"),
+      mirror: p("mirror"),
+      userEmail: p("userEmail"),
+      status: p("status"),
+      createdAt: p("createdAt"),
+    })
+    .onConflictDoNothing()
+    .prepare();
+  const getRun = db.select().from(runs).where(bySyncId).prepare();
+  // A listing that lacks the run's creation time keeps the one already known.
+  const setStatus = db
+    .update(runs)
+    .set({ status: value("status"), createdAt: sql`coalesce(${p("createdAt")}, ${runs.createdAt})` })
+    .where(bySyncId)
+    .prepare();
+  const setFirstPage = db
+    .update(runs)
+    .set({
+      schemaVersion: value("schemaVersion"),
+      engineVersion: value("engineVersion"),
+      diagnostics: value("diagnostics"),
+    })
+    .where(bySyncId)
+    .prepare();
+  const sourceValues = {
+    sourceType: value("sourceType"),
+    serverInstanceId: value("serverInstanceId"),
+    taskStatus: value("taskStatus"),
+    exportStatus: value("exportStatus"),
+    counts: value("counts"),
+  };
+  const upsertSource = db
+    .insert(runSources)
+    .values({ syncId: p("syncId"), source: p("source"), ...sourceValues })
+    .onConflictDoUpdate({ target: [runSources.syncId, runSources.source], set: sourceValues })
+    .prepare();
+  const checkpointRun = db
+    .update(runs)
+    .set({
+      nextOffset: value("nextOffset"),
+      upserted: plus(runs.upserted, "upserted"),
+      unchanged: plus(runs.unchanged, "unchanged"),
+      rejected: plus(runs.rejected, "rejected"),
+      keysNew: plus(runs.keysNew, "keysNew"),
+      keysChanged: plus(runs.keysChanged, "keysChanged"),
+      ingest: value("ingest"),
+    })
+    .where(bySyncId)
+    .prepare();
+  const sourcesOfRun = db
+    .select(sourceColumns)
+    .from(runSources)
+    .where(eq(runSources.syncId, p("syncId")))
+    .prepare();
+  const setSwept = db
+    .update(runSources)
+    .set({ swept: value("swept") })
+    .where(and(eq(runSources.syncId, p("syncId")), eq(runSources.source, p("source"))))
+    .prepare();
+
   return {
     newestCreatedAt(mirror) {
       return (
@@ -42,12 +112,7 @@ export function createRunRepo(db: Db): Sync<RunRepo> {
     },
 
     insertMany(triggerRowId, mirror, newRuns) {
-      for (const r of newRuns) {
-        db.insert(runs)
-          .values({ ...r, triggerRowId, mirror })
-          .onConflictDoNothing()
-          .run();
-      }
+      for (const r of newRuns) insertRun.run({ ...r, triggerRowId, mirror });
     },
 
     ofTrigger(triggerRowId) {
@@ -55,16 +120,13 @@ export function createRunRepo(db: Db): Sync<RunRepo> {
     },
 
     get(syncId) {
-      const row = db.select().from(runs).where(eq(runs.syncId, syncId)).get();
+      const row = getRun.get({ syncId });
       if (!row) throw new Error(`run ${syncId} vanished from the database`);
       return toRun(row);
     },
 
     updateStatus(syncId, status, createdAt) {
-      db.update(runs)
-        .set({ status, ...(createdAt ? { createdAt } : {}) })
-        .where(eq(runs.syncId, syncId))
-        .run();
+      setStatus.run({ syncId, status, createdAt });
     },
 
     setIngest(syncId, ingest, error = null) {
@@ -82,60 +144,27 @@ export function createRunRepo(db: Db): Sync<RunRepo> {
       db.update(runs).set({ continuePending: null }).where(eq(runs.syncId, syncId)).run();
     },
 
-    saveFirstPage(syncId, p) {
-      db.update(runs)
-        .set({
-          schemaVersion: p.schemaVersion,
-          engineVersion: p.engineVersion,
-          diagnostics: JSON.stringify(p.diagnostics),
-        })
-        .where(eq(runs.syncId, syncId))
-        .run();
-      for (const s of p.sources) {
-        const values = { ...s, counts: JSON.stringify(s.counts ?? null) };
-        db.insert(runSources)
-          .values({ syncId, ...values })
-          .onConflictDoUpdate({ target: [runSources.syncId, runSources.source], set: values })
-          .run();
-      }
+    saveFirstPage(syncId, page) {
+      setFirstPage.run({
+        syncId,
+        schemaVersion: page.schemaVersion,
+        engineVersion: page.engineVersion,
+        diagnostics: JSON.stringify(page.diagnostics),
+      });
+      for (const s of page.sources)
+        upsertSource.run({ syncId, ...s, counts: JSON.stringify(s.counts ?? null) });
     },
 
     checkpoint(syncId, nextOffset, c) {
-      db.update(runs)
-        .set({
-          nextOffset,
-          upserted: sql`${runs.upserted} + ${c.upserted}`,
-          unchanged: sql`${runs.unchanged} + ${c.unchanged}`,
-          rejected: sql`${runs.rejected} + ${c.rejected}`,
-          keysNew: sql`${runs.keysNew} + ${c.keysNew}`,
-          keysChanged: sql`${runs.keysChanged} + ${c.keysChanged}`,
-          ...(nextOffset === null ? { ingest: "done" as const } : { ingest: "ingesting" as const }),
-        })
-        .where(eq(runs.syncId, syncId))
-        .run();
+      checkpointRun.run({ syncId, nextOffset, ...c, ingest: nextOffset === null ? "done" : "ingesting" });
     },
 
     sourcesOf(syncId) {
-      return db
-        .select({
-          syncId: runSources.syncId,
-          source: runSources.source,
-          sourceType: runSources.sourceType,
-          serverInstanceId: runSources.serverInstanceId,
-          taskStatus: runSources.taskStatus,
-          exportStatus: runSources.exportStatus,
-          swept: runSources.swept,
-        })
-        .from(runSources)
-        .where(eq(runSources.syncId, syncId))
-        .all();
+      return sourcesOfRun.all({ syncId });
     },
 
     markSwept(syncId, source, swept) {
-      db.update(runSources)
-        .set({ swept })
-        .where(and(eq(runSources.syncId, syncId), eq(runSources.source, source)))
-        .run();
+      setSwept.run({ syncId, source, swept });
     },
   };
 }

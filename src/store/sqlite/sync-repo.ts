@@ -2,6 +2,8 @@
  * better-sqlite3 is synchronous: each SQLite repository is written as plain functions and the
  * store wraps them into the async interface the sync code sees.
  */
+import { type Placeholder, type SQL, sql } from "drizzle-orm";
+import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 
 /** The synchronous twin of an async repository interface. */
 export type Sync<T> = {
@@ -16,3 +18,12 @@ export function promisify<T extends object>(repo: Sync<T>, run: <R>(fn: () => R)
   }
   return wrapped as T;
 }
+
+/** A prepared statement's named parameter. */
+export const p = (name: string): Placeholder => sql.placeholder(name);
+
+/** A named parameter as an update's or upsert's value: drizzle's `set` takes SQL, not placeholders. */
+export const value = (name: string): SQL => sql`${sql.placeholder(name)}`;
+
+/** `column + :name`, for counters a prepared update adds to. */
+export const plus = (column: AnySQLiteColumn, name: string): SQL => sql`${column} + ${sql.placeholder(name)}`;

@@ -1,12 +1,12 @@
 /**
  * Triggers, from intent to settled; rows are mapped to `Trigger` here, the skipped list parsed once.
  */
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray } from "drizzle-orm";
 import type { TriggerRepo } from "../store.js";
 import type { ActiveTrigger, SkippedPairRecord, Trigger } from "../types.js";
 import type { Db } from "./open.js";
 import { triggers } from "./schema.js";
-import type { Sync } from "./sync-repo.js";
+import { p, plus, type Sync } from "./sync-repo.js";
 
 type TriggerRow = typeof triggers.$inferSelect;
 
@@ -21,6 +21,17 @@ export function createTriggerRepo(db: Db): Sync<TriggerRepo> {
     if (!row) throw new Error(`trigger row ${id} vanished from the database`);
     return toTrigger(row);
   };
+  // Each source's sweep adds its counts: prepared once.
+  const addSweep = db
+    .update(triggers)
+    .set({
+      deleted: plus(triggers.deleted, "deleted"),
+      revoked: plus(triggers.revoked, "revoked"),
+      held: plus(triggers.held, "held"),
+      sweepsHeld: plus(triggers.sweepsHeld, "sweepsHeld"),
+    })
+    .where(eq(triggers.id, p("id")))
+    .prepare();
   return {
     findInFlight(mirror) {
       const row = db
@@ -74,15 +85,13 @@ export function createTriggerRepo(db: Db): Sync<TriggerRepo> {
     },
 
     addSweepCounts(id, c) {
-      db.update(triggers)
-        .set({
-          deleted: sql`${triggers.deleted} + ${c.deleted ?? 0}`,
-          revoked: sql`${triggers.revoked} + ${c.revoked ?? 0}`,
-          held: sql`${triggers.held} + ${c.held ?? 0}`,
-          sweepsHeld: sql`${triggers.sweepsHeld} + ${c.sweepsHeld ?? 0}`,
-        })
-        .where(eq(triggers.id, id))
-        .run();
+      addSweep.run({
+        id,
+        deleted: c.deleted ?? 0,
+        revoked: c.revoked ?? 0,
+        held: c.held ?? 0,
+        sweepsHeld: c.sweepsHeld ?? 0,
+      });
     },
 
     markLeaversSwept(id, leaversUnknown) {

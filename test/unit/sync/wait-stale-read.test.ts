@@ -20,9 +20,9 @@ describe("the wait loop", () => {
     const state = new Map(["a", "b"].map((id) => [id, run(id)]));
     const exported: string[] = [];
     let endB: (() => void) | undefined;
-    const ofTrigger = async () => {
-      const snapshot = [...state.values()].map((r) => ({ ...r }));
-      // B's export ends after this read's snapshot was taken, before the read answers.
+    // B's export ends after a read's snapshot was taken, before the read answers: the loop reads
+    // every run after a listing, and only the runs whose export ended on the wakes between.
+    const answerLate = async <T>(snapshot: T): Promise<T> => {
       const end = endB;
       endB = undefined;
       if (end) {
@@ -31,6 +31,8 @@ describe("the wait loop", () => {
       }
       return snapshot;
     };
+    const ofTrigger = () => answerLate([...state.values()].map((r) => ({ ...r })));
+    const get = (syncId: string) => answerLate({ ...(state.get(syncId) as Run) });
     const read: RunReader = async (_pass, _trigger, r) => {
       exported.push(r.syncId);
       const done = () => {
@@ -57,7 +59,7 @@ describe("the wait loop", () => {
       },
       ctx: {
         store: {
-          runs: { ofTrigger, setIngest: ignore, updateStatus: ignore },
+          runs: { ofTrigger, get, setIngest: ignore, updateStatus: ignore },
           transaction: (fn: (tx: unknown) => Promise<unknown>) =>
             fn({ runs: { insertMany: ignore, updateStatus: ignore } }),
         },
