@@ -11,7 +11,7 @@
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# ---- build: native module (better-sqlite3 via node-gyp) and TypeScript ----------------------
+# ---- build: native module (better-sqlite3 via node-gyp), type-check, bundle (scripts/build.mjs) --
 FROM ${NODE_IMAGE} AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
@@ -22,9 +22,11 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY migrations ./migrations
-# dist/cli.js starts with a node shebang; make it executable for the `syncmirror` symlink.
+# dist/cli.js starts with a node shebang; make it executable for the `syncmirror` symlink. The
+# bundle leaves better-sqlite3, pg and pino in node_modules: the runtime stage copies them.
 RUN npm run build \
  && chmod 0755 dist/cli.js \
  && npm prune --omit=dev --no-audit --no-fund
