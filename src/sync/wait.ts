@@ -75,11 +75,17 @@ export async function waitAndIngest(
         listed = await listTriggerRuns(pass, trigger);
         await markVanished(pass, trigger, listed);
       }
-      runs = listNow ? await readAll() : await refreshEnded(runs);
+      const listedNow = listNow;
+      runs = listedNow ? await readAll() : await refreshEnded(runs);
       // Set when the loop below awaited (a continue) or wrote: then `runs` is re-read before use.
       let changed = false;
       let stale = false;
+      const beforeDeadline = ctx.now().getTime() <= deadline;
       for (const run of runs) {
+        // Between listings a run's status stays as listed, so the only new decision is an export
+        // for a freed slot: once the slots are full the rest of a 500-run trigger can wait.
+        if (!listedNow && ingesting.size >= ctx.ingestConcurrency) break;
+        if (run.ingest === "done" || run.ingest === "failed") continue;
         const endedDuringRead = endedSinceRead.has(run.syncId);
         stale ||= endedDuringRead;
         const action = nextAction(run, {
@@ -87,7 +93,7 @@ export async function waitAndIngest(
           exporting: ingesting.has(run.syncId) || endedDuringRead,
           slotFree: ingesting.size < ctx.ingestConcurrency,
           continueIncomplete: mirror.continueIncomplete,
-          beforeDeadline: ctx.now().getTime() <= deadline,
+          beforeDeadline,
         });
         if (action === "settle-continue") await settlePendingContinue(pass, run);
         if (action === "continue") await sendContinue(pass, run);
