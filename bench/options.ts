@@ -52,6 +52,12 @@ export interface BenchOptions {
   cappedNodeOptions: string;
   /** Cold passes behind the peak-RSS comparison are run this many times; medians are reported. */
   rssRepeats: number;
+  /**
+   * The passes the CPU and throughput goals compare (the large cold pass, the unchanged full, and
+   * both limits) run this many times and their medians count: on a loaded machine one pass's wall
+   * time or CPU moves by a tenth or more from run to run.
+   */
+  repeats: number;
   /** Synthetic resources of the search bench (bench/search.ts, run last); 0 skips it. */
   searchResources: number;
   /** Documents of its end-to-end cold sync (3 users). */
@@ -94,6 +100,7 @@ const SPEC = {
     fallback: "--max-old-space-size=96 --max-semi-space-size=4",
   },
   "rss-repeats": { env: "BENCH_RSS_REPEATS", fallback: "1" },
+  repeats: { env: "BENCH_REPEATS", fallback: "3" },
   "mirror-cli": { env: "BENCH_MIRROR_CLI", fallback: "" },
   "search-resources": { env: "BENCH_SEARCH_RESOURCES", fallback: "10000" },
   "search-e2e-docs": { env: "BENCH_SEARCH_E2E_DOCS", fallback: "2000" },
@@ -167,6 +174,7 @@ export function readBenchOptions(argv: string[], env: NodeJS.ProcessEnv): BenchO
     cpuProfDir: raw("cpu-prof") === "" ? undefined : raw("cpu-prof"),
     cappedNodeOptions: raw("capped-node-options").trim(),
     rssRepeats: num("rss-repeats", 1, 9),
+    repeats: num("repeats", 1, 9),
     mirrorCli: raw("mirror-cli") === "" ? undefined : raw("mirror-cli"),
     searchResources: num("search-resources", 0, 10_000_000),
     searchE2eDocs: num("search-e2e-docs", 1, 10_000_000),

@@ -192,9 +192,17 @@ function goalsSection(results: Results, options: BenchOptions): string[] {
 }
 
 function resultsSection(list: WorkloadResult[], options: BenchOptions): string[] {
-  const repeats =
+  const repeatedRows = [
+    options.repeats > 1
+      ? `workloads 1 and 3 and the two limits beside them ran ${Math.max(options.repeats, options.rssRepeats)}, ${options.repeats}, ${options.repeats} and ${options.repeats} times (each cold pass and limit on a fresh database, each full pass over the same mirror)`
+      : "",
     options.rssRepeats > 1
-      ? ` The cold passes (1, 1s, 1c, 1sc) each ran ${options.rssRepeats} times on a fresh database: their rows show the run with the median wall time, with median CPU and peak RSS (the notes give the peak RSS range).`
+      ? `the other cold passes (1s, 1c, 1sc) ${options.rssRepeats} times each, on a fresh database`
+      : "",
+  ].filter((part) => part !== "");
+  const repeats =
+    repeatedRows.length > 0
+      ? ` Repeated: ${repeatedRows.join("; ")}. Their rows show the run with the median wall time, with median CPU and peak RSS (the notes give the peak RSS range).`
       : "";
   const header = ["Workload", "Client", "Wall s", "Rows", "Keys", "Rows/s", "Keys/s", "Peak RSS MB"];
   return [

@@ -23,6 +23,7 @@ import { type SimProcess, withSimProcess } from "./sim-process.js";
 import {
   type BenchContext,
   createDb,
+  type LimitMode,
   limitPass,
   mirrorPass,
   naivePass,
@@ -77,12 +78,14 @@ async function main(): Promise<void> {
     ctx.log(`large: ${largeDocs} docs; small: ${smallDocs} docs; work dir ${dir}`);
     await withSim(ctx, { ...options, docs: largeDocs }, async (sim) => {
       const main = createDb(ctx, sim, "mirror");
-      const cold = (id: string, title: string, nodeOptions?: string) =>
-        repeated(options.rssRepeats, (attempt) => {
+      const cold = (id: string, title: string, nodeOptions?: string, times = options.rssRepeats) =>
+        repeated(times, (attempt) => {
           const { setup, db } = attempt === 1 && !nodeOptions ? main : createDb(ctx, sim, `${id}-${attempt}`);
           return mirrorPass(ctx, sim, setup, db, { id, title, full: false, nodeOptions });
         });
-      add(await cold("cold", "1. Cold full mirror"));
+      add(
+        await cold("cold", "1. Cold full mirror", undefined, Math.max(options.rssRepeats, options.repeats)),
+      );
       edited = (await sim.editRandom(options.changeFraction, options.seed)).edited;
       add(
         await mirrorPass(ctx, sim, main.setup, main.db, {
@@ -91,32 +94,25 @@ async function main(): Promise<void> {
           full: false,
         }),
       );
+      // The warm pass read the edits: every full pass after it finds nothing changed.
       add(
-        await mirrorPass(ctx, sim, main.setup, main.db, {
-          id: "full",
-          title: "3. Full snapshot, nothing changed, + sweep",
-          full: true,
-        }),
+        await repeated(options.repeats, () =>
+          mirrorPass(ctx, sim, main.setup, main.db, {
+            id: "full",
+            title: "3. Full snapshot, nothing changed, + sweep",
+            full: true,
+          }),
+        ),
       );
       // Without latency the simulator answers one request at a time, so it never sees requests
       // queue up: the limit gets the most the mirror's default settings may keep in flight.
       const inFlight = MIRROR_MAX_EXPORTS_IN_FLIGHT;
-      add(
-        await limitPass(ctx, sim, {
-          id: "limit-fetch",
-          title: "Limit: fetch + parse",
-          mode: "fetch",
-          inFlight,
-        }),
-      );
-      add(
-        await limitPass(ctx, sim, {
-          id: "limit-store",
-          title: "Limit: fetch + parse + bare write",
-          mode: "store",
-          inFlight,
-        }),
-      );
+      const limit = (id: string, title: string, mode: LimitMode) =>
+        repeated(options.repeats, (attempt) =>
+          limitPass(ctx, sim, { id, title, mode, inFlight, dbName: `${id}-${attempt}` }),
+        );
+      add(await limit("limit-fetch", "Limit: fetch + parse", "fetch"));
+      add(await limit("limit-store", "Limit: fetch + parse + bare write", "store"));
       if (!postgres.skipped) await postgresPasses(ctx, sim, pgAdmin, inFlight, options.pgDelayMs, add);
       if (options.naive) {
         add(await naivePass(ctx, sim, { id: "naive-cold", title: "Naive: cold full mirror" }));

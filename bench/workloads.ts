@@ -215,10 +215,18 @@ export async function naivePass(
 export async function limitPass(
   ctx: BenchContext,
   sim: SimProcess,
-  w: { id: string; title: string; mode: LimitMode; inFlight: number; databaseUrl?: string },
+  w: {
+    id: string;
+    title: string;
+    mode: LimitMode;
+    inFlight: number;
+    databaseUrl?: string;
+    /** The SQLite file's name when the pass is repeated (each needs a fresh one); else `id`. */
+    dbName?: string;
+  },
 ): Promise<WorkloadResult> {
   ctx.log(`${w.id}: limit client (${w.mode}, ${w.inFlight} requests in flight) ...`);
-  const dbPath = join(ctx.dir, `${w.id}.db`);
+  const dbPath = join(ctx.dir, `${w.dbName ?? w.id}.db`);
   const result = await observed(sim, async () => {
     const measured = await runMeasured([join(ctx.benchDir, "limit-client.js")], {
       dir: ctx.dir,
