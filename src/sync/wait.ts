@@ -40,14 +40,16 @@ export async function waitAndIngest(
   let timedOut = false;
   let listed = new Map<string, RunListItem>();
   let listNow = true;
+  /** A continue was sent or settled in a round that a stale read cut short: read every run next. */
+  let readAllNext = false;
   let runs: Run[] = [];
   const readAll = () => {
     endedSinceRead.clear();
     return ctx.store.runs.ofTrigger(trigger.id);
   };
-  // Between listings only an export ending changes a run (continues and abandonments re-read all
-  // below), so a wake re-reads just the runs whose export ended: reading every run on each of a
-  // 500-run trigger's ~1,000 wakes cost more CPU than ingesting their rows.
+  // Between listings only an export ending changes a run (a round that sends a continue or abandons
+  // runs reads them all again), so a wake re-reads just the runs whose export ended: reading every
+  // run on each of a 500-run trigger's ~1,000 wakes cost more CPU than ingesting their rows.
   const refreshEnded = async (known: Run[]): Promise<Run[]> => {
     const ended = [...endedSinceRead];
     endedSinceRead.clear();
@@ -76,7 +78,8 @@ export async function waitAndIngest(
         await markVanished(pass, trigger, listed);
       }
       const listedNow = listNow;
-      runs = listedNow ? await readAll() : await refreshEnded(runs);
+      runs = listedNow || readAllNext ? await readAll() : await refreshEnded(runs);
+      readAllNext = false;
       // Set when the loop below awaited (a continue) or wrote: then `runs` is re-read before use.
       let changed = false;
       let stale = false;
@@ -116,6 +119,7 @@ export async function waitAndIngest(
       // Read the runs again at once: a run skipped above may still be open.
       if (stale) {
         listNow = false;
+        readAllNext = changed;
         continue;
       }
       const now = ctx.now().getTime();
