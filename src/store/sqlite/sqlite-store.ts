@@ -49,21 +49,31 @@ export function openSqliteStore(
     return result;
   };
 
+  // One set of repositories (their statements prepared once), run directly inside a transaction
+  // and through the queue outside one.
+  const repos = {
+    resources: createResourceRepo(db),
+    access: createAccessRepo(db),
+    changes: createChangeRepo(db, () => {
+      recorded = true;
+    }),
+    pairs: createPairRepo(db),
+    triggers: createTriggerRepo(db),
+    runs: createRunRepo(db),
+    mirrors: createMirrorRepo(db),
+    dryRun: createDryRunRepo(db),
+    leases: createLeaseRepo(db, options.now ?? (() => new Date())),
+  };
   const build = (run: <R>(fn: () => R) => Promise<R>): StoreOps => ({
-    resources: promisify(createResourceRepo(db), run),
-    access: promisify(createAccessRepo(db), run),
-    changes: promisify(
-      createChangeRepo(db, () => {
-        recorded = true;
-      }),
-      run,
-    ),
-    pairs: promisify(createPairRepo(db), run),
-    triggers: promisify(createTriggerRepo(db), run),
-    runs: promisify(createRunRepo(db), run),
-    mirrors: promisify(createMirrorRepo(db), run),
-    dryRun: promisify(createDryRunRepo(db), run),
-    leases: promisify(createLeaseRepo(db, options.now ?? (() => new Date())), run),
+    resources: promisify(repos.resources, run),
+    access: promisify(repos.access, run),
+    changes: promisify(repos.changes, run),
+    pairs: promisify(repos.pairs, run),
+    triggers: promisify(repos.triggers, run),
+    runs: promisify(repos.runs, run),
+    mirrors: promisify(repos.mirrors, run),
+    dryRun: promisify(repos.dryRun, run),
+    leases: promisify(repos.leases, run),
   });
   const direct = build(async (fn) => fn());
   const root = build((fn) =>
