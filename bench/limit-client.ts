@@ -1,12 +1,12 @@
 /**
  * Reference client: the limit. Triggers, waits for the runs with the mirror's poll schedule, then
- * fetches every export page with as many requests in flight as the mirror keeps (LIMIT_IN_FLIGHT)
+ * fetches every export page, as large as the mirror's (LIMIT_PAGE_SIZE), with as many requests in flight as the mirror keeps (LIMIT_IN_FLIGHT)
  * over undici (the mirror's HTTP client) and parses it with JSON.parse; nothing else (mode `fetch`: the network + JSON limit). In mode
  * `store` (SQLite) or `pg-store` (PostgreSQL) it also writes the rows the mirror keeps in one bare
  * transaction (the storage limit, bench/bare-store.ts). The time spent in those writes is reported on its own.
  *
  * Env: LIMIT_MODE (fetch | store | pg-store), LIMIT_BASE_URL, LIMIT_TOKEN_ENV, LIMIT_CONFIG_ID,
- * LIMIT_IN_FLIGHT, LIMIT_POLL_MS, LIMIT_POLL_MAX_MS, LIMIT_DB (store), LIMIT_PG_URL (pg-store).
+ * LIMIT_IN_FLIGHT, LIMIT_PAGE_SIZE, LIMIT_POLL_MS, LIMIT_POLL_MAX_MS, LIMIT_DB (store), LIMIT_PG_URL (pg-store).
  * Prints one JSON object.
  */
 import { Agent, request } from "undici";
@@ -18,6 +18,7 @@ const env = (name: string): string => {
   return value;
 };
 const mode = env("LIMIT_MODE");
+const pageSize = Number(env("LIMIT_PAGE_SIZE"));
 const baseUrl = env("LIMIT_BASE_URL");
 const headers = {
   authorization: `Bearer ${env(env("LIMIT_TOKEN_ENV"))}`,
@@ -98,7 +99,7 @@ async function worker(): Promise<void> {
     }
     busy++;
     const response = await request(
-      `${baseUrl}/sync-task/${job.run.sync_id}/export?offset=${job.offset}&limit=500`,
+      `${baseUrl}/sync-task/${job.run.sync_id}/export?offset=${job.offset}&limit=${pageSize}`,
       { method: "GET", headers, dispatcher: agent },
     );
     const text = await response.body.text();

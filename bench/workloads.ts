@@ -3,6 +3,7 @@
  * mirror (`syncmirror sync --json`), the naive client and the limit client.
  */
 import { join } from "node:path";
+import { DEFAULT_EXPORT_PAGE_SIZE } from "../src/config.js";
 import type { Measured } from "./measure.js";
 import { runMeasured } from "./measure.js";
 import {
@@ -238,6 +239,7 @@ export async function limitPass(
         LIMIT_BASE_URL: sim.baseUrl,
         LIMIT_CONFIG_ID: sim.syncConfigId,
         LIMIT_IN_FLIGHT: String(Math.max(1, w.inFlight)),
+        LIMIT_PAGE_SIZE: String(DEFAULT_EXPORT_PAGE_SIZE),
         LIMIT_POLL_MS: String(Math.round(ctx.pollSeconds * 1000)),
         LIMIT_POLL_MAX_MS: String(Math.round(ctx.pollMaxSeconds * 1000)),
         LIMIT_DB: dbPath,

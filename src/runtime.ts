@@ -71,6 +71,7 @@ export async function createRuntime(
       sleep,
       crashPoint,
       ingestConcurrency: 4,
+      exportPageSize: config.export.pageSize,
       pagesAheadPerRun: config.export.pagesAheadPerRun,
       pagesAhead: createPageWindow(config.export.pagesAheadPerPass),
       ...(holder === undefined ? {} : { holder }),

@@ -32,6 +32,8 @@ export interface SyncContext {
   ingestConcurrency: number;
   /** The lease holder this pass runs as; its write transactions check the lease (`fence.ts`). */
   holder?: string;
+  /** Resources asked for per export page (`export.page_size`). */
+  exportPageSize: number;
   /** Export pages one run may fetch ahead of the page it needs next (`export.pages_ahead_per_run`). */
   pagesAheadPerRun: number;
   /** This pass's budget of pages fetched ahead across its runs (`export.pages_ahead_per_pass`). */

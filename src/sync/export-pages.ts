@@ -14,8 +14,6 @@ import type { ExportPage } from "../api/schemas.js";
 import { AbortedError, BadResponseError, UnsupportedSchemaVersionError } from "../errors.js";
 import type { SyncContext } from "./context.js";
 
-export const EXPORT_PAGE_LIMIT = 500;
-
 export interface ExportPageStream {
   /** The next page in export order, or undefined after the last; throws what reading that page threw. */
   next(): Promise<{ page: ExportPage; offset: number } | undefined>;
@@ -36,7 +34,7 @@ export function fetchExportPages(
   syncId: string,
   fromOffset: number | null,
 ): ExportPageStream {
-  const { pagesAhead: window, pagesAheadPerRun } = ctx;
+  const { pagesAhead: window, pagesAheadPerRun, exportPageSize } = ctx;
   const stop = new AbortController();
   const onAbort = () => stop.abort(ctx.signal.reason);
   ctx.signal.addEventListener("abort", onAbort, { once: true });
@@ -55,7 +53,7 @@ export function fetchExportPages(
     const onStop = () => abort.abort(stop.signal.reason);
     stop.signal.addEventListener("abort", onStop, { once: true });
     const page = ctx.api
-      .getExportPage(syncId, { offset, limit: EXPORT_PAGE_LIMIT }, abort.signal, {
+      .getExportPage(syncId, { offset, limit: exportPageSize }, abort.signal, {
         onThrottled: () => window.throttled(),
       })
       .then((p) => {

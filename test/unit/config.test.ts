@@ -107,21 +107,31 @@ describe("config", () => {
     });
   });
 
-  it("reads the export paging bounds, defaulting to 4 pages ahead per run and per pass", () => {
+  it("reads the export paging bounds, defaulting to 4 pages ahead per run and per pass, 250 resources a page", () => {
     const env = { SYNCMIRROR_API_TOKEN: "t0ken-value" };
-    expect(parseConfig("cfg.yaml", base, env).export).toEqual({ pagesAheadPerRun: 4, pagesAheadPerPass: 4 });
+    expect(parseConfig("cfg.yaml", base, env).export).toEqual({
+      pagesAheadPerRun: 4,
+      pagesAheadPerPass: 4,
+      pageSize: 250,
+    });
     const set = parseConfig(
       "cfg.yaml",
-      `export:\n  pages_ahead_per_run: 0\n  pages_ahead_per_pass: 12\n${base}`,
+      `export:\n  pages_ahead_per_run: 0\n  pages_ahead_per_pass: 12\n  page_size: 500\n${base}`,
       env,
     );
-    expect(set.export).toEqual({ pagesAheadPerRun: 0, pagesAheadPerPass: 12 });
+    expect(set.export).toEqual({ pagesAheadPerRun: 0, pagesAheadPerPass: 12, pageSize: 500 });
     const paths = issuesOf(
       `export:\n  pages_ahead_per_run: -1\n  pages_ahead_per_pass: 1.5\n  window: 3\n${base}`,
     ).map((i) => i.path);
     expect(paths).toEqual(
       expect.arrayContaining(["export.pages_ahead_per_run", "export.pages_ahead_per_pass", "export"]),
     );
+    // The service answers at most 500 resources a page.
+    for (const size of [0, 501]) {
+      expect(issuesOf(`export:\n  page_size: ${size}\n${base}`).map((i) => i.path)).toEqual([
+        "export.page_size",
+      ]);
+    }
   });
 
   it("rejects duplicate mirror names and bad names", () => {

@@ -33,10 +33,10 @@ describe("an export that breaks after its first page", () => {
 
     const summary = await h.sync();
     const stored = h.query<{ n: number }>("SELECT count(*) AS n FROM resources")[0]?.n ?? 0;
-    expect(stored).toBe(500);
+    expect(stored).toBe(250);
     expect(summary.outcome).toBe("partial");
-    expect(summary.counts.upserted).toBe(500);
-    expect(summary.message).toMatch(/500 exported row\(s\) were ingested from 1 of 1 run\(s\)/);
+    expect(summary.counts.upserted).toBe(250);
+    expect(summary.message).toMatch(/250 exported row\(s\) were ingested from 1 of 1 run\(s\)/);
     expect(summary.message).toMatch(/1 run\(s\) could not be read to the end/);
     expect(summary.errors).toEqual([expect.objectContaining({ error: expect.stringMatching(/not JSON/) })]);
     expect(pairs(h).every((p) => p.watermark === null)).toBe(true);

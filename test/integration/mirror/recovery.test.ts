@@ -121,9 +121,9 @@ describe("crashes", () => {
     const crashed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "between-pages" });
     expect(crashed.code, crashed.stderr).toBeNull();
     expect(h.query("SELECT next_offset, ingest FROM runs")).toEqual([
-      { next_offset: 500, ingest: "ingesting" },
+      { next_offset: 250, ingest: "ingesting" },
     ]);
-    expect(h.query("SELECT count(*) AS n FROM resources")).toEqual([{ n: 500 }]);
+    expect(h.query("SELECT count(*) AS n FROM resources")).toEqual([{ n: 250 }]);
 
     const mark = h.sim.requests.length;
     const resumed = await h.cli(["sync", "--json"]);
@@ -132,7 +132,7 @@ describe("crashes", () => {
       .slice(mark)
       .filter((r) => r.route === "/sync-task/{sync_id}/export")
       .map((r) => r.query.offset);
-    expect(offsets).toEqual(["500"]);
+    expect(offsets).toEqual(["250", "500"]);
     expect(posts(h.sim)).toHaveLength(1);
     expect(visibleKeys(h, U1)).toEqual(expectedKeys(h.sim, U1));
     const feed = changes(h);

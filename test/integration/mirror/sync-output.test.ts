@@ -48,7 +48,7 @@ describe("sync output", () => {
     h = await createHarness({ sim: { users: 1, docs: 1200 } });
     const killed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "between-pages:1" });
     expect(killed.code).not.toBe(0);
-    expect(count(h, "SELECT count(*) AS n FROM resources")).toBe(500);
+    expect(count(h, "SELECT count(*) AS n FROM resources")).toBe(250);
     const resumed = await h.cli(["sync", "--json"]);
     expect(resumed.code, resumed.stderr).toBe(0);
     const [summary] = JSON.parse(resumed.stdout).mirrors;

@@ -14,12 +14,12 @@ afterEach(async () => {
   twins = undefined;
 });
 
-/** One user and 700 documents: one run whose export has two pages of 500. */
-const TWO_PAGES = { sim: { users: 1, docs: 700 } };
+/** One user and 700 documents: one run whose export has three pages of 250. */
+const THREE_PAGES = { sim: { users: 1, docs: 700 } };
 
 describe("export quirks", () => {
   it("a key repeated at the start of the next page is counted unchanged, stored once, changed once", async () => {
-    twins = await createTwins(TWO_PAGES);
+    twins = await createTwins(THREE_PAGES);
     const { clean, hurt } = twins;
     const reference = await clean.sync();
     hurt.sim.faults.quirk("repeat-key");
@@ -33,7 +33,7 @@ describe("export quirks", () => {
   });
 
   it("engine_version changing between pages: each row keeps its page's engine; the next pass converges", async () => {
-    twins = await createTwins(TWO_PAGES);
+    twins = await createTwins(THREE_PAGES);
     const { clean, hurt } = twins;
     expect((await clean.sync()).outcome).toBe("succeeded");
     hurt.sim.faults.quirk("engine-change");
@@ -44,7 +44,7 @@ describe("export quirks", () => {
       "SELECT engine_version, count(*) AS n FROM resources GROUP BY engine_version ORDER BY engine_version",
     );
     expect(engines).toEqual([
-      { engine_version: "2", n: 500 },
+      { engine_version: "2", n: 250 },
       { engine_version: "3", n: expect.any(Number) },
     ]);
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
@@ -53,7 +53,7 @@ describe("export quirks", () => {
     clean.sim.setExportVersions({ engine_version: 3 });
     const again = await hurt.sync({ full: true });
     expect(again.outcome).toBe("succeeded");
-    expect(again.counts.upserted).toBe(500);
+    expect(again.counts.upserted).toBe(250);
     expect((await clean.sync({ full: true })).outcome).toBe("succeeded");
     const { changes: _h, ...hurtState } = snapshot(hurt);
     const { changes: _c, ...cleanState } = snapshot(clean);

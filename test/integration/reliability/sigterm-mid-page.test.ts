@@ -22,7 +22,7 @@ describe("SIGTERM during a page transaction", () => {
     const { clean, hurt } = twins;
     expect((await clean.sync()).outcome).toBe("succeeded");
 
-    // The 700th row is in the second page of 500.
+    // The 700th row is in the third page of 250.
     const stopped = await hurt.cli(["sync"], { SYNCMIRROR_CRASH_AT: "mid-page:700:SIGTERM" });
     expect(stopped.code, stopped.stderr).toBe(1);
     expect(stopped.stderr).toMatch(/SIGTERM received|run sync again/);
@@ -30,8 +30,8 @@ describe("SIGTERM during a page transaction", () => {
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
     const [run] = hurt.query<{ next_offset: number | null }>("SELECT next_offset FROM runs");
     const [stored] = hurt.query<{ n: number }>("SELECT count(*) AS n FROM resources");
-    expect(run?.next_offset).toBe(1000);
-    expect(stored?.n).toBe(1000);
+    expect(run?.next_offset).toBe(750);
+    expect(stored?.n).toBe(750);
 
     const resumed = await hurt.cli(["sync"]);
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);

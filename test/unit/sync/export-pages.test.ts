@@ -47,6 +47,7 @@ function fakeExport(options: { perRun?: number; window?: PageWindow } = {}) {
       },
     },
     pagesAhead: options.window ?? createPageWindow(8),
+    exportPageSize: 10,
     pagesAheadPerRun: options.perRun ?? 4,
     signal: controller.signal,
     log: silentLogger(),
