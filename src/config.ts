@@ -20,8 +20,9 @@ const DEFAULT_PAGES_AHEAD_PER_PASS = 4;
 /**
  * Resources asked for per export page (the service allows up to 500). A page is parsed, validated
  * and written as one piece, so its size sets the process's working set: at 250 a cold pass of 100k
- * rows peaked 14 MB lower than at 500 and, with less garbage promoted, used 7% less CPU; below
- * that the per-page costs (a request, a transaction, a commit) win (bench/RESULTS.md, issue 10).
+ * rows with the container's settings peaked 14 MB lower than at 500, and one of 20k rows with
+ * Node's defaults used 7% less CPU (less garbage promoted); below 250 the per-page costs (a
+ * request, a transaction, a commit) win (bench/RESULTS.md, issue 10).
  */
 export const DEFAULT_EXPORT_PAGE_SIZE = 250;
 /** The service's own limit on `limit`. */
