@@ -37,6 +37,7 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   check: async () => (await import("./commands/check.js")).check,
   demo: async () => (await import("./commands/demo.js")).demo,
   simulate: async () => (await import("./commands/simulate.js")).simulate,
+  init: async () => (await import("./commands/init.js")).init,
   changes: async () => (await import("./commands/changes.js")).changes,
   search: async () => (await import("./commands/search.js")).search,
   reindex: async () => (await import("./commands/reindex.js")).reindex,
