@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs";
 import type { Command, CommandIo } from "./commands/command.js";
 import { type CommandName, formatHelp, formatOverview, isCommandName } from "./commands/help.js";
-import { AbortedError } from "./errors.js";
+import { AbortedError, OutputClosedError } from "./errors.js";
 
 const controller = new AbortController();
 // Commands log the stop themselves: stderr carries JSON log lines only (SPEC "Logs").
@@ -19,6 +19,16 @@ const stop = (signal: NodeJS.Signals) => {
 };
 process.once("SIGTERM", stop);
 process.once("SIGINT", stop);
+// A reader that closes the pipe early (`syncmirror changes ... | head -c 100`) took what it wanted:
+// the command stops as on a signal and cleans up (demo removes its directory), then exits quietly.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (controller.signal.aborted) return;
+  controller.abort(
+    error.code === "EPIPE"
+      ? new OutputClosedError()
+      : new AbortedError(`cannot write to stdout (${error.code ?? error.message})`),
+  );
+});
 
 const LOADERS: Record<CommandName, () => Promise<Command>> = {
   run: async () => (await import("./commands/run.js")).run,
@@ -27,6 +37,7 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   check: async () => (await import("./commands/check.js")).check,
   demo: async () => (await import("./commands/demo.js")).demo,
   simulate: async () => (await import("./commands/simulate.js")).simulate,
+  init: async () => (await import("./commands/init.js")).init,
   changes: async () => (await import("./commands/changes.js")).changes,
   search: async () => (await import("./commands/search.js")).search,
   reindex: async () => (await import("./commands/reindex.js")).reindex,

@@ -3,16 +3,22 @@
  * environment: the token comes from the variable named by `api.token_env`, never from the file.
  */
 import { readFileSync } from "node:fs";
-import cron from "node-cron";
 import { parseDocument } from "yaml";
 import { z } from "zod";
+import { cronExpression } from "./config-cron.js";
 import { type DatabaseConfig, DatabaseSection, envName, freezeDatabase } from "./config-database.js";
-import { DEFAULT_HTTP_TOKEN_ENV, DEFAULT_TOKEN_ENV, findSecrets, formatPath } from "./config-secrets.js";
-import { ConfigError } from "./errors.js";
+import { freezeHttp, HTTP_LISTEN_ENV, type HttpConfig, HttpSection } from "./config-http.js";
+import { findPlaceholders } from "./config-placeholders.js";
+import { DEFAULT_TOKEN_ENV, findSecrets, formatPath } from "./config-secrets.js";
+import { ConfigError, UsageError } from "./errors.js";
 
 export { type DatabaseConfig, requireDatabaseUrl } from "./config-database.js";
 
 export const DEFAULT_CONFIG_PATH = "config/syncmirror.yaml";
+/** The variable naming the config file when `--config` is not given. */
+export const CONFIG_PATH_ENV = "SYNCMIRROR_CONFIG";
+/** The variable holding the log level. */
+export const LOG_LEVEL_ENV = "LOG_LEVEL";
 /** Enough to hide a 100 ms round trip behind the service's and the mirror's own work per page. */
 const DEFAULT_PAGES_AHEAD_PER_RUN = 4;
 /** Pages fetched ahead wait parsed in memory (a few MB each): this bounds them for the whole pass. */
@@ -28,9 +34,6 @@ export const DEFAULT_EXPORT_PAGE_SIZE = 250;
 /** The service's own limit on `limit`. */
 const MAX_EXPORT_PAGE_SIZE = 500;
 
-const cronExpression = z.string().refine((v) => cron.validate(v), {
-  message: 'is not a valid cron expression (5 or 6 fields, e.g. "*/15 * * * *")',
-});
 const timezone = z
   .string()
   .refine(isTimeZone, { message: "is not an IANA time zone (e.g. UTC, Europe/Berlin)" });
@@ -72,15 +75,6 @@ const Mirror = z.strictObject(overrides).extend({
   sync_config_id: z.string().min(1),
 });
 
-const listen = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, "must be host:port, e.g. 0.0.0.0:9464");
-
-const Http = z.strictObject({
-  listen: listen.default("0.0.0.0:9464"),
-  token_env: envName.default(DEFAULT_HTTP_TOKEN_ENV),
-});
-
 const File = z.strictObject({
   api: z.strictObject({
     base_url: z.url({ protocol: /^https?$/ }),
@@ -89,7 +83,7 @@ const File = z.strictObject({
     max_attempts: z.number().int().min(1).max(20).default(6),
   }),
   database: DatabaseSection,
-  http: Http.default(Http.parse({})),
+  http: HttpSection.default(HttpSection.parse({})),
   search: z.strictObject({ enabled: z.boolean().default(false) }).default({ enabled: false }),
   max_concurrent_mirrors: z.number().int().min(1).default(2),
   export: z
@@ -144,13 +138,7 @@ export interface Config {
     readonly maxAttempts: number;
   };
   readonly database: DatabaseConfig;
-  readonly http: {
-    readonly host: string;
-    readonly port: number;
-    readonly tokenEnv: string;
-    /** Bearer token for endpoints that name users; from the environment, never logged. */
-    readonly token: string | undefined;
-  };
+  readonly http: HttpConfig;
   /** The FTS5 index behind `search` and `/v1/search`, maintained by triggers when enabled. */
   readonly search: { readonly enabled: boolean };
   readonly maxConcurrentMirrors: number;
@@ -167,7 +155,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 /** The config path: `--config`, else `$SYNCMIRROR_CONFIG`, else `config/syncmirror.yaml`. */
 export function resolveConfigPath(flag: string | undefined, env: Env): string {
-  return flag ?? env.SYNCMIRROR_CONFIG ?? DEFAULT_CONFIG_PATH;
+  return flag ?? env[CONFIG_PATH_ENV] ?? DEFAULT_CONFIG_PATH;
 }
 
 /** Reads, validates and freezes the config. Throws ConfigError naming the file and key paths. */
@@ -178,7 +166,7 @@ export function loadConfig(file: string, env: Env): Config {
   } catch (cause) {
     const missing = (cause as NodeJS.ErrnoException).code === "ENOENT";
     const message = missing
-      ? `no such file: copy config/syncmirror.example.yaml there and edit it, or name another file with --config FILE or $SYNCMIRROR_CONFIG`
+      ? `no such file: write one with syncmirror init (--simulator URL against the simulator), copy config/syncmirror.example.yaml there, or name another file with --config FILE or $SYNCMIRROR_CONFIG`
       : `cannot read the file (${(cause as Error).message})`;
     throw new ConfigError(file, [{ path: "", message }], { cause });
   }
@@ -196,6 +184,8 @@ export function parseConfig(file: string, text: string, env: Env): Config {
   const raw: unknown = doc.toJS() ?? {};
   const secretIssues = findSecrets(raw, env);
   if (secretIssues.length > 0) throw new ConfigError(file, secretIssues);
+  const placeholders = findPlaceholders(raw);
+  if (placeholders.length > 0) throw new ConfigError(file, placeholders);
   const parsed = File.safeParse(raw);
   if (!parsed.success) {
     throw new ConfigError(
@@ -206,9 +196,18 @@ export function parseConfig(file: string, text: string, env: Env): Config {
   return freeze(file, parsed.data, env);
 }
 
-/** Log level from `LOG_LEVEL` (pino level names), default info. */
+/** pino's level names, the values `LOG_LEVEL` may hold. */
+export const LOG_LEVELS: readonly string[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
+
+/** Log level from `LOG_LEVEL` (a pino level name, any case), default info; anything else is a UsageError. */
 export function readLogLevel(env: Env): string {
-  return env.LOG_LEVEL ?? "info";
+  const raw = env[LOG_LEVEL_ENV];
+  const level = raw?.trim().toLowerCase();
+  if (level === undefined || level === "") return "info";
+  if (LOG_LEVELS.includes(level)) return level;
+  throw new UsageError(
+    `${LOG_LEVEL_ENV}=${JSON.stringify(raw?.slice(0, 40))} is not a log level: set it to one of ${LOG_LEVELS.join(", ")} (default info)`,
+  );
 }
 
 /**
@@ -235,6 +234,15 @@ export function requireToken(config: Config): string {
   ]);
 }
 
+/** The token before any config file exists (`init`): `$SYNCMIRROR_API_TOKEN`, or a UsageError naming it. */
+export function requireDefaultToken(env: Env, what: string): string {
+  const token = env[DEFAULT_TOKEN_ENV];
+  if (token) return token;
+  throw new UsageError(
+    `environment variable ${DEFAULT_TOKEN_ENV} ${token === "" ? "is set but empty" : "is not set"}: export ${what} in it`,
+  );
+}
+
 /** yaml's first message line ends in "at line L, column C:" before a code excerpt it cuts off. */
 function yamlMessage(message: string, at: { line: number; col: number } | undefined): string {
   const text = (message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
@@ -254,9 +262,7 @@ function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
       pollMaxSeconds: Math.max(settings.pollMaxSeconds, settings.pollInitialSeconds),
     });
   });
-  const { host, port } = splitListen(data.http.listen);
   const token = env[data.api.token_env];
-  const httpToken = env[data.http.token_env];
   return Object.freeze({
     file,
     api: Object.freeze({
@@ -268,12 +274,7 @@ function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
       maxAttempts: data.api.max_attempts,
     }),
     database: Object.freeze(freezeDatabase(data.database, env)),
-    http: Object.freeze({
-      host,
-      port,
-      tokenEnv: data.http.token_env,
-      token: httpToken === "" ? undefined : httpToken,
-    }),
+    http: freezeHttp(file, data.http, env[HTTP_LISTEN_ENV], env[data.http.token_env]),
     search: Object.freeze({ enabled: data.search.enabled }),
     maxConcurrentMirrors: data.max_concurrent_mirrors,
     export: Object.freeze({
@@ -283,11 +284,6 @@ function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
     }),
     mirrors: Object.freeze(mirrors),
   });
-}
-
-function splitListen(listenValue: string): { host: string; port: number } {
-  const i = listenValue.lastIndexOf(":");
-  return { host: listenValue.slice(0, i).replace(/^\[|\]$/g, ""), port: Number(listenValue.slice(i + 1)) };
 }
 
 function camelCase(key: string): string {

@@ -68,7 +68,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
 
   return {
     async start() {
-      const { port } = await http.listen(config.http.host, config.http.port);
+      const { port } = await http.listen(config.http.host, config.http.port, config.http.listenFrom);
       log.info(
         { host: config.http.host, port },
         "http listening: /metrics /healthz /readyz /status /v1/changes /v1/search",

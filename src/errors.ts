@@ -38,6 +38,16 @@ export class UsageError extends SyncmirrorError {
   readonly code = "USAGE" as const;
 }
 
+/** `syncmirror init` found a file where it would write the config: it never overwrites one. */
+export class ConfigExistsError extends SyncmirrorError {
+  readonly code = "CONFIG_EXISTS" as const;
+  constructor(readonly file: string) {
+    super(
+      `${file} already exists and init never overwrites a file: edit it, remove it first, or name another file with --config FILE`,
+    );
+  }
+}
+
 /** Fields every error that comes from an HTTP exchange with the upstream API carries. */
 export interface ApiErrorFields {
   method: string;
@@ -209,6 +219,17 @@ export class SchemaTooNewError extends SyncmirrorError {
 /** The work was stopped by an AbortSignal (shutdown). */
 export class AbortedError extends SyncmirrorError {
   readonly code = "ABORTED" as const;
+}
+
+/**
+ * The reader of stdout went away (`syncmirror changes ... | head -c 100`): the command stops as on
+ * SIGTERM, cleans up and exits 0 without a word, as a pipeline's reader asked.
+ */
+export class OutputClosedError extends SyncmirrorError {
+  readonly code = "OUTPUT_CLOSED" as const;
+  constructor() {
+    super("stdout was closed by its reader: stopped");
+  }
 }
 
 /** A search query FTS5 cannot parse; the message never carries SQLite's text. */

@@ -24,9 +24,20 @@ export interface HttpServerDeps {
   log: Logger;
 }
 
+/** The paths served here; deploy/ files are checked against them (liveness, readiness, scraping). */
+export const HTTP_PATHS = Object.freeze({
+  metrics: "/metrics",
+  healthz: "/healthz",
+  readyz: "/readyz",
+  status: "/status",
+});
+
 export interface HttpServer {
-  /** Starts listening; resolves with the bound port (useful with port 0). */
-  listen(host: string, port: number): Promise<{ port: number }>;
+  /**
+   * Starts listening; resolves with the bound port (useful with port 0). `from` names where the
+   * address came from in a failure's message (`http.listen`, or `$SYNCMIRROR_HTTP_LISTEN`).
+   */
+  listen(host: string, port: number, from?: string): Promise<{ port: number }>;
   /** Stops accepting, closes keep-alive connections, resolves once the server is closed. */
   close(): Promise<void>;
 }
@@ -59,10 +70,10 @@ export function createHttpServer(deps: HttpServerDeps): HttpServer {
   });
 
   return {
-    listen(host, port) {
+    listen(host, port, from = "http.listen") {
       access.loopback = isLoopback(host);
       return new Promise((resolve, reject) => {
-        const fail = (cause: NodeJS.ErrnoException) => reject(listenError(host, port, cause));
+        const fail = (cause: NodeJS.ErrnoException) => reject(listenError(host, port, from, cause));
         server.once("error", fail);
         server.listen(port, host, () => {
           server.off("error", fail);
@@ -94,14 +105,14 @@ async function route(deps: HttpServerDeps, req: IncomingMessage, loopback: boole
   const extra = await deps.routes?.(req);
   if (extra) return extra;
   switch (pathOf(req)) {
-    case "/metrics":
+    case HTTP_PATHS.metrics:
       return { status: 200, contentType: deps.registry.contentType, body: await deps.registry.metrics() };
-    case "/healthz":
+    case HTTP_PATHS.healthz:
       // Answering at all is the proof: the process is alive and its event loop turns.
       return text(200, "ok");
-    case "/readyz":
+    case HTTP_PATHS.readyz:
       return deps.isReady() ? text(200, "ready") : text(503, "not ready");
-    case "/status":
+    case HTTP_PATHS.status:
       if (!mayReadUsers(deps.token, req.headers.authorization, loopback)) {
         return { ...text(401, "unauthorized"), headers: { "WWW-Authenticate": 'Bearer realm="syncmirror"' } };
       }
@@ -121,7 +132,7 @@ async function status(deps: HttpServerDeps): Promise<Reply> {
   }
 }
 
-function listenError(host: string, port: number, cause: NodeJS.ErrnoException): ListenError {
+function listenError(host: string, port: number, from: string, cause: NodeJS.ErrnoException): ListenError {
   const why =
     cause.code === "EADDRINUSE"
       ? "the port is already in use: stop the other process or pick another port"
@@ -130,7 +141,7 @@ function listenError(host: string, port: number, cause: NodeJS.ErrnoException): 
         : cause.code === "EACCES"
           ? "this user may not bind that port: use a port above 1023"
           : `${cause.code ?? cause.message}`;
-  return new ListenError(`cannot listen on ${host}:${port} (http.listen): ${why}`, { cause });
+  return new ListenError(`cannot listen on ${host}:${port} (${from}): ${why}`, { cause });
 }
 
 /** With a token configured it is always required; without one, only a loopback listener is open. */

@@ -87,6 +87,10 @@ export interface ApiClient {
   ): Promise<S.TranscriptPage>;
   /** Closes the client's own connection pool (not an injected dispatcher). Idempotent. */
   close(): Promise<void>;
+
+  // --- for `syncmirror init` ---------------------------------------------------------------------
+  /** Every sync config of the project, newest first, across all pages. */
+  listSyncConfigs(projectId: string, signal?: AbortSignal): Promise<S.SyncConfig[]>;
 }
 
 const RUN_PAGE_SIZE = 100;
@@ -165,24 +169,17 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     getSyncConfig: (id, signal) =>
       request({ method: "GET", route: routes.syncConfig, params: { id }, schema: S.SyncConfig, signal }),
 
-    async listAccess(id, signal) {
-      const items: S.AccessItem[] = [];
-      const seen = new Set<string>();
-      let cursor: string | undefined;
-      do {
-        const page = await request({
+    listAccess: (id, signal) =>
+      collectPages(routes.syncConfigAccess, (cursor) =>
+        request({
           method: "GET",
           route: routes.syncConfigAccess,
           params: { id },
           query: { cursor },
           schema: S.AccessPage,
           signal,
-        });
-        items.push(...page.items);
-        cursor = nextCursor(page.meta, seen, routes.syncConfigAccess);
-      } while (cursor);
-      return items;
-    },
+        }),
+      ),
 
     async listSources(projectId, signal) {
       const body = await request({
@@ -261,5 +258,32 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       }),
 
     close,
+
+    listSyncConfigs: (projectId, signal) =>
+      collectPages(routes.syncConfigs, (cursor) =>
+        request({
+          method: "GET",
+          route: routes.syncConfigs,
+          query: { project_id: projectId, cursor },
+          schema: S.SyncConfigPage,
+          signal,
+        }),
+      ),
   };
+}
+
+/** Every item of a cursor-paged list at `route`, read page by page. */
+async function collectPages<T>(
+  route: Route,
+  readPage: (cursor: string | undefined) => Promise<{ items: T[]; meta?: S.RunListPage["meta"] }>,
+): Promise<T[]> {
+  const items: T[] = [];
+  const seen = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const page = await readPage(cursor);
+    items.push(...page.items);
+    cursor = nextCursor(page.meta, seen, route);
+  } while (cursor);
+  return items;
 }

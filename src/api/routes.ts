@@ -4,6 +4,8 @@
  */
 export const routes = Object.freeze({
   syncableSources: "/sync-configs/sources",
+  /** GET: list a project's sync configs. */
+  syncConfigs: "/sync-configs",
   syncConfig: "/sync-configs/{id}",
   syncConfigAccess: "/sync-configs/{id}/access",
   projects: "/projects",

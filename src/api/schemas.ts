@@ -99,6 +99,14 @@ export const Project = z.object({ id: z.string(), name: z.string().optional() })
 export type Project = z.infer<typeof Project>;
 export const Projects = z.array(Project);
 
+// --- listing sync configs (`syncmirror init` finds the one to mirror) ----------------------------
+
+/** `GET /sync-configs?project_id=`: newest first, paged by cursor. */
+export const SyncConfigPage = z.object({
+  items: z.array(SyncConfig),
+  meta: PageMeta.optional(),
+});
+
 // --- trigger ----------------------------------------------------------------------------------
 
 export const TriggerSource = z.object({

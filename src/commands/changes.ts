@@ -31,6 +31,7 @@ export const changes: Command = (args, io) =>
     const params = parseFeedParams(
       { after: values.after, limit: values.limit, mirror: values.mirror },
       config.mirrors.map((m) => m.name),
+      { after: "--after", limit: "--limit", mirror: "--mirror" },
     );
     const store = await openStore(config, {
       lock: false,

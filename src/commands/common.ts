@@ -3,13 +3,16 @@
  * errors a command cannot recover from into a message and an exit code.
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import { type Config, loadConfig, resolveConfigPath } from "../config.js";
+import { type Config, loadConfig, readLogLevel, resolveConfigPath } from "../config.js";
 import {
+  AbortedError,
   ConfigError,
   DatabaseError,
   DatabasePathError,
   DatabaseRefusedError,
+  DatabaseUnavailableError,
   ListenError,
+  OutputClosedError,
   SchemaTooNewError,
   SyncmirrorError,
   UsageError,
@@ -28,7 +31,7 @@ export function parseCommandArgs<O extends Options>(
 ) {
   try {
     return parseArgs({
-      args,
+      args: joinDashValues(args, options),
       options: { config: { type: "string" }, ...options },
       allowPositionals,
       strict: true,
@@ -38,19 +41,49 @@ export function parseCommandArgs<O extends Options>(
   }
 }
 
+/**
+ * `--after -1` as `--after=-1`: parseArgs calls a value starting with "-" ambiguous, and the
+ * value's own check says better what is wrong with it ("--after: must be 0 or more").
+ */
+function joinDashValues(args: string[], options: Options): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const next = args[i + 1];
+    if (arg === "--") return [...joined, ...args.slice(i)];
+    const takesValue = arg.startsWith("--") && options[arg.slice(2)]?.type === "string";
+    if (takesValue && next !== undefined && /^-\d/.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else joined.push(arg);
+  }
+  return joined;
+}
+
+/** The config, after `LOG_LEVEL` is checked: a typo there fails every command alike, before any work. */
 export function loadCommandConfig(flag: string | undefined, io: CommandIo): Config {
+  readLogLevel(io.env);
   return loadConfig(resolveConfigPath(flag, io.env), io.env);
 }
 
 /**
  * Runs the command body; usage and config errors (with a database path or listen address that
  * cannot work) exit 2, other known errors exit 1, each with a message that says what to do.
- * SQLite errors (read-only file, full disk) are named as such.
+ * SQLite errors (read-only file, full disk) are named as such. A command stopped because its
+ * stdout's reader went away (`| head`) ends quietly with 0.
  */
 export async function withErrors(io: CommandIo, body: () => Promise<number>): Promise<number> {
   try {
     return await body();
   } catch (error) {
+    if (stoppedByClosedOutput(io, error)) return 0;
+    if (error instanceof DatabaseUnavailableError) {
+      // The daemon waits and retries (see daemon.ts); a one-shot command stops here, having changed nothing.
+      io.stderr.write(
+        `syncmirror: ${error.message}; nothing was changed: run the command again once the database answers\n`,
+      );
+      return 1;
+    }
     if (isSetupError(error)) {
       io.stderr.write(`syncmirror: ${(error as Error).message}\n`);
       return 2;
@@ -67,6 +100,13 @@ export async function withErrors(io: CommandIo, body: () => Promise<number>): Pr
     }
     throw error;
   }
+}
+
+function stoppedByClosedOutput(io: CommandIo, error: unknown): boolean {
+  return (
+    io.signal.reason instanceof OutputClosedError &&
+    (error instanceof AbortedError || error instanceof OutputClosedError)
+  );
 }
 
 /** Errors that exit 2: bad usage, or a config (its database path, its listen address) that cannot work. */

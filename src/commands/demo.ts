@@ -56,6 +56,7 @@ export const demo: Command = (args, io) =>
     if (!mirror) throw new Error("demo config has no mirror");
     const runtime = await createRuntime(config, { ...io, env }, { lock: true, log: silentLogger() });
     const pass = async (title: string, full: boolean): Promise<MirrorSummary> => {
+      io.signal.throwIfAborted();
       const summary = await syncMirror(mirror, runtime.syncContext(io.signal), {
         full,
         allowMassDelete: false,
@@ -71,6 +72,7 @@ export const demo: Command = (args, io) =>
       );
       out(`mirror database: ${join(dir, "mirror.db")}`);
       await pass("1. first pass: no watermark yet, so a full snapshot", false);
+      out(COLUMNS);
       const [edited, removed] = sim.docs.list().filter((d) => d.visibleTo.length > 0 && !d.deleted);
       sim.clock.advance(60_000);
       if (edited) {
@@ -88,6 +90,7 @@ export const demo: Command = (args, io) =>
       }
       await pass("3. incremental pass: exports never report deletions, so nothing is removed", false);
       await pass("4. full pass: the key is missing from the snapshot, so it is swept", true);
+      out("  (deleted: the document is now a tombstone; revoked: its readers' access rows, removed)");
       const { store } = runtime;
       if (store.dialect !== "sqlite") throw new Error("demo always mirrors into a temporary SQLite file");
       const row = store.database.sqlite
@@ -101,6 +104,7 @@ export const demo: Command = (args, io) =>
       }[];
       out(`\nresources: ${row.live - row.tombstones} live, ${row.tombstones} tombstone(s)`);
       out(`changes feed: ${feed.map((f) => `${f.n} ${f.op}`).join(", ")}`);
+      out(FEED);
       await searchAsTwoUsers(store, sim, out);
       return 0;
     } finally {
@@ -130,5 +134,22 @@ async function searchAsTwoUsers(store: Store, sim: Simulator, out: (line: string
     out(`${user}: ${hits.length === 0 ? "no results" : `${hits.length} result(s)`}`);
     for (const h of hits)
       out(`  ${h.title ?? "(untitled)"}  ${h.key}\n    ${h.snippet.replace(/\s+/g, " ")}`);
+    if (user === other)
+      out(
+        `  (the service shares ${JSON.stringify(privateDoc?.title)} with ${owner} only, and search returns only what the searching user may see, so ${other} does not find it)`,
+      );
   }
 }
+
+const COLUMNS = [
+  "  (rows: export rows read, one per user who sees a document; new / changed / unchanged: documents;",
+  "   deleted: documents nobody may see any more; revoked: a user's access to a document removed;",
+  "   held: revocations the mass-delete guard holds back until approved (none here);",
+  "   skipped: user x server pairs the trigger did not run, e.g. the user cannot reach that server)",
+].join("\n");
+
+const FEED = [
+  "  (one change per document per run that changed it: upsert = new or changed content, access = only",
+  "   who may see it changed (here mostly each further user's run finding a document already stored),",
+  "   delete = nobody may see it any more; a search index reads this feed: syncmirror changes --after SEQ)",
+].join("\n");

@@ -11,6 +11,7 @@ export type CommandName =
   | "check"
   | "demo"
   | "simulate"
+  | "init"
   | "changes"
   | "search"
   | "reindex";
@@ -80,7 +81,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
   simulate: {
     summary: "run the simulated upstream service alone, printing its base URL and token, until stopped",
     usage:
-      "syncmirror simulate [--port N] [--seed N] [--users N] [--docs N] [--servers TYPE=N,...] [--latency-ms N]",
+      "syncmirror simulate [--port N] [--seed N] [--users N] [--docs N] [--servers TYPE=N,...] [--latency-ms N] [--configs N] [--print-config [--postgres]]",
     flags: [
       ["--port N", "port on 127.0.0.1 (default: 0, any free port)"],
       ["--seed N", "seed of the generated workspace (default: 1)"],
@@ -91,10 +92,33 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
         "servers per type: notion, google_drive, google_docs, github (default: notion=1,github=1)",
       ],
       ["--latency-ms N", "delay every API answer by N ms, as a remote service would (default: 0)"],
+      ["--configs N", "sync configs to serve, each over every server and user; one line per id (default: 1)"],
+      [
+        "--print-config",
+        "print a ready syncmirror config (one mirror per sync config, the banner as comments) instead of the banner (default: off)",
+      ],
+      [
+        "--postgres",
+        "with --print-config: the mirror in PostgreSQL, database.url_env: SYNCMIRROR_DATABASE_URL (default: data/mirror.db)",
+      ],
       HELP_FLAG,
     ],
     exit: "0 after SIGTERM/SIGINT; 2 bad usage",
     example: "syncmirror simulate --port 8080 --docs 1000",
+  },
+  init: {
+    summary: "write a minimal working config file; never overwrites one",
+    usage: "syncmirror init [--simulator URL] [--config FILE]",
+    flags: [
+      [
+        "--simulator URL",
+        "ask the simulator at URL (its root or its base_url) for base_url and a sync config id, with the token in $SYNCMIRROR_API_TOKEN (default: write placeholders that check names)",
+      ],
+      ["--config FILE", "the file to write (default: $SYNCMIRROR_CONFIG, then config/syncmirror.yaml)"],
+      HELP_FLAG,
+    ],
+    exit: "0 written; 1 the file exists (nothing is written); 2 bad usage, or the simulator could not be asked",
+    example: "syncmirror init --simulator http://127.0.0.1:8080 --config my.yaml",
   },
   changes: {
     summary: "the change feed as JSON (the same shape as GET /v1/changes), from a saved seq",

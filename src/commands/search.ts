@@ -3,7 +3,8 @@
  * matching resources, best first, as `/v1/search` answers. Reads only; works beside a daemon.
  */
 import { searchJson } from "../consumers/feed-json.js";
-import { parseSearchParams } from "../consumers/params.js";
+import { parseSearchParams, type SearchParams } from "../consumers/params.js";
+import { searchAsUser } from "../consumers/search-as-user.js";
 import { SearchQueryError, SearchUnavailableError, UsageError } from "../errors.js";
 import { createLogger } from "../log.js";
 import { openStore } from "../open-store.js";
@@ -25,9 +26,11 @@ export const search: Command = (args, io) =>
       true,
     );
     const config = loadCommandConfig(values.config, io);
+    const mirrors = config.mirrors.map((m) => m.name);
     const params = parseSearchParams(
       { user: values.user, q: positionals.join(" "), limit: values.limit, mirror: values.mirror },
-      config.mirrors.map((m) => m.name),
+      mirrors,
+      CLI_NAMES,
     );
     if (!config.search.enabled)
       throw new UsageError(
@@ -38,13 +41,12 @@ export const search: Command = (args, io) =>
       log: createLogger({ level: "warn", name: "syncmirror" }),
     });
     try {
-      const hits = await store.search.query({
-        userEmail: params.user,
-        mirror: params.mirror,
-        query: params.q,
-        limit: params.limit,
-      });
-      io.stdout.write(values.json ? `${JSON.stringify(searchJson(hits), null, 2)}\n` : formatHits(hits));
+      const found = await searchAsUser(store, params, mirrors);
+      const hint = found.unknownUser ? unknownUserHint(params, found.knownUsers) : undefined;
+      if (values.json) {
+        io.stdout.write(`${JSON.stringify(searchJson(found.hits), null, 2)}\n`);
+        if (hint) io.stderr.write(`syncmirror: ${hint}\n`);
+      } else io.stdout.write(hint ? `no results: ${hint}\n` : formatHits(found.hits));
       return 0;
     } catch (error) {
       // Both are the caller's to fix (the query, the config): exit 2 like any bad usage.
@@ -56,9 +58,26 @@ export const search: Command = (args, io) =>
     }
   });
 
+/** The CLI's names for the parameters /v1/search shares with it. */
+const CLI_NAMES = { user: "--user", q: "QUERY", limit: "--limit", mirror: "--mirror" };
+
+/** Three lines per hit; titles and snippets are folded onto their line, so a newline in a document cannot break the layout. */
 function formatHits(hits: readonly SearchHit[]): string {
   if (hits.length === 0) return "no results\n";
+  const line = (text: string) => text.replace(/\s+/g, " ").trim();
   return hits
-    .map((h) => `${h.title ?? "(untitled)"}  [${h.sourceType}]  ${h.url ?? ""}\n  ${h.snippet}\n  ${h.key}\n`)
+    .map(
+      (h) =>
+        `${line(h.title ?? "(untitled)")}  [${h.sourceType}]  ${h.url ?? ""}\n  ${line(h.snippet)}\n  ${h.key}\n`,
+    )
     .join("");
+}
+
+function unknownUserHint(params: SearchParams, knownUsers: readonly string[]): string {
+  const where = params.mirror === undefined ? "any mirror" : `mirror ${params.mirror}`;
+  const known =
+    knownUsers.length > 0
+      ? ` (users there include ${knownUsers.join(", ")})`
+      : " (it has no users yet: sync first)";
+  return `no user ${params.user} in ${where}${known}; search runs as a user the sync configs cover`;
 }

@@ -1,8 +1,16 @@
-/** `syncmirror simulate`: the simulated upstream service alone, until SIGTERM / SIGINT. */
+/**
+ * `syncmirror simulate`: the simulated upstream service alone, until SIGTERM / SIGINT. With
+ * `--configs N` it holds N sync configs (mirrors may not share one); with `--print-config` it prints
+ * a ready syncmirror config with one mirror per config instead of its banner.
+ */
 import { parseArgs } from "node:util";
-import { type SourceType, startSimulator } from "../simulator/index.js";
+import { FIRST_RUN_DATABASE_PATH, FIRST_RUN_LISTEN, mirrorNames, renderConfig } from "../config-template.js";
+import { type Simulator, type SourceType, startSimulator } from "../simulator/index.js";
 import type { Command } from "./command.js";
 import { usageHint } from "./help.js";
+
+/** The variable `--print-config --postgres` names for the database URL (README "Scaling out"). */
+const DATABASE_URL_ENV = "SYNCMIRROR_DATABASE_URL";
 
 const SOURCE_TYPES: readonly SourceType[] = ["notion", "google_drive", "google_docs", "github"];
 
@@ -15,6 +23,7 @@ export const simulate: Command = async (args, io) => {
     latencyMs: number;
     serversPerType?: Partial<Record<SourceType, number>>;
   };
+  let output: { configs: number; printConfig: boolean; postgres: boolean };
   try {
     const { values } = parseArgs({
       args,
@@ -25,6 +34,9 @@ export const simulate: Command = async (args, io) => {
         docs: { type: "string", default: "50" },
         servers: { type: "string" },
         "latency-ms": { type: "string", default: "0" },
+        configs: { type: "string", default: "1" },
+        "print-config": { type: "boolean", default: false },
+        postgres: { type: "boolean", default: false },
       },
       strict: true,
       allowPositionals: false,
@@ -37,6 +49,12 @@ export const simulate: Command = async (args, io) => {
       latencyMs: intOption("latency-ms", values["latency-ms"], 0, 600_000),
     };
     if (values.servers !== undefined) options.serversPerType = serversOption(values.servers);
+    output = {
+      configs: intOption("configs", values.configs, 1, 100),
+      printConfig: values["print-config"] === true,
+      postgres: values.postgres === true,
+    };
+    if (output.postgres && !output.printConfig) throw new Error("--postgres goes with --print-config");
   } catch (error) {
     io.stderr.write(
       `syncmirror simulate: ${error instanceof Error ? error.message : String(error)}\n${usageHint("simulate")}\n`,
@@ -46,18 +64,20 @@ export const simulate: Command = async (args, io) => {
   if (io.signal.aborted) return 0;
   const startedAt = performance.now();
   const sim = await startSimulator({ ...options, clock: { real: true } });
+  const configIds = [sim.syncConfigId];
+  while (configIds.length < output.configs) configIds.push(sim.configs.create());
   const startMs = Math.round(performance.now() - startedAt);
+  const banner = [
+    `base_url: ${sim.baseUrl}`,
+    `token: ${sim.token}`,
+    `project_id: ${sim.projectId}`,
+    ...configIds.map((id) => `sync_config_id: ${id}`),
+    `users: ${sim.users.length}, servers: ${sim.servers.length}, docs: ${options.docs}, latency: ${options.latencyMs} ms (ready in ${startMs} ms)`,
+    `admin: ${new URL(sim.baseUrl).origin}/_sim (POST /docs/edit-random {fraction}, GET|DELETE /requests; same token)`,
+    `try: curl -H "Authorization: Bearer ${sim.token}" ${sim.baseUrl}/projects`,
+  ];
   io.stdout.write(
-    [
-      `base_url: ${sim.baseUrl}`,
-      `token: ${sim.token}`,
-      `project_id: ${sim.projectId}`,
-      `sync_config_id: ${sim.syncConfigId}`,
-      `users: ${sim.users.length}, servers: ${sim.servers.length}, docs: ${options.docs}, latency: ${options.latencyMs} ms (ready in ${startMs} ms)`,
-      `admin: ${new URL(sim.baseUrl).origin}/_sim (POST /docs/edit-random {fraction}, GET|DELETE /requests; same token)`,
-      `try: curl -H "Authorization: Bearer ${sim.token}" ${sim.baseUrl}/projects`,
-      "",
-    ].join("\n"),
+    output.printConfig ? printedConfig(sim, configIds, banner, output.postgres) : `${banner.join("\n")}\n`,
   );
   await new Promise<void>((resolve) => {
     if (io.signal.aborted) resolve();
@@ -66,6 +86,29 @@ export const simulate: Command = async (args, io) => {
   await sim.close();
   return 0;
 };
+
+/** A syncmirror config for this simulator, one mirror per sync config, the banner as its comments. */
+function printedConfig(sim: Simulator, configIds: string[], banner: string[], postgres: boolean): string {
+  const remoteNames = configIds.map((id) => sim.configs.get(id).name);
+  const names = mirrorNames(remoteNames);
+  return renderConfig({
+    header: [
+      "syncmirror config for the simulator started by `syncmirror simulate --print-config`; it",
+      "answers only while that process runs. Export the token below in $SYNCMIRROR_API_TOKEN.",
+      "",
+      ...banner,
+    ],
+    baseUrl: sim.baseUrl,
+    database: postgres ? { urlEnv: DATABASE_URL_ENV } : { path: FIRST_RUN_DATABASE_PATH },
+    listen: FIRST_RUN_LISTEN,
+    mirrors: configIds.map((id, i) => ({
+      name: names[i] as string,
+      syncConfigId: id,
+      remoteName: remoteNames[i],
+    })),
+    simulator: { everyMinute: true },
+  });
+}
 
 /** `notion=1,github=2`: servers per source type (the default is one notion and one github server). */
 function serversOption(raw: string): Partial<Record<SourceType, number>> {

@@ -44,13 +44,21 @@ function formatMirror(s: MirrorStatus): string {
     `  pairs:                    ${s.pairs} (${s.pairs_awaiting_baseline} awaiting a baseline)`,
     `  held revocations:         ${s.held_revocations}`,
   ];
-  if (s.in_flight) {
-    const done = s.in_flight.runs.filter((r) => r.ingest === "done").length;
-    lines.push(
-      `  in flight:                ${s.in_flight.mode} trigger ${s.in_flight.trigger_id ?? "(POST pending)"}, ${done}/${s.in_flight.runs.length} runs ingested`,
-    );
-  }
+  if (s.in_flight) lines.push(`  in flight:                ${describeInFlight(s.in_flight, s.holder)}`);
   for (const p of s.skipped_pairs)
     lines.push(`  skipped: ${p.user_email} on ${p.server_instance_id}: ${p.reason}`);
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * A trigger without an id was recorded but never answered (a rejected token, an unreachable
+ * service, a lost response): say so, and that the next pass adopts the runs it may have created
+ * before it sends one (SPEC "One trigger per mirror at a time").
+ */
+function describeInFlight(t: NonNullable<MirrorStatus["in_flight"]>, holder: string | null): string {
+  const next = holder === null ? "the next pass" : `the pass running on ${holder}`;
+  if (t.state === "intent")
+    return `${t.mode} trigger not started: the service has not accepted its POST (see last outcome); ${next} adopts any runs that POST created, else sends it`;
+  const done = t.runs.filter((r) => r.ingest === "done").length;
+  return `${t.mode} trigger ${t.trigger_id}, ${done}/${t.runs.length} runs ingested; ${next} resumes it`;
 }

@@ -10,8 +10,9 @@ import type { Store } from "../store/store.js";
 import { type OnCommit, readChangesWaiting } from "./change-waiter.js";
 import { feedPageJson, searchJson } from "./feed-json.js";
 import { parseFeedParams, parseSearchParams, queryParams } from "./params.js";
+import { searchAsUser } from "./search-as-user.js";
 
-export type ConsumerSource = Pick<Store, "feed" | "search"> & { onCommit: OnCommit };
+export type ConsumerSource = Pick<Store, "feed" | "search" | "pairs"> & { onCommit: OnCommit };
 
 export interface ConsumerRoutesDeps {
   /** The open store (either dialect); undefined until the daemon has opened it. */
@@ -26,6 +27,8 @@ export interface ConsumerRoutesDeps {
 
 const JSON_TYPE = "application/json; charset=utf-8";
 const PREFIX = "/v1/";
+/** The consumer endpoints (bearer token always). */
+export const CONSUMER_PATHS = Object.freeze({ changes: "/v1/changes", search: "/v1/search" });
 
 /** Answers requests under `/v1/`; undefined for any other path (the caller routes those). */
 export function createConsumerRoutes(deps: ConsumerRoutesDeps) {
@@ -39,9 +42,9 @@ export function createConsumerRoutes(deps: ConsumerRoutesDeps) {
     if (source === undefined) return json(503, { error: "not ready: the database is not open yet" });
     try {
       switch (url.pathname) {
-        case "/v1/changes":
+        case CONSUMER_PATHS.changes:
           return json(200, await changes(deps, source, url, req));
-        case "/v1/search":
+        case CONSUMER_PATHS.search:
           return json(200, await search(deps, source, url));
         default:
           return json(404, { error: "not found" });
@@ -76,12 +79,7 @@ async function search(deps: ConsumerRoutesDeps, source: ConsumerSource, url: URL
   const params = parseSearchParams(queryParams(url.searchParams), deps.mirrors);
   if (!deps.searchEnabled)
     throw new SearchUnavailableError("search is not enabled: set search.enabled: true");
-  const hits = await source.search.query({
-    userEmail: params.user,
-    mirror: params.mirror,
-    query: params.q,
-    limit: params.limit,
-  });
+  const { hits } = await searchAsUser(source, params, deps.mirrors);
   return searchJson(hits);
 }
 

@@ -12,9 +12,15 @@ export const SEARCH_MAX_LIMIT = 100;
 const integer = (min: number, max: number) =>
   z
     .string()
-    .regex(/^\d{1,16}$/, "must be a whole number written in digits")
+    .regex(/^-?\d{1,16}$/, "must be a whole number written in digits")
     .transform(Number)
-    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(min, min === 0 ? "must be 0 or more" : `must be at least ${min}`)
+        .max(max, `must be at most ${max}`),
+    );
 
 const mirrorName = z.string().regex(/^[a-z0-9_-]+$/, "must be a mirror name ([a-z0-9_-]+)");
 
@@ -35,16 +41,27 @@ const SearchParams = z.strictObject({
 export type FeedParams = z.infer<typeof FeedParams>;
 export type SearchParams = z.infer<typeof SearchParams>;
 type Raw = Record<string, string | undefined>;
+/** How the caller names each parameter in messages: the CLI says `--after` and `QUERY`; HTTP its own names. */
+export type ParamNames = Readonly<Record<string, string>>;
 
 /** Throws UsageError (HTTP 400, CLI exit 2) naming each bad parameter. */
-export function parseFeedParams(raw: Raw, mirrors: readonly string[]): FeedParams {
-  return checkMirror(parse(FeedParams, raw, { after: "is required (0 reads from the start)" }), mirrors);
+export function parseFeedParams(raw: Raw, mirrors: readonly string[], names: ParamNames = {}): FeedParams {
+  return checkMirror(
+    parse(FeedParams, raw, { after: "is required (0 reads from the start)" }, names),
+    mirrors,
+    names,
+  );
 }
 
-export function parseSearchParams(raw: Raw, mirrors: readonly string[]): SearchParams {
+export function parseSearchParams(
+  raw: Raw,
+  mirrors: readonly string[],
+  names: ParamNames = {},
+): SearchParams {
   return checkMirror(
-    parse(SearchParams, raw, { user: "is required: search always runs as one user" }),
+    parse(SearchParams, raw, { user: "is required: search always runs as one user" }, names),
     mirrors,
+    names,
   );
 }
 
@@ -58,21 +75,28 @@ export function queryParams(search: URLSearchParams): Raw {
   return raw;
 }
 
-function parse<T>(schema: z.ZodType<T>, raw: Raw, missing: Record<string, string>): T {
+function parse<T>(schema: z.ZodType<T>, raw: Raw, missing: Record<string, string>, names: ParamNames): T {
   const defined = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined));
   const result = schema.safeParse(defined);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const key = issue.path.join(".");
     if (issue.code === "unrecognized_keys") return `unknown parameter ${issue.keys.join(", ")}`;
-    if (!(key in defined)) return `${key}: ${missing[key] ?? "is required"}`;
-    return `${key}: ${issue.message}`;
+    const name = names[key] ?? key;
+    if (!(key in defined)) return `${name}: ${missing[key] ?? "is required"}`;
+    return `${name}: ${issue.message}`;
   });
   throw new UsageError(problems.join("; "));
 }
 
-function checkMirror<T extends { mirror?: string | undefined }>(params: T, mirrors: readonly string[]): T {
+function checkMirror<T extends { mirror?: string | undefined }>(
+  params: T,
+  mirrors: readonly string[],
+  names: ParamNames,
+): T {
   if (params.mirror !== undefined && !mirrors.includes(params.mirror))
-    throw new UsageError(`mirror: "${params.mirror}" is not a mirror in the config (${mirrors.join(", ")})`);
+    throw new UsageError(
+      `${names.mirror ?? "mirror"}: "${params.mirror}" is not a mirror in the config (${mirrors.join(", ")})`,
+    );
   return params;
 }

@@ -5,6 +5,7 @@
 import { WRONG_BASE_URL_ADVICE } from "../api/base-url.js";
 import type { MirrorConfig } from "../config.js";
 import {
+  ApiError,
   BadRequestError,
   CannotStartError,
   FeatureDisabledError,
@@ -49,4 +50,13 @@ export function classifyFailure(
     keepInFlight: true,
     message: `${error.message}; the trigger stays in flight and the next pass resumes it`,
   };
+}
+
+/**
+ * The `err` of the log line that reports the failure: the error's own text, unless the pass blames
+ * the base URL, where a 404's advice to check the sync config id would contradict the message.
+ */
+export function describeFailureCause(error: SyncmirrorError, baseUrlWrong: boolean): string {
+  if (!baseUrlWrong || !(error instanceof ApiError)) return error.message;
+  return `${error.method} ${error.route} answered 404, and so does GET /projects: api.base_url is wrong, not the sync config id`;
 }

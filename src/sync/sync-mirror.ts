@@ -7,7 +7,7 @@ import type { MirrorConfig } from "../config.js";
 import { AbortedError, NotFoundError, SyncmirrorError } from "../errors.js";
 import { withLogContext } from "../log.js";
 import type { Trigger } from "../store/types.js";
-import { classifyFailure } from "./classify.js";
+import { classifyFailure, describeFailureCause } from "./classify.js";
 import type { MirrorPass, PassOptions, SyncContext } from "./context.js";
 import { dryRunSweep } from "./dry-run.js";
 import { recordSkippedGauge } from "./gauges.js";
@@ -79,7 +79,8 @@ async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<
       error instanceof NotFoundError &&
       (await isBaseUrlWrong(ctx.api, ctx.signal));
     const { outcome, keepInFlight, message } = classifyFailure(error, mirror, trigger, baseUrlWrong);
-    ctx.log.error({ code: error.code, err: error.message, trigger_id: trigger.triggerId }, message);
+    const err = describeFailureCause(error, baseUrlWrong);
+    ctx.log.error({ code: error.code, err, trigger_id: trigger.triggerId }, message);
     return settleWithoutRuns(pass, trigger, { outcome, message, keepInFlight, resumed, startedAtMs });
   }
 }

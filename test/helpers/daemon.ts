@@ -52,20 +52,22 @@ export interface CliProcess {
 
 /**
  * `node dist/cli.js <args>` with its output collected; with `prelude`, under `sh -c` after that
- * command (process limits and file-creation masks the harness cannot set otherwise).
+ * command (process limits and file-creation masks the harness cannot set otherwise); in `cwd`
+ * (default: this process's) for configs with relative paths.
  */
 export function spawnCli(
   args: string[],
   env: Record<string, string | undefined>,
-  options: { prelude?: string } = {},
+  options: { prelude?: string; cwd?: string } = {},
 ): CliProcess {
   const stdio: ["ignore", "pipe", "pipe"] = ["ignore", "pipe", "pipe"];
   const child = options.prelude
     ? spawn("sh", ["-c", `${options.prelude} && exec "$0" "$@"`, process.execPath, CLI, ...args], {
         env,
         stdio,
+        cwd: options.cwd,
       })
-    : spawn(process.execPath, [CLI, ...args], { env, stdio });
+    : spawn(process.execPath, [CLI, ...args], { env, stdio, cwd: options.cwd });
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (d: Buffer) => {

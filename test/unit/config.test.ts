@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig, parseConfig, requireToken, resolveConfigPath } from "../../src/config.js";
 import { ConfigError } from "../../src/errors.js";
+import { configIssues } from "../helpers/config-issues.js";
 
 const ID = "3f6c2a91-8d4e-4b7a-9c15-2e8f0d6b1a47";
 const base = `api:
@@ -10,15 +11,7 @@ mirrors:
     sync_config_id: ${ID}
 `;
 
-function issuesOf(text: string, env: Record<string, string> = {}): { path: string; message: string }[] {
-  try {
-    parseConfig("cfg.yaml", text, env);
-  } catch (error) {
-    if (error instanceof ConfigError) return [...error.issues];
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-}
+const issuesOf = configIssues;
 
 describe("config", () => {
   it("reads the HTTP bearer token from the variable http.token_env names, and search.enabled", () => {
@@ -51,6 +44,7 @@ describe("config", () => {
     expect(config.http).toEqual({
       host: "0.0.0.0",
       port: 9464,
+      listenFrom: "http.listen",
       tokenEnv: "SYNCMIRROR_HTTP_TOKEN",
       token: undefined,
     });
@@ -88,7 +82,7 @@ describe("config", () => {
       }
     })();
     expect(missing).toMatch(
-      /\/nonexistent\/syncmirror\.yaml.*no such file: copy config\/syncmirror\.example\.yaml/s,
+      /\/nonexistent\/syncmirror\.yaml.*no such file: write one with syncmirror init.*copy config\/syncmirror\.example\.yaml/s,
     );
     expect(missing).toMatch(/--config FILE or \$SYNCMIRROR_CONFIG/);
     const [yaml] = issuesOf(`${base}  x: y: z\n`);

@@ -88,7 +88,7 @@ export function connectError(error: unknown, naming: Naming): SyncmirrorError {
   }
   if ((code !== undefined && UNAVAILABLE_CODES.has(code)) || /timeout|terminated/i.test(detail)) {
     return new DatabaseUnavailableError(
-      `cannot reach ${naming.database} (${detail}): check that the server is up and reachable from here; syncmirror keeps retrying`,
+      `cannot reach ${naming.database} (${detail}): check that the server is up and reachable from here`,
       options,
     );
   }

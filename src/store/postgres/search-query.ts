@@ -4,6 +4,10 @@
  * query means the same on both dialects and a bad one fails the same way: here, before any SQL, as
  * SearchQueryError. Lexemes are quoted, so nothing a user types reaches `to_tsquery` as an
  * operator. Accents are removed as the index removes them.
+ *
+ * FTS5 splits `user@example.com` into three words; PostgreSQL's parser keeps an email, a host or a
+ * path whole in the index. So a phrase term that joins words with punctuation matches either form:
+ * `('user' <-> 'example' <-> 'com' | 'user@example.com')`.
  */
 import { SearchQueryError } from "../../errors.js";
 import { SEARCH_QUERY_ADVICE } from "../consumer-types.js";
@@ -13,10 +17,13 @@ const TOKEN = /\s*(?:("(?:[^"]|"")*")|([\p{L}\p{N}\p{M}_]+)|([()*:])|(\S))/uy;
 /** FTS5's column filters (`title:word`) as tsquery weights: the index weighs title A, text B. */
 const COLUMN_WEIGHTS: Record<string, string> = { title: "A", content_text: "B" };
 
-type Token =
-  | { kind: "phrase"; words: string[] }
-  | { kind: "op"; op: string }
-  | { kind: "punct"; text: string };
+/** One whitespace-separated term of a phrase; `whole` when punctuation joins several words. */
+interface Term {
+  words: string[];
+  whole?: string;
+}
+
+type Token = { kind: "phrase"; terms: Term[] } | { kind: "op"; op: string } | { kind: "punct"; text: string };
 
 /** Combining diacritics, removed after NFD as the index removes them (see search.ts). */
 export const DIACRITICS = "[\u0300-\u036f]";
@@ -41,12 +48,32 @@ function tokenize(query: string): Token[] {
     if (m === null) break;
     const [, quoted, bare, punct, other] = m;
     if (other !== undefined) fail();
-    if (quoted !== undefined) tokens.push({ kind: "phrase", words: quoted.slice(1, -1).match(WORD) ?? [] });
+    if (quoted !== undefined) tokens.push({ kind: "phrase", terms: phraseTerms(quoted) });
     else if (bare === "AND" || bare === "OR" || bare === "NOT") tokens.push({ kind: "op", op: bare });
-    else if (bare !== undefined) tokens.push({ kind: "phrase", words: [bare] });
+    else if (bare !== undefined) tokens.push({ kind: "phrase", terms: [{ words: [bare] }] });
     else if (punct !== undefined) tokens.push({ kind: "punct", text: punct });
   }
   return tokens;
+}
+
+function phraseTerms(quoted: string): Term[] {
+  return quoted
+    .slice(1, -1)
+    .replace(/""/g, '"')
+    .split(/\s+/)
+    .map((text): Term => {
+      const words = text.match(WORD) ?? [];
+      const whole = text.replace(EDGE_PUNCTUATION, "");
+      return words.length > 1 ? { words, whole } : { words };
+    })
+    .filter((term) => term.words.length > 0);
+}
+
+const EDGE_PUNCTUATION = /^[^\p{L}\p{N}\p{M}_]+|[^\p{L}\p{N}\p{M}_]+$/gu;
+
+/** A tsquery lexeme in quotes: `'` doubled and `\` escaped, so the text stays one operand. */
+function quoteLexeme(text: string): string {
+  return `'${foldAccents(text.toLowerCase()).replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
 }
 
 class Parser {
@@ -88,26 +115,29 @@ class Parser {
       if (close?.kind !== "punct" || close.text !== ")") fail();
       return inner;
     }
-    if (token?.kind !== "phrase" || token.words.length === 0) fail();
+    if (token?.kind !== "phrase" || token.terms.length === 0) fail();
     const next = this.tokens[this.at];
     const prefix = next?.kind === "punct" && next.text === "*";
     if (prefix) this.at++;
-    const lexemes = token.words.map((w, i) => {
-      const lexeme = `'${foldAccents(w.toLowerCase())}'`;
-      const star = prefix && i === token.words.length - 1 ? "*" : "";
-      return star || weight ? `${lexeme}:${star}${weight}` : lexeme;
+    const lexeme = (text: string, star: string) =>
+      star || weight ? `${quoteLexeme(text)}:${star}${weight}` : quoteLexeme(text);
+    const last = token.terms.length - 1;
+    const parts = token.terms.map((term, t) => {
+      const words = term.words.map((w, i) =>
+        lexeme(w, prefix && t === last && i === term.words.length - 1 ? "*" : ""),
+      );
+      const phrase = words.length === 1 ? (words[0] as string) : `(${words.join(" <-> ")})`;
+      return term.whole === undefined ? phrase : `(${phrase} | ${lexeme(term.whole, "")})`;
     });
-    return lexemes.length === 1 ? (lexemes[0] as string) : `(${lexemes.join(" <-> ")})`;
+    return parts.length === 1 ? (parts[0] as string) : `(${parts.join(" <-> ")})`;
   }
 
   /** The weight of a `title:` / `content_text:` prefix, consumed; "" without one. */
   private columnFilter(): string {
     const [name, colon] = [this.tokens[this.at], this.tokens[this.at + 1]];
     if (colon?.kind !== "punct" || colon.text !== ":") return "";
-    const weight =
-      name?.kind === "phrase" && name.words.length === 1
-        ? COLUMN_WEIGHTS[name.words[0] as string]
-        : undefined;
+    const only = name?.kind === "phrase" && name.terms.length === 1 ? name.terms[0] : undefined;
+    const weight = only?.words.length === 1 ? COLUMN_WEIGHTS[only.words[0] as string] : undefined;
     if (weight === undefined) fail();
     this.at += 2;
     return weight;

@@ -2,7 +2,11 @@
  * `syncmirror demo` and `syncmirror simulate` as child processes: demo runs its passes and exits 0;
  * simulate serves a workspace with its printed base URL and token until SIGTERM.
  */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { spawnCli, until } from "../../helpers/daemon.js";
 import { buildOnce } from "./setup.js";
 
@@ -36,6 +40,20 @@ describe("syncmirror demo", () => {
     expect(keysOf(sections[0] as string).length).toBeGreaterThan(0);
     expect(keysOf(sections[0] as string)).not.toEqual(keysOf(sections[1] as string));
   });
+
+  it("explains its columns, the changes feed line and why one user finds nothing", async () => {
+    const demo = spawnCli(["demo"], ENV);
+    expect((await demo.exited).code, demo.stderr()).toBe(0);
+    const out = demo.stdout().replace(/\n\s+/g, " ");
+    expect(out).toContain("held: revocations the mass-delete guard holds back until approved");
+    expect(out).toContain("skipped: user x server pairs the trigger did not run");
+    expect(out).toContain("revoked: a user's access to a document removed");
+    expect(out).toMatch(/changes feed: \d+ access, 1 delete, \d+ upsert \(one change per document per run/);
+    expect(out).toContain("access = only who may see it changed");
+    expect(out).toMatch(
+      /\(the service shares ".+" with \S+@example\.com only, and search returns only what the searching user may see, so \S+@example\.com does not find it\)/,
+    );
+  });
 });
 
 describe("syncmirror simulate", () => {
@@ -68,6 +86,43 @@ describe("syncmirror simulate", () => {
       await expect(fetch(url, { headers: { authorization: `Bearer ${token}` } })).rejects.toThrow();
     } finally {
       await sim.stop("SIGKILL");
+    }
+  });
+});
+
+describe("syncmirror simulate --configs N --print-config", () => {
+  it("prints a ready config with N mirrors of N distinct sync configs, which sync as printed", async () => {
+    const sim = spawnCli(["simulate", "--configs", "3", "--docs", "20", "--print-config"], ENV);
+    const dir = mkdtempSync(join(tmpdir(), "syncmirror-print-config-"));
+    try {
+      // The config is one write: complete once the third mirror's id line has ended.
+      const text = await until(
+        () => /- name: config-3.*\n {4}sync_config_id: \S+\n/.test(sim.stdout()) && sim.stdout(),
+        "the printed config",
+      );
+      const config = parse(text) as { mirrors: { name: string; sync_config_id: string }[] };
+      const ids = config.mirrors.map((m) => m.sync_config_id);
+      expect(config.mirrors.map((m) => m.name)).toEqual(["all-servers-all-users", "config-2", "config-3"]);
+      expect(new Set(ids).size).toBe(3);
+      const banner = [...text.matchAll(/^# sync_config_id: (\S+)$/gm)].map((m) => m[1]);
+      expect(banner).toEqual(ids);
+      const token = /^# token: (\S+)$/m.exec(text)?.[1];
+      writeFileSync(join(dir, "printed.yaml"), text);
+      const sync = spawnCli(
+        ["sync", "--json", "--config", "printed.yaml"],
+        { ...ENV, SYNCMIRROR_API_TOKEN: token },
+        { cwd: dir },
+      );
+      expect((await sync.exited).code, sync.stderr()).toBe(0);
+      const summary = JSON.parse(sync.stdout()) as { mirrors: { mirror: string; outcome: string }[] };
+      expect(summary.mirrors.map((m) => [m.mirror, m.outcome])).toEqual([
+        ["all-servers-all-users", "succeeded"],
+        ["config-2", "succeeded"],
+        ["config-3", "succeeded"],
+      ]);
+    } finally {
+      await sim.stop("SIGTERM");
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,0 +1,129 @@
+/**
+ * `syncmirror init` through the real CLI against a real simulator on loopback: the config it writes
+ * passes `check` and `sync` as written; it never overwrites a file; without --simulator it writes
+ * placeholders that `check` names; bad usage exits 2 and writes nothing.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type Simulator, startSimulator } from "../../../src/simulator/index.js";
+import { spawnCli } from "../../helpers/daemon.js";
+import { buildOnce } from "./setup.js";
+
+let sim: Simulator | undefined;
+let dir: string | undefined;
+beforeAll(buildOnce);
+afterEach(async () => {
+  await sim?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  sim = undefined;
+  dir = undefined;
+});
+
+async function setUp(): Promise<{ sim: Simulator; dir: string; env: Record<string, string | undefined> }> {
+  sim = await startSimulator({ docs: 20 });
+  dir = mkdtempSync(join(tmpdir(), "syncmirror-init-"));
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    SYNCMIRROR_API_TOKEN: sim.token,
+    LOG_LEVEL: "warn",
+  };
+  delete env.SYNCMIRROR_CONFIG;
+  return { sim, dir, env };
+}
+
+async function run(args: string[], env: Record<string, string | undefined>, cwd: string) {
+  const p = spawnCli(args, env, { cwd });
+  const { code } = await p.exited;
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+describe("syncmirror init", () => {
+  it("against a simulator writes a config that check and sync accept as written, and refuses a second time", async () => {
+    const { sim, dir, env } = await setUp();
+    const other = sim.configs.create({ name: "Sales drive" });
+    const origin = new URL(sim.baseUrl).origin;
+
+    const init = await run(["init", "--simulator", origin, "--config", "my.yaml"], env, dir);
+    expect(init.code, init.stderr).toBe(0);
+    expect(init.stdout).toContain(
+      `wrote my.yaml: mirror all-servers-all-users of sync config ${sim.syncConfigId}`,
+    );
+    const written = readFileSync(join(dir, "my.yaml"), "utf8");
+    expect(written).toContain(`  base_url: ${sim.baseUrl}\n`);
+    expect(written).toContain(
+      `  # - name: sales-drive   # sync config "Sales drive"\n  #   sync_config_id: ${other}\n`,
+    );
+    expect(written).not.toContain(sim.token);
+
+    const check = await run(["check", "--config", "my.yaml"], env, dir);
+    expect(check.code, check.stdout + check.stderr).toBe(0);
+    expect(check.stdout).toContain("no problems found");
+    const sync = await run(["sync", "--json", "--config", "my.yaml"], env, dir);
+    expect(sync.code, sync.stderr).toBe(0);
+    expect(JSON.parse(sync.stdout).mirrors[0]).toMatchObject({
+      mirror: "all-servers-all-users",
+      outcome: "succeeded",
+    });
+    expect(existsSync(join(dir, "data", "mirror.db"))).toBe(true);
+
+    const again = await run(["init", "--simulator", sim.baseUrl, "--config", "my.yaml"], env, dir);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe(
+      "syncmirror: my.yaml already exists and init never overwrites a file: edit it, remove it first, or name another file with --config FILE\n",
+    );
+    expect(readFileSync(join(dir, "my.yaml"), "utf8")).toBe(written);
+  });
+
+  it("takes the simulator's base_url as well as its root", async () => {
+    const { sim, dir, env } = await setUp();
+    const r = await run(["init", "--simulator", `${sim.baseUrl}/`, "--config", "a.yaml"], env, dir);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(join(dir, "a.yaml"), "utf8")).toContain(`  base_url: ${sim.baseUrl}\n`);
+  });
+
+  it("without --simulator writes placeholders at the default path, which check names until replaced", async () => {
+    const { dir, env } = await setUp();
+    const init = await run(["init"], env, dir);
+    expect(init.code, init.stderr).toBe(0);
+    expect(init.stdout).toContain("wrote config/syncmirror.yaml: a template with placeholders");
+    const check = await run(["check"], env, dir);
+    expect(check.code).toBe(2);
+    expect(check.stderr).toContain(
+      "api.base_url: still holds the placeholder syncmirror init wrote: put the service's API base URL there",
+    );
+    expect(check.stderr).toContain(
+      "mirrors[0].sync_config_id: still holds the placeholder syncmirror init wrote",
+    );
+    const existing = join(dir, "config", "syncmirror.yaml");
+    writeFileSync(existing, "# mine\n");
+    expect((await run(["init"], env, dir)).code).toBe(1);
+    expect(readFileSync(existing, "utf8")).toBe("# mine\n");
+  });
+
+  it("bad usage exits 2 and writes nothing: not a URL, no token, an unknown option", async () => {
+    const { sim, dir, env } = await setUp();
+    const cases: [string[], Record<string, string | undefined>, RegExp][] = [
+      [["init", "--simulator", "127.0.0.1 8080"], env, /--simulator: "127.0.0.1 8080" is not a URL/],
+      [
+        ["init", "--simulator", sim.baseUrl],
+        { ...env, SYNCMIRROR_API_TOKEN: undefined },
+        /SYNCMIRROR_API_TOKEN is not set/,
+      ],
+      [
+        ["init", "--simulator", sim.baseUrl],
+        { ...env, SYNCMIRROR_API_TOKEN: "wrong-token" },
+        /--simulator .*was rejected \(401/,
+      ],
+      [["init", "--force"], env, /Unknown option '--force'/],
+    ];
+    for (const [args, caseEnv, message] of cases) {
+      const r = await run([...args, "--config", "x.yaml"], caseEnv, dir);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(existsSync(join(dir, "x.yaml"))).toBe(false);
+    }
+  });
+});
