@@ -6,8 +6,8 @@ import { searchJson } from "../consumers/feed-json.js";
 import { parseSearchParams } from "../consumers/params.js";
 import { SearchQueryError, SearchUnavailableError, UsageError } from "../errors.js";
 import { createLogger } from "../log.js";
-import { openStore } from "../open-store.js";
 import type { SearchHit } from "../store/consumer-types.js";
+import { openStore } from "../store/open-store.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 

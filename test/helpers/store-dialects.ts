@@ -1,11 +1,12 @@
 /**
  * The two store dialects for suites that run once per dialect (`describe.each(storeDialects)`):
  * each opens a fresh store with the real migrations and offers a reader for assertions that goes
- * around the store (a second connection on Postgres).
+ * around the store (a second connection).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
 import { silentLogger } from "../../src/log.js";
@@ -33,11 +34,12 @@ const sqlite: StoreDialect = {
   async open() {
     const dir = mkdtempSync(join(tmpdir(), "syncmirror-store-"));
     const store = openSqliteStore(join(dir, "mirror.db"));
+    const reader = new Database(join(dir, "mirror.db"), { readonly: true });
     return {
       store,
-      query: async <T>(sql: string, ...params: unknown[]) =>
-        store.database.sqlite.prepare(sql).all(...params) as T[],
+      query: async <T>(sql: string, ...params: unknown[]) => reader.prepare(sql).all(...params) as T[],
       async close() {
+        reader.close();
         await store.close();
         rmSync(dir, { recursive: true, force: true });
       },
