@@ -75,6 +75,16 @@ export interface StoreDriver<C extends object> {
   close(): Promise<void>;
 }
 
+/**
+ * The driver's own error under whatever wrapped it (drizzle's "Failed query: ..." carries the
+ * statement and its parameters, and the driver's error as its `cause`): the innermost cause.
+ */
+export function driverError(error: unknown): unknown {
+  let e = error;
+  while (e instanceof Error && e.cause !== undefined) e = e.cause;
+  return e;
+}
+
 /** The `code` of an error and of each error it wraps (`cause`), outermost first. */
 export function errorCodes(error: unknown): string[] {
   const codes: string[] = [];

@@ -15,6 +15,7 @@ import {
   SchemaTooNewError,
   SyncmirrorError,
 } from "../../errors.js";
+import { driverError } from "../driver.js";
 import { migrationsDir } from "../migrations-dir.js";
 
 const MIGRATIONS_DIR = migrationsDir("postgres");
@@ -104,8 +105,9 @@ const RESUMES = "then run again: the mirror resumes where it stopped";
  */
 export function storeError(error: unknown, naming: Naming): SyncmirrorError {
   if (error instanceof SyncmirrorError) return error;
-  const code = codeOf(error);
-  const detail = `${code ? `${code} ` : ""}${messageOf(error, naming)}`;
+  const own = driverError(error);
+  const code = codeOf(own);
+  const detail = `${code ? `${code} ` : ""}${messageOf(own, naming)}`;
   const options = { cause: error };
   if (code === "53100") {
     return new DatabaseError(
@@ -134,7 +136,9 @@ export function storeError(error: unknown, naming: Naming): SyncmirrorError {
 
 /** A server or network state a later attempt may get past, or pg's own words for a dropped socket. */
 function isConnectionLost(code: string | undefined, detail: string): boolean {
-  return (code !== undefined && UNAVAILABLE_CODES.has(code)) || /timeout|terminated/i.test(detail);
+  return (
+    (code !== undefined && UNAVAILABLE_CODES.has(code)) || /timeout|terminated|connection error/i.test(detail)
+  );
 }
 
 export function createPool(url: string, poolSize: number, naming: Naming): pg.Pool {

@@ -3,11 +3,12 @@
  * the permissions) and that the mirror resumes where it stopped.
  */
 import { DatabaseError } from "../../errors.js";
-import { errorCodes } from "../driver.js";
+import { driverError, errorCodes } from "../driver.js";
 
 export function sqliteStoreError(error: unknown): DatabaseError {
-  const message = error instanceof Error ? error.message : String(error);
-  return new DatabaseError(advice(errorCodes(error)[0], message), { cause: error });
+  const own = driverError(error);
+  const message = own instanceof Error ? own.message : String(own);
+  return new DatabaseError(advice(errorCodes(own)[0], message), { cause: error });
 }
 
 /** SQLITE_BUSY: another connection held the write lock past the busy timeout. */

@@ -130,6 +130,9 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
       })
       .catch((error: unknown) => error);
     expect(isDatabaseError(failed)).toBe(true);
+    expect((failed as Error).message).toMatch(
+      /^lost the connection to the PostgreSQL database in \$\w+ \(.+\): check that the server is up .*then run again: the mirror resumes where it stopped$/,
+    );
     expect((failed as Error).message).not.toContain(database.url);
     expect(await store.mirrors.get("lost")).toBeUndefined();
     await store.transaction((tx) => tx.mirrors.ensure("lost", "cfg"));
