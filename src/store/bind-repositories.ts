@@ -50,7 +50,8 @@ export function routeRepositories(
 ): StoreOps {
   return mapMethods(outside, (fn, repo, method) => (...args) => {
     const tx = joined() as unknown as MethodTable | undefined;
-    if (tx) return tx[repo]?.[method]?.(...args);
+    // The same repositories over the transaction's connection: the method is there.
+    if (tx) return (tx[repo]?.[method] as Method)(...args);
     return run(() => fn(...args) as Promise<unknown>);
   });
 }
