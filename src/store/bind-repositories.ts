@@ -50,8 +50,11 @@ export function routeRepositories(
 ): StoreOps {
   return mapMethods(outside, (fn, repo, method) => (...args) => {
     const tx = joined() as unknown as MethodTable | undefined;
-    // The same repositories over the transaction's connection: the method is there.
-    if (tx) return (tx[repo]?.[method] as Method)(...args);
+    if (tx) {
+      // The same repositories over the transaction's connection: the method is there.
+      const joinedRepo = tx[repo] as Record<string, Method>;
+      return (joinedRepo[method] as Method)(...args);
+    }
     return run(() => fn(...args) as Promise<unknown>);
   });
 }
