@@ -17,7 +17,7 @@ import { createRandom } from "../src/simulator/random.js";
 import { generateBody, generateSize, generateTitle } from "../src/simulator/text.js";
 import { readChanges } from "../src/store/sqlite/feed.js";
 import { openDatabase } from "../src/store/sqlite/open.js";
-import { applySearchSetting, rebuildSearchIndex, searchResources } from "../src/store/sqlite/search.js";
+import { rebuildSearchIndex, searchResources } from "../src/store/sqlite/search.js";
 import { openSqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import type { StoreOps } from "../src/store/store.js";
 import { createMirrorDb, runSyncPass } from "./mirror.js";
@@ -44,9 +44,9 @@ const mb = (bytes: number) => round(bytes / 2 ** 20, 1);
 
 async function ingest(path: string, n: number, search: boolean): Promise<{ ms: number; bytes: number }> {
   const store = openSqliteStore(path, { lock: true });
-  const { sqlite } = store.database;
+  let ms: number;
   try {
-    if (search) await applySearchSetting(sqlite, true);
+    if (search) await store.search.apply(true);
     const random = createRandom(42);
     const at = new Date().toISOString();
     const started = performance.now();
@@ -55,11 +55,16 @@ async function ingest(path: string, n: number, search: boolean): Promise<{ ms: n
         for (let i = from; i < Math.min(n, from + PAGE); i++) await writeOne(tx, random, i, at);
       });
     }
-    const ms = performance.now() - started;
-    sqlite.pragma("wal_checkpoint(TRUNCATE)");
-    return { ms, bytes: dbBytes(sqlite) };
+    ms = performance.now() - started;
   } finally {
     await store.close();
+  }
+  const open = openDatabase(path);
+  try {
+    open.sqlite.pragma("wal_checkpoint(TRUNCATE)");
+    return { ms, bytes: dbBytes(open.sqlite) };
+  } finally {
+    open.close();
   }
 }
 

@@ -222,6 +222,15 @@ export function readCrashAt(env: Env): { point: string; hit: number; signal: "SI
   return { point, hit: n ? Number(n) : 1, signal: signal === "SIGTERM" ? "SIGTERM" : "SIGKILL" };
 }
 
+/**
+ * The retry seam for the tests of "callbacks return what happened": with
+ * `SYNCMIRROR_RETRY_EACH_TRANSACTION=1` the first attempt of every store transaction fails at its
+ * commit as a conflicting writer would make it fail, so every callback runs twice. Unset in production.
+ */
+export function readRetryEachTransaction(env: Env): boolean {
+  return env.SYNCMIRROR_RETRY_EACH_TRANSACTION === "1";
+}
+
 /** The token, or a ConfigError saying which variable to set. */
 export function requireToken(config: Config): string {
   if (config.api.token) return config.api.token;

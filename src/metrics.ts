@@ -4,7 +4,7 @@
  */
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from "prom-client";
-import { SKIP_REASONS } from "./scheduler.js";
+import { SKIP_REASONS } from "./skip-reasons.js";
 import { MODES } from "./store/types.js";
 import { OUTCOMES } from "./sync/outcome.js";
 

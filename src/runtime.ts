@@ -6,11 +6,12 @@ import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Registry } from "prom-client";
 import { type ApiClient, createApiClient } from "./api/client.js";
 import type { CommandIo } from "./commands/command.js";
-import { type Config, readCrashAt, readLogLevel, requireToken } from "./config.js";
+import { type Config, readCrashAt, readLogLevel, readRetryEachTransaction, requireToken } from "./config.js";
 import { AbortedError } from "./errors.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics, type Metrics } from "./metrics.js";
-import { type AnyStore, openStore } from "./open-store.js";
+import { openStore } from "./store/open-store.js";
+import type { Store } from "./store/store.js";
 import type { CrashPoint, SyncContext } from "./sync/context.js";
 import { createPageWindow } from "./sync/page-window.js";
 
@@ -18,7 +19,7 @@ export interface Runtime {
   config: Config;
   log: Logger;
   metrics: Metrics;
-  store: AnyStore;
+  store: Store;
   api: ApiClient;
   /** The context of one pass; with `holder`, its write transactions check that lease. */
   syncContext(signal: AbortSignal, holder?: string): SyncContext;
@@ -40,7 +41,11 @@ export async function createRuntime(
   const log = options.log ?? createIoLogger(io);
   const metrics = options.metrics ?? createMetrics(new Registry());
   const token = requireToken(config);
-  const store = await openStore(config, { lock: options.lock, log });
+  const store = await openStore(config, {
+    lock: options.lock,
+    log,
+    retryEachTransaction: readRetryEachTransaction(io.env),
+  });
   await applySearch(store, config.search.enabled, log);
   const api = createApiClient({
     baseUrl: config.api.baseUrl,
@@ -89,7 +94,7 @@ export function createIoLogger(io: CommandIo): Logger {
 }
 
 /** `search.enabled` decides whether the search index exists (see `SearchIndex` in store/store.ts). */
-async function applySearch(store: AnyStore, enabled: boolean, log: Logger): Promise<void> {
+async function applySearch(store: Store, enabled: boolean, log: Logger): Promise<void> {
   const startedMs = performance.now();
   try {
     const applied = await store.search.apply(enabled);

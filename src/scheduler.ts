@@ -21,6 +21,7 @@ import type { Logger } from "pino";
 import type { MirrorConfig } from "./config.js";
 import { AbortedError } from "./errors.js";
 import type { Metrics } from "./metrics.js";
+import type { SkipReason } from "./skip-reasons.js";
 import type { Mode } from "./store/types.js";
 import { cronLogger, tickIdentity } from "./tick.js";
 
@@ -67,10 +68,6 @@ export interface Scheduler {
   /** Whether a pass of the mirror runs here or waits for a slot. */
   isBusy(mirror: string): boolean;
 }
-
-/** Why a tick did not start a pass (`syncmirror_ticks_skipped_total{reason}`). */
-export const SKIP_REASONS = ["running", "in_flight", "overlap", "taken", "leased"] as const;
-export type SkipReason = (typeof SKIP_REASONS)[number];
 
 /** Work asked for one mirror; `done` resolves when its pass ends or it is dropped. */
 interface Work {

@@ -6,12 +6,11 @@
 import { isBaseUrlWrong, WRONG_BASE_URL_ADVICE } from "../api/base-url.js";
 import { createApiClient } from "../api/client.js";
 import type { AccessItem, SyncConfig } from "../api/schemas.js";
-import { type Config, type MirrorConfig, requireToken } from "../config.js";
+import { type MirrorConfig, requireToken } from "../config.js";
 import { NotFoundError, SyncmirrorError } from "../errors.js";
 import { silentLogger } from "../log.js";
-import { openStore } from "../open-store.js";
 import { createIoLogger } from "../runtime.js";
-import { findDatabasePathProblem } from "../store/sqlite/database-path.js";
+import { checkStore } from "../store/open-store.js";
 import type { Command, CommandIo } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
@@ -30,7 +29,9 @@ export const check: Command = (args, io) =>
       log: createIoLogger(io),
     });
     try {
-      let problems = await checkDatabase(config, io);
+      const database = await checkStore(config, silentLogger());
+      io.stdout.write(`${database.ok ? "" : "PROBLEM "}${database.message}\n`);
+      let problems = database.ok ? 0 : 1;
       for (const mirror of config.mirrors) problems += await checkMirror(mirror, api, io);
       io.stdout.write(problems === 0 ? "no problems found\n" : `${problems} problem(s) found\n`);
       return problems === 0 ? 0 : 1;
@@ -38,29 +39,6 @@ export const check: Command = (args, io) =>
       await api.close();
     }
   });
-
-/** SQLite: the file can be created or opened. PostgreSQL: the server answers and the schema is current. */
-async function checkDatabase(config: Config, io: CommandIo): Promise<number> {
-  const db = config.database;
-  if (db.kind === "postgres") {
-    try {
-      const store = await openStore(config, { lock: false, log: silentLogger() });
-      await store.close();
-      io.stdout.write(`database $${db.urlEnv}: reachable, schema current\n`);
-      return 0;
-    } catch (error) {
-      io.stdout.write(`PROBLEM database $${db.urlEnv}: ${(error as Error).message}\n`);
-      return 1;
-    }
-  }
-  const problem = findDatabasePathProblem(db.path);
-  io.stdout.write(
-    problem === undefined
-      ? `database ${db.path}: can be opened\n`
-      : `PROBLEM database ${db.path} cannot be opened: ${problem}; fix database.path or the permissions\n`,
-  );
-  return problem === undefined ? 0 : 1;
-}
 
 async function checkMirror(
   mirror: MirrorConfig,

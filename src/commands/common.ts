@@ -7,7 +7,6 @@ import { type Config, loadConfig, readLogLevel, resolveConfigPath } from "../con
 import {
   AbortedError,
   ConfigError,
-  DatabaseError,
   DatabasePathError,
   DatabaseRefusedError,
   DatabaseUnavailableError,
@@ -68,9 +67,9 @@ export function loadCommandConfig(flag: string | undefined, io: CommandIo): Conf
 
 /**
  * Runs the command body; usage and config errors (with a database path or listen address that
- * cannot work) exit 2, other known errors exit 1, each with a message that says what to do.
- * SQLite errors (read-only file, full disk) are named as such. A command stopped because its
- * stdout's reader went away (`| head`) ends quietly with 0.
+ * cannot work) exit 2, other known errors exit 1, each with a message that says what to do (the
+ * store raises whatever the database does wrong as DatabaseError: full disk, lost connection).
+ * A command stopped because its stdout's reader went away (`| head`) ends quietly with 0.
  */
 export async function withErrors(io: CommandIo, body: () => Promise<number>): Promise<number> {
   try {
@@ -90,12 +89,6 @@ export async function withErrors(io: CommandIo, body: () => Promise<number>): Pr
     }
     if (error instanceof SyncmirrorError) {
       io.stderr.write(`syncmirror: ${error.message}\n`);
-      return 1;
-    }
-    const code = (error as { code?: unknown }).code;
-    if (typeof code === "string" && code.startsWith("SQLITE_")) {
-      const wrapped = new DatabaseError(databaseAdvice(code, (error as Error).message), { cause: error });
-      io.stderr.write(`syncmirror: ${wrapped.message}\n`);
       return 1;
     }
     throw error;
@@ -121,14 +114,4 @@ export function isSetupError(error: unknown): boolean {
     error instanceof DatabaseRefusedError ||
     error instanceof SchemaTooNewError
   );
-}
-
-function databaseAdvice(code: string, message: string): string {
-  if (code === "SQLITE_FULL")
-    return `the disk holding the database is full (${message}); free space, then run again: the mirror resumes where it stopped`;
-  if (code.startsWith("SQLITE_IOERR"))
-    return `the database could not be written (${message}): check that the disk is not full (or over a file-size quota) and healthy, then run again: the mirror resumes where it stopped`;
-  if (code.startsWith("SQLITE_READONLY"))
-    return `the database is read-only (${message}); make the file and its directory writable by this user`;
-  return `database error ${code}: ${message}`;
 }

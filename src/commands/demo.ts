@@ -92,18 +92,10 @@ export const demo: Command = (args, io) =>
       await pass("4. full pass: the key is missing from the snapshot, so it is swept", true);
       out("  (deleted: the document is now a tombstone; revoked: its readers' access rows, removed)");
       const { store } = runtime;
-      if (store.dialect !== "sqlite") throw new Error("demo always mirrors into a temporary SQLite file");
-      const row = store.database.sqlite
-        .prepare("SELECT count(*) AS live, sum(deleted_at IS NOT NULL) AS tombstones FROM resources")
-        .get() as { live: number; tombstones: number };
-      const feed = store.database.sqlite
-        .prepare("SELECT op, count(*) AS n FROM changes GROUP BY op ORDER BY op")
-        .all() as {
-        op: string;
-        n: number;
-      }[];
-      out(`\nresources: ${row.live - row.tombstones} live, ${row.tombstones} tombstone(s)`);
-      out(`changes feed: ${feed.map((f) => `${f.n} ${f.op}`).join(", ")}`);
+      const contents = await store.countContents();
+      out(`\nresources: ${contents.live} live, ${contents.tombstones} tombstone(s)`);
+      const feed = Object.entries(contents.changes).sort(([a], [b]) => a.localeCompare(b));
+      out(`changes feed: ${feed.map(([op, n]) => `${n} ${op}`).join(", ")}`);
       out(FEED);
       await searchAsTwoUsers(store, sim, out);
       return 0;

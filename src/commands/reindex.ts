@@ -5,7 +5,7 @@
  */
 import { UsageError } from "../errors.js";
 import { createLogger } from "../log.js";
-import { openStore } from "../open-store.js";
+import { openStore } from "../store/open-store.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 

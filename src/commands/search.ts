@@ -7,8 +7,8 @@ import { parseSearchParams, type SearchParams } from "../consumers/params.js";
 import { searchAsUser } from "../consumers/search-as-user.js";
 import { SearchQueryError, SearchUnavailableError, UsageError } from "../errors.js";
 import { createLogger } from "../log.js";
-import { openStore } from "../open-store.js";
 import type { SearchHit } from "../store/consumer-types.js";
+import { openStore } from "../store/open-store.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 

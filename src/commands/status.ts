@@ -3,7 +3,7 @@
  * lock, so it works beside a running daemon.
  */
 import { createLogger } from "../log.js";
-import { missingDatabaseFile, openEmptyStore, openStore } from "../open-store.js";
+import { missingDatabaseFile, openEmptyStore, openStore } from "../store/open-store.js";
 import { buildStatus, type MirrorStatus } from "../sync/status-report.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";

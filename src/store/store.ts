@@ -1,17 +1,21 @@
 /**
- * The one interface the sync code sees (SPEC "Database", "Scale-out"). Each dialect implements it
- * in its own folder (`sqlite/`, `postgres/`); the composition root picks one from the config, and
- * nothing under `sync/` knows which it has.
+ * The one interface the code above `store/` sees (SPEC "Database", "Scale-out"). The store runtime
+ * (`store-runtime.ts`) implements it over a dialect's driver (`sqlite/`, `postgres/`);
+ * `open-store.ts` picks the driver from the config, and nothing outside `store/` knows which.
  *
  * Every method is async. A transaction is `store.transaction(async (tx) => ...)`: everything done
  * through `tx` commits or rolls back together. Work done through the store itself while a
  * transaction runs in the same async context joins that transaction (so a helper handed the
  * store instead of `tx` neither deadlocks nor escapes it), but callers pass `tx` explicitly.
+ *
+ * Errors: whatever the database does wrong (a driver error, a row that vanished) is raised as
+ * DatabaseError (`isDatabaseError`), whose message says what to do; other errors are the caller's.
  */
-import { DatabaseError } from "../errors.js";
+import { DatabaseError, DatabaseUnavailableError } from "../errors.js";
 import type { FeedPage, FeedQuery, SearchHit, SearchQuery, SearchSettingApplied } from "./consumer-types.js";
 import type {
   ActiveTrigger,
+  ChangeOp,
   ChangeRecord,
   LeaseHolder,
   MirrorState,
@@ -215,6 +219,12 @@ export interface StoreOps {
 /** The change feed as consumers read it: one consistent snapshot per page. */
 export interface FeedReader {
   readChanges(q: FeedQuery): Promise<FeedPage>;
+  /**
+   * Resolves once the feed may hold something new: after a commit that recorded changes, by this
+   * process or another (told by the database, or seen by a cheap periodic look), or when `signal`
+   * aborts. Call it before reading, so a commit landing during the read still wakes the wait.
+   */
+  waitForChange(signal: AbortSignal): Promise<void>;
 }
 
 /**
@@ -230,29 +240,40 @@ export interface SearchIndex {
   query(q: SearchQuery): Promise<SearchHit[]>;
 }
 
-export interface Store extends StoreOps {
+/** What the mirror holds, for `demo`. */
+export interface StoreContents {
+  live: number;
+  tombstones: number;
+  /** Changes in the feed by op. */
+  changes: Partial<Record<ChangeOp, number>>;
+}
+
+/**
+ * The store outside a transaction. Changes are recorded only inside one (`tx.changes`): the
+ * commit listeners follow the commit that recorded them.
+ */
+export interface Store extends Omit<StoreOps, "changes"> {
   readonly feed: FeedReader;
   readonly search: SearchIndex;
-  readonly dialect: "sqlite" | "postgres";
   /**
-   * Runs `fn` in one transaction; on Postgres it is retried from the start on a deadlock or a
-   * serialization failure, so `fn` must do nothing but database work (no HTTP inside).
+   * Runs `fn` in one transaction. When another writer gets in the way (a deadlock or
+   * serialization failure on PostgreSQL, a busy database on SQLite) it is rolled back and run
+   * again from the start, up to 4 times: `fn` does database work only and returns what happened;
+   * HTTP, metrics and logs belong to the caller, after the commit.
    */
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T>;
   /** Called after each committed transaction that recorded a change (wakes change-feed waiters). */
   onCommit(listener: () => void): () => void;
+  countContents(): Promise<StoreContents>;
   /** Throws when the database cannot be reached (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
- * An error of the database itself, not of the export: SQLite's own (disk full, read-only, I/O),
- * or any Postgres failure, which that store raises as DatabaseError. The pass stops with its
- * trigger in flight rather than blaming the run.
+ * An error of the database itself, not of the export (disk full, read-only, connection lost): the
+ * pass stops with its trigger in flight rather than blaming the run or the upstream service.
  */
-export function isDatabaseError(error: unknown): boolean {
-  if (error instanceof DatabaseError) return true;
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && code.startsWith("SQLITE_");
+export function isDatabaseError(error: unknown): error is DatabaseError | DatabaseUnavailableError {
+  return error instanceof DatabaseError || error instanceof DatabaseUnavailableError;
 }

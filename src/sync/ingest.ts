@@ -9,7 +9,6 @@ import type { StoreOps } from "../store/store.js";
 import type {
   ChangeRecord,
   PageCounts,
-  ResourceInput,
   ResourceWrite,
   Run,
   SeenRow,
@@ -20,6 +19,7 @@ import type { MirrorPass } from "./context.js";
 import { type ExportPageStream, engineOf, fetchExportPages } from "./export-pages.js";
 import { assertLeaseHeld } from "./fence.js";
 import { sourceSucceeded } from "./outcome.js";
+import { keyOf, serialize, toInput } from "./resource-input.js";
 
 /**
  * On SQLite a page's statements never wait for I/O, so without a break the event loop stands
@@ -50,10 +50,10 @@ async function ingestNextPage(
   const next = await pages.next();
   if (next === undefined) return false;
   const { page, offset } = next;
-  const rows = await pass.ctx.store.transaction((tx) =>
+  const applied = await pass.ctx.store.transaction((tx) =>
     applyPage(pass, tx, trigger, run, page, offset === 0),
   );
-  countRows(pass, rows);
+  reportPage(pass, run, applied);
   if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
   return true;
 }
@@ -73,17 +73,31 @@ export function sourceReports(page: ExportPage): SourceReport[] {
 /** A page's rows by outcome and source type, for the counters once the page has committed. */
 type RowTally = Map<string, { upserted: number; unchanged: number }>;
 
-function countRows({ ctx, mirror }: MirrorPass, rows: RowTally): void {
-  for (const [sourceType, n] of rows) {
+/** What a page did, reported (counters, log lines) once its transaction has committed. */
+interface AppliedPage {
+  rows: RowTally;
+  /** Resources rejected or repaired, each a warning. */
+  warnings: { fields: Record<string, unknown>; message: string }[];
+  /** The run's last page: each source's export status. */
+  finishedSources?: { sourceType: string; status: string }[];
+}
+
+function reportPage({ ctx, mirror }: MirrorPass, run: Run, applied: AppliedPage): void {
+  for (const w of applied.warnings) ctx.log.warn(w.fields, w.message);
+  for (const [sourceType, n] of applied.rows) {
     const labels = { mirror: mirror.name, source_type: sourceType };
     if (n.upserted > 0) ctx.metrics.resourcesUpserted.inc(labels, n.upserted);
     if (n.unchanged > 0) ctx.metrics.resourcesUnchanged.inc(labels, n.unchanged);
   }
+  if (applied.finishedSources === undefined) return;
+  for (const s of applied.finishedSources)
+    ctx.metrics.sources.inc({ mirror: mirror.name, source_type: s.sourceType, status: s.status });
+  ctx.metrics.runs.inc({ mirror: mirror.name, status: run.status });
 }
 
 /**
- * Runs inside the page transaction: database work only. Row counters are returned, not counted,
- * so a page that rolls back and is read again is not counted twice.
+ * Runs inside the page transaction, which may run more than once: database work only. What the
+ * page did is returned, and counted and logged once it commits (`reportPage`).
  */
 async function applyPage(
   pass: MirrorPass,
@@ -92,7 +106,7 @@ async function applyPage(
   run: Run,
   page: ExportPage,
   firstPage: boolean,
-): Promise<RowTally> {
+): Promise<AppliedPage> {
   const { ctx, mirror } = pass;
   await assertLeaseHeld(pass, tx);
   const at = ctx.now().toISOString();
@@ -113,6 +127,7 @@ async function applyPage(
   }
   const counts: PageCounts = { upserted: 0, unchanged: 0, rejected: 0, keysNew: 0, keysChanged: 0 };
   const rows: RowTally = new Map();
+  const warnings: AppliedPage["warnings"] = [];
   const tallyRow = (sourceType: string, outcome: "upserted" | "unchanged") => {
     const n = rows.get(sourceType) ?? { upserted: 0, unchanged: 0 };
     n[outcome]++;
@@ -132,18 +147,19 @@ async function applyPage(
     if (!parsed.success) {
       counts.rejected++;
       const issue = parsed.error.issues[0];
-      ctx.log.warn(
-        { sync_id: run.syncId, key: keyOf(raw), path: issue?.path.join("."), reason: issue?.message },
-        "resource rejected: it does not have the documented shape",
-      );
+      warnings.push({
+        fields: { sync_id: run.syncId, key: keyOf(raw), path: issue?.path.join("."), reason: issue?.message },
+        message: "resource rejected: it does not have the documented shape",
+      });
       continue;
     }
     const { input: r, source, textRepaired } = toInput(parsed.data);
     if (textRepaired) {
-      ctx.log.warn(
-        { sync_id: run.syncId, key: r.key },
-        "resource text held unpaired UTF-16 surrogates (not representable in UTF-8): stored with U+FFFD in their place",
-      );
+      warnings.push({
+        fields: { sync_id: run.syncId, key: r.key },
+        message:
+          "resource text held unpaired UTF-16 surrogates (not representable in UTF-8): stored with U+FFFD in their place",
+      });
     }
     const stored = looked.has(r.key) ? states.get(r.key) : await tx.resources.findState(r.key);
     const changed = stored === undefined || stored.deletedAt !== null || stored.contentHash !== r.contentHash;
@@ -151,10 +167,10 @@ async function applyPage(
       const serialized = serialize(r);
       if ("reason" in serialized) {
         counts.rejected++;
-        ctx.log.warn(
-          { sync_id: run.syncId, key: r.key, path: serialized.path, reason: serialized.reason },
-          "resource rejected: it cannot be stored",
-        );
+        warnings.push({
+          fields: { sync_id: run.syncId, key: r.key, path: serialized.path, reason: serialized.reason },
+          message: "resource rejected: it cannot be stored",
+        });
         continue;
       }
       writes.push(serialized);
@@ -200,106 +216,26 @@ async function applyPage(
   await tx.changes.recordAll(changes);
   const next = page.page.next_offset;
   await tx.runs.checkpoint(run.syncId, next, counts);
-  if (next === null) await finishRun(pass, tx, trigger, run);
-  return rows;
+  if (next === null) return { rows, warnings, finishedSources: await finishRun(pass, tx, trigger, run) };
+  return { rows, warnings };
 }
 
-/** The last page is in: each source that succeeded moves its pair's watermark. */
+/** The last page is in: each source that succeeded moves its pair's watermark. Returns the sources. */
 async function finishRun(
-  { ctx, mirror }: MirrorPass,
+  { mirror }: MirrorPass,
   tx: StoreOps,
   trigger: Trigger,
   run: Run,
-): Promise<void> {
-  const { metrics } = ctx;
+): Promise<NonNullable<AppliedPage["finishedSources"]>> {
   const createdAt = run.createdAt as string;
+  const sources: NonNullable<AppliedPage["finishedSources"]> = [];
   // Re-read: the checkpoint just marked it done and added this page's rejections.
   const finished = await tx.runs.get(run.syncId);
   for (const s of await tx.runs.sourcesOf(run.syncId)) {
     const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
     await tx.pairs.ran(pair, createdAt);
     if (sourceSucceeded(finished, s)) await tx.pairs.succeeded(pair, createdAt, trigger.mode === "full");
-    metrics.sources.inc({
-      mirror: mirror.name,
-      source_type: s.sourceType,
-      status: s.exportStatus ?? "unknown",
-    });
+    sources.push({ sourceType: s.sourceType, status: s.exportStatus ?? "unknown" });
   }
-  metrics.runs.inc({ mirror: mirror.name, status: run.status });
-}
-
-const JSON_PARTS = ["fields", "metadata", "relations", "attachments", "provenance"] as const;
-
-const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
-
-/**
- * The resource with its JSON parts serialized. A value JSON.stringify cannot serialize (nesting
- * deeper than the stack allows: JSON.parse accepted it) is that resource's problem, not the
- * page's: it is rejected alone before anything of it is written.
- */
-function serialize(r: ResourceInput): ResourceWrite | { path: string | undefined; reason: string } {
-  try {
-    return {
-      ...r,
-      fields: json(r.fields),
-      metadata: json(r.metadata),
-      relations: json(r.relations),
-      attachments: json(r.attachments),
-      provenance: json(r.provenance),
-    };
-  } catch (error) {
-    if (!(error instanceof RangeError)) throw error;
-    const path = JSON_PARTS.find((part) => {
-      try {
-        JSON.stringify(r[part]);
-        return false;
-      } catch {
-        return true;
-      }
-    });
-    return { path, reason: `cannot be stored as JSON (${error.message}): nested too deeply or too large` };
-  }
-}
-
-function keyOf(raw: unknown): string | undefined {
-  const key = (raw as { key?: unknown } | null)?.key;
-  return typeof key === "string" ? key : undefined;
-}
-
-/**
- * SQLite text is UTF-8, which cannot hold an unpaired UTF-16 surrogate (JSON allows `"\ud800"`):
- * better-sqlite3 would write bytes that are not UTF-8, which other readers of the mirror refuse.
- * Each one becomes U+FFFD, and the resource says so. JSON columns keep them, escaped.
- */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-function toInput(r: Resource): { input: ResourceInput; source: string; textRepaired: boolean } {
-  let textRepaired = false;
-  const text = <T extends string | null>(value: T): T => {
-    if (value === null || !/[\uD800-\uDFFF]/.test(value)) return value;
-    const repaired = value.replace(LONE_SURROGATE, "\uFFFD");
-    textRepaired ||= repaired !== value;
-    return repaired as T;
-  };
-  const input: ResourceInput = {
-    key: text(r.key),
-    contentHash: text(r.content_hash),
-    contentText: text(r.content?.text ?? null),
-    contentFormat: text(r.content?.format ?? null),
-    contentStatus: text(r.content_status ?? null),
-    title: text(r.title ?? null),
-    url: text(r.url ?? null),
-    type: text(r.type ?? null),
-    sourceType: text(r.source_type),
-    serverInstanceId: text(r.server_instance_id),
-    nativeId: text(r.native_id),
-    modifiedAt: text(r.modified_at ?? null),
-    fetchedAt: text(r.fetched_at ?? null),
-    fields: r.fields,
-    metadata: r.metadata,
-    relations: r.relations,
-    attachments: r.attachments,
-    provenance: r.provenance,
-  };
-  return { input, source: text(r.source), textRepaired };
+  return sources;
 }

@@ -1,11 +1,19 @@
 /**
  * After access rows are removed: a key nobody can see any more becomes a tombstone (`delete`),
- * otherwise only who may see it changed (`access`). Runs inside the caller's transaction.
+ * otherwise only who may see it changed (`access`). Runs inside the caller's transaction and
+ * returns what it did: the caller counts it once that transaction has committed (`countRevocations`).
  */
+import type { Metrics } from "../metrics.js";
 import type { StoreOps } from "../store/store.js";
 import type { SyncContext } from "./context.js";
 
 const REVOKE_BATCH = 500;
+
+/** Keys whose access was revoked, and how many of them nobody can see any more (tombstoned). */
+export interface Revocations {
+  revoked: number;
+  deleted: number;
+}
 
 export async function applyRevocations(
   ctx: SyncContext,
@@ -13,8 +21,7 @@ export async function applyRevocations(
   mirror: string,
   keys: readonly string[],
   scope: string,
-): Promise<{ revoked: number; deleted: number }> {
-  const { metrics } = ctx;
+): Promise<Revocations> {
   const at = ctx.now().toISOString();
   let deleted = 0;
   // In batches (a few round trips each on PostgreSQL), each key once: a user who leaves takes all
@@ -32,7 +39,11 @@ export async function applyRevocations(
     );
     deleted += gone.length;
   }
-  metrics.accessRevoked.inc({ mirror }, keys.length);
-  metrics.resourcesDeleted.inc({ mirror }, deleted);
   return { revoked: keys.length, deleted };
+}
+
+/** The counters of revocations that committed. */
+export function countRevocations(metrics: Metrics, mirror: string, r: Revocations): void {
+  metrics.accessRevoked.inc({ mirror }, r.revoked);
+  metrics.resourcesDeleted.inc({ mirror }, r.deleted);
 }

@@ -3,16 +3,17 @@
  * `delete_after_missed_full`, revoked (held by the mass-delete guard when too many); users who left,
  * pairs removed from the trigger and pairs skipped past their grace lose their access (not held).
  * Each pair's sweep is one transaction that also records that it is done, so a crash mid-sweep
- * resumes with the pairs not yet swept and never counts a miss twice.
+ * resumes with the pairs not yet swept and never counts a miss twice; its counters and log lines
+ * follow the commit.
  */
 import type { AccessItem } from "../api/schemas.js";
 import { AbortedError } from "../errors.js";
-import type { Trigger } from "../store/types.js";
+import type { PairRef, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { assertLeaseHeld } from "./fence.js";
 import { decideLeavers, type LeavingPair, type RunFact, skippedListComplete } from "./leavers.js";
 import { sourceSucceeded } from "./outcome.js";
-import { applyRevocations } from "./revoke.js";
+import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
 
 /** A sweep that would revoke more than this many keys (and more than the fraction) is held. */
 export const MASS_DELETE_MIN_KEYS = 10;
@@ -38,7 +39,7 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
         serverInstanceId: source.serverInstanceId,
       };
       const snapshotAt = run.createdAt;
-      await store.transaction(async (tx) => {
+      const swept = await store.transaction(async (tx) => {
         await assertLeaseHeld(pass, tx);
         const total = await tx.access.countPairKeys(pair);
         const revocable = await tx.access.countRevocable(pair, snapshotAt, threshold);
@@ -49,26 +50,40 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
         if (held) {
           await tx.runs.markSwept(run.syncId, source.source, "held");
           await tx.triggers.addSweepCounts(trigger.id, { held: revocable, sweepsHeld: 1 });
-          ctx.metrics.sweepsHeld.inc({ mirror: mirror.name });
-          ctx.log.warn(
-            {
-              user_email: pair.userEmail,
-              server_instance_id: pair.serverInstanceId,
-              would_revoke: revocable,
-              of: total,
-            },
-            "sweep held by the mass-delete guard: nothing revoked; run `syncmirror sync --full --allow-mass-delete` to apply it",
-          );
-          return;
+          return { held: true, revocable, total } as const;
         }
         const keys = await tx.access.sweepMissed(pair, snapshotAt, threshold);
         const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
         await tx.runs.markSwept(run.syncId, source.source, "applied");
         await tx.triggers.addSweepCounts(trigger.id, result);
+        return { held: false, result } as const;
       });
+      reportSweep(pass, pair, swept);
       ctx.crashPoint("mid-sweep");
     }
   }
+}
+
+/** A pair's sweep, once committed: its counters, and a warning when the guard held it. */
+function reportSweep(
+  { ctx, mirror }: MirrorPass,
+  pair: PairRef,
+  swept: { held: false; result: Revocations } | { held: true; revocable: number; total: number },
+): void {
+  if (!swept.held) {
+    countRevocations(ctx.metrics, mirror.name, swept.result);
+    return;
+  }
+  ctx.metrics.sweepsHeld.inc({ mirror: mirror.name });
+  ctx.log.warn(
+    {
+      user_email: pair.userEmail,
+      server_instance_id: pair.serverInstanceId,
+      would_revoke: swept.revocable,
+      of: swept.total,
+    },
+    "sweep held by the mass-delete guard: nothing revoked; run `syncmirror sync --full --allow-mass-delete` to apply it",
+  );
 }
 
 async function sweepLeavers(pass: MirrorPass, trigger: Trigger): Promise<void> {
@@ -81,13 +96,15 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger): Promise<void> {
   }
   const at = ctx.now().toISOString();
   for (const { pair, reason } of leaving) {
-    await store.transaction(async (tx) => {
+    const revoked = await store.transaction(async (tx) => {
       await assertLeaseHeld(pass, tx);
       const keys = await tx.access.revokePair(pair);
       await tx.pairs.retire(pair, reason, at);
       const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
       await tx.triggers.addSweepCounts(trigger.id, result);
+      return result;
     });
+    countRevocations(ctx.metrics, mirror.name, revoked);
     ctx.log.info(
       { user_email: pair.userEmail, server_instance_id: pair.serverInstanceId, reason },
       "pair lost its access",

@@ -6,6 +6,7 @@ import { isBaseUrlWrong } from "../api/base-url.js";
 import type { MirrorConfig } from "../config.js";
 import { AbortedError, NotFoundError, SyncmirrorError } from "../errors.js";
 import { withLogContext } from "../log.js";
+import { isDatabaseError } from "../store/store.js";
 import type { Trigger } from "../store/types.js";
 import { classifyFailure, describeFailureCause } from "./classify.js";
 import type { MirrorPass, PassOptions, SyncContext } from "./context.js";
@@ -21,7 +22,8 @@ import { waitAndIngest } from "./wait.js";
 /**
  * Runs one pass. A trigger already in flight for the mirror is resumed, never duplicated; with
  * `full`, an incremental in flight is finished first and then the full is triggered.
- * Throws only AbortedError (shutdown) and database errors; every upstream problem is an outcome.
+ * Throws only AbortedError (shutdown) and database errors (the trigger then stays in flight, its
+ * outcome unsettled, for the next pass to resume); every upstream problem is an outcome.
  */
 export function syncMirror(
   mirror: MirrorConfig,
@@ -72,7 +74,8 @@ async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<
       return summary;
     });
   } catch (error) {
-    if (error instanceof AbortedError || ctx.signal.aborted) throw error;
+    // The database failing says nothing of the upstream run: nothing is settled, nothing written.
+    if (error instanceof AbortedError || ctx.signal.aborted || isDatabaseError(error)) throw error;
     if (!(error instanceof SyncmirrorError)) throw error;
     const baseUrlWrong =
       trigger.state === "intent" &&

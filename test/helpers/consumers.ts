@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { parse, stringify } from "yaml";
 import { loadConfig } from "../../src/config.js";
 import { silentLogger } from "../../src/log.js";
-import { openStore } from "../../src/open-store.js";
+import { openStore } from "../../src/store/open-store.js";
 import { TEST_DIALECT } from "./dialect.js";
 import type { Harness } from "./mirror-harness.js";
 

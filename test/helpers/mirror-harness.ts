@@ -46,13 +46,18 @@ export interface Harness {
   dir: string;
   /** The SQLite file (unused when the suite runs against PostgreSQL). */
   dbPath: string;
+  /** The PostgreSQL database's URL when the suite runs against PostgreSQL. */
+  databaseUrl: string | undefined;
   configPath: string;
   env: Record<string, string | undefined>;
   metrics: Metrics;
-  /** One pass of `main` in this process, through real HTTP and the real database file. */
+  /**
+   * One pass of `main` in this process, through real HTTP and the real database file; `seams.log`
+   * (default: silent) is the runtime's logger, the store's included.
+   */
   sync(
     options?: Partial<PassOptions>,
-    seams?: Partial<Pick<SyncContext, "crashPoint" | "pagesAhead">>,
+    seams?: Partial<Pick<SyncContext, "crashPoint" | "pagesAhead" | "log">>,
   ): Promise<MirrorSummary>;
   /** The real CLI as a child process. */
   cli(
@@ -110,13 +115,18 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     sim,
     dir,
     dbPath,
+    databaseUrl: pgDatabase?.url,
     configPath,
     env,
     metrics,
     writeConfig,
     async sync(passOptions = {}, seams = {}) {
       const config = loadConfig(configPath, env);
-      const runtime = await createRuntime(config, io, { lock: true, log: silentLogger(), metrics });
+      const runtime = await createRuntime(config, io, {
+        lock: true,
+        log: seams.log ?? silentLogger(),
+        metrics,
+      });
       try {
         const mirror = config.mirrors[0];
         if (!mirror) throw new Error("no mirror");

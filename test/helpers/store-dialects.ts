@@ -1,11 +1,12 @@
 /**
  * The two store dialects for suites that run once per dialect (`describe.each(storeDialects)`):
  * each opens a fresh store with the real migrations and offers a reader for assertions that goes
- * around the store (a second connection on Postgres).
+ * around the store (a second connection).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
 import { silentLogger } from "../../src/log.js";
@@ -25,19 +26,25 @@ export interface OpenedStore {
 
 export interface StoreDialect {
   name: "sqlite" | "postgres";
-  open(): Promise<OpenedStore>;
+  open(options?: StoreSeams): Promise<OpenedStore>;
+}
+
+/** Test seams of the store runtime (`StoreRuntimeOptions`). */
+export interface StoreSeams {
+  retryEachTransaction?: boolean;
 }
 
 const sqlite: StoreDialect = {
   name: "sqlite",
-  async open() {
+  async open(seams = {}) {
     const dir = mkdtempSync(join(tmpdir(), "syncmirror-store-"));
-    const store = openSqliteStore(join(dir, "mirror.db"));
+    const store = openSqliteStore(join(dir, "mirror.db"), seams);
+    const reader = new Database(join(dir, "mirror.db"), { readonly: true });
     return {
       store,
-      query: async <T>(sql: string, ...params: unknown[]) =>
-        store.database.sqlite.prepare(sql).all(...params) as T[],
+      query: async <T>(sql: string, ...params: unknown[]) => reader.prepare(sql).all(...params) as T[],
       async close() {
+        reader.close();
         await store.close();
         rmSync(dir, { recursive: true, force: true });
       },
@@ -47,13 +54,14 @@ const sqlite: StoreDialect = {
 
 const postgres: StoreDialect = {
   name: "postgres",
-  async open() {
+  async open(seams = {}) {
     const database = await createTestDatabase();
     const store = await openPostgresStore({
       url: database.url,
       urlEnv: TEST_URL_ENV,
       poolSize: 4,
       log: silentLogger(),
+      ...seams,
     });
     const reader = new pg.Client({ connectionString: database.url });
     await reader.connect();
@@ -83,10 +91,10 @@ export async function storeDialects(): Promise<StoreDialect[]> {
 }
 
 /** The dialect's store, filled in before the suite's tests run and closed after them. */
-export function useStore(dialect: StoreDialect): OpenedStore {
+export function useStore(dialect: StoreDialect, seams?: StoreSeams): OpenedStore {
   const opened = {} as OpenedStore;
   beforeAll(async () => {
-    Object.assign(opened, await dialect.open());
+    Object.assign(opened, await dialect.open(seams));
   });
   afterAll(async () => {
     await opened.close?.();

@@ -14,19 +14,19 @@ const RECONNECT_MS = 1000;
 
 export interface ChangeListener {
   /** Starts listening if not yet; `wake` is called on every notification. */
-  ensure(): void;
+  ensure(wake: () => void): void;
   close(): Promise<void>;
 }
 
 export function createChangeListener(o: {
   connect: () => pg.Client;
-  wake: () => void;
   log: Logger;
   naming: Naming;
 }): ChangeListener {
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
   let closed = false;
+  let wake = () => {};
 
   const open = () => {
     if (closed || client) return;
@@ -41,14 +41,14 @@ export function createChangeListener(o: {
         { err: error ? o.naming.redact(error.message) : "ended" },
         `${o.naming.database}: the change notification connection was lost; reconnecting`,
       );
-      o.wake();
+      wake();
       retry = setTimeout(open, RECONNECT_MS);
       retry.unref();
     };
     c.on("error", lost);
     c.on("end", () => lost());
     c.on("notification", (n) => {
-      if (n.channel === CHANGES_CHANNEL) o.wake();
+      if (n.channel === CHANGES_CHANNEL) wake();
     });
     c.connect()
       .then(() => c.query(`LISTEN ${CHANGES_CHANNEL}`))
@@ -56,7 +56,10 @@ export function createChangeListener(o: {
   };
 
   return {
-    ensure: open,
+    ensure(onNotified) {
+      wake = onNotified;
+      open();
+    },
     async close() {
       closed = true;
       clearTimeout(retry);

@@ -15,6 +15,7 @@ import {
   SchemaTooNewError,
   SyncmirrorError,
 } from "../../errors.js";
+import { driverError } from "../driver.js";
 import { migrationsDir } from "../migrations-dir.js";
 
 const MIGRATIONS_DIR = migrationsDir("postgres");
@@ -86,7 +87,7 @@ export function connectError(error: unknown, naming: Naming): SyncmirrorError {
       options,
     );
   }
-  if ((code !== undefined && UNAVAILABLE_CODES.has(code)) || /timeout|terminated/i.test(detail)) {
+  if (isConnectionLost(code, detail)) {
     return new DatabaseUnavailableError(
       `cannot reach ${naming.database} (${detail}): check that the server is up and reachable from here`,
       options,
@@ -95,13 +96,49 @@ export function connectError(error: unknown, naming: Naming): SyncmirrorError {
   return new DatabaseError(`cannot connect to ${naming.database}: ${detail}`, options);
 }
 
-/** Any failure of a statement or transaction, as the sync code recognises database errors. */
+const RESUMES = "then run again: the mirror resumes where it stopped";
+
+/**
+ * Any failure of a statement or transaction, as the store raises database errors: a message that
+ * says what to do for the failures an operator can fix (a full disk, a lost server, a replica that
+ * is read-only), the driver's own words otherwise; never the URL.
+ */
 export function storeError(error: unknown, naming: Naming): SyncmirrorError {
   if (error instanceof SyncmirrorError) return error;
-  const code = codeOf(error);
-  return new DatabaseError(`${naming.database}: ${code ? `${code} ` : ""}${messageOf(error, naming)}`, {
-    cause: error,
-  });
+  const own = driverError(error);
+  const code = codeOf(own);
+  const detail = `${code ? `${code} ` : ""}${messageOf(own, naming)}`;
+  const options = { cause: error };
+  if (code === "53100") {
+    return new DatabaseError(
+      `the disk holding ${naming.database} is full (${detail}); free space on the server, ${RESUMES}`,
+      options,
+    );
+  }
+  const lost =
+    code === undefined
+      ? isConnectionLost(code, detail)
+      : UNAVAILABLE_CODES.has(code) || code.startsWith("08");
+  if (lost) {
+    return new DatabaseError(
+      `lost the connection to ${naming.database} (${detail}): check that the server is up and reachable from here, ${RESUMES}`,
+      options,
+    );
+  }
+  if (code === "25006") {
+    return new DatabaseError(
+      `${naming.database} is read-only (${detail}): point $${naming.urlEnv} at the primary server, ${RESUMES}`,
+      options,
+    );
+  }
+  return new DatabaseError(`${naming.database}: ${detail}`, options);
+}
+
+/** A server or network state a later attempt may get past, or pg's own words for a dropped socket. */
+function isConnectionLost(code: string | undefined, detail: string): boolean {
+  return (
+    (code !== undefined && UNAVAILABLE_CODES.has(code)) || /timeout|terminated|connection error/i.test(detail)
+  );
 }
 
 export function createPool(url: string, poolSize: number, naming: Naming): pg.Pool {

@@ -2,9 +2,9 @@
  * A trigger's runs with their export checkpoints, and each run's sources.
  */
 import { and, asc, eq, getTableColumns, max, sql } from "drizzle-orm";
-import { DatabaseError } from "../../errors.js";
+import { found, keepJson, toRun as mapRun } from "../rows.js";
 import type { RunRepo } from "../store.js";
-import type { PendingContinue, Run } from "../types.js";
+import type { Run } from "../types.js";
 import type { Conn } from "./connection.js";
 import { runSources, runs } from "./schema.js";
 
@@ -13,10 +13,7 @@ const { counts: _counts, ...sourceColumns } = getTableColumns(runSources);
 
 type RunRow = typeof runs.$inferSelect;
 
-function toRun(row: RunRow): Run {
-  const { diagnostics: _diagnostics, continuePending, ...rest } = row;
-  return { ...rest, continuePending: (continuePending ?? null) as PendingContinue | null };
-}
+const toRun = (row: RunRow): Run => mapRun(row, keepJson);
 
 export function createRunRepo({ db }: Conn): RunRepo {
   return {
@@ -52,8 +49,7 @@ export function createRunRepo({ db }: Conn): RunRepo {
 
     async get(syncId) {
       const [row] = await db.select().from(runs).where(eq(runs.syncId, syncId));
-      if (!row) throw new DatabaseError(`run ${syncId} vanished from the database`);
-      return toRun(row);
+      return toRun(found(row, `run ${syncId}`));
     },
 
     async updateStatus(syncId, status, createdAt) {

@@ -2,24 +2,20 @@
  * Triggers, from intent to settled; rows are mapped to `Trigger` here.
  */
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
-import { DatabaseError } from "../../errors.js";
+import { found, keepJson, toTrigger as mapTrigger } from "../rows.js";
 import type { TriggerRepo } from "../store.js";
-import type { ActiveTrigger, SkippedPairRecord, Trigger } from "../types.js";
+import type { ActiveTrigger, Trigger } from "../types.js";
 import type { Conn } from "./connection.js";
 import { triggers } from "./schema.js";
 
 type TriggerRow = typeof triggers.$inferSelect;
 
-function toTrigger(row: TriggerRow): Trigger {
-  const { summary: _summary, skipped, ...rest } = row;
-  return { ...rest, skipped: (skipped ?? null) as SkippedPairRecord[] | null };
-}
+const toTrigger = (row: TriggerRow): Trigger => mapTrigger(row, keepJson);
 
 export function createTriggerRepo({ db }: Conn): TriggerRepo {
   const get = async (id: number): Promise<Trigger> => {
     const [row] = await db.select().from(triggers).where(eq(triggers.id, id));
-    if (!row) throw new DatabaseError(`trigger row ${id} vanished from the database`);
-    return toTrigger(row);
+    return toTrigger(found(row, `trigger row ${id}`));
   };
   const first = async (mirror: string, inFlight: boolean): Promise<Trigger | undefined> => {
     const [row] = await db

@@ -2,12 +2,13 @@
  * The public `changes` feed: a consumer keeps the last `seq` it processed and reads onward.
  */
 import { priorStands } from "../change-rule.js";
+import type { OnRecorded } from "../driver.js";
 import type { ChangeRepo } from "../store.js";
 import type { ChangeOp, ChangeRecord } from "../types.js";
 import type { Db } from "./open.js";
 import type { Sync } from "./sync-repo.js";
 
-export function createChangeRepo(db: Db, onRecorded: () => void): Sync<ChangeRepo> {
+export function createChangeRepo(db: Db, onRecorded: OnRecorded): Sync<ChangeRepo> {
   // A change is recorded for most exported rows of a cold mirror: plain better-sqlite3 statements with
   // positional parameters, because drizzle's per-call placeholder mapping cost more than the SQLite work.
   const sqlite = db.$client;
@@ -25,8 +26,7 @@ export function createChangeRepo(db: Db, onRecorded: () => void): Sync<ChangeRep
       if (priorStands(prior.op, c.op)) return false;
       remove.run(prior.seq);
     }
-    insert.run(c.key, c.op, c.at, c.mirror, c.scope);
-    onRecorded();
+    onRecorded(Number(insert.run(c.key, c.op, c.at, c.mirror, c.scope).lastInsertRowid));
     return true;
   };
 

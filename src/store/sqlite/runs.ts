@@ -2,8 +2,9 @@
  * A trigger's runs with their export checkpoints, and each run's sources.
  */
 import { and, eq, getTableColumns, max, sql } from "drizzle-orm";
+import { found, toRun as mapRun, parseJsonText } from "../rows.js";
 import type { RunRepo } from "../store.js";
-import type { PendingContinue, Run } from "../types.js";
+import type { Run } from "../types.js";
 import type { Db } from "./open.js";
 import { runSources, runs } from "./schema.js";
 import { p, plus, type Sync, value } from "./sync-repo.js";
@@ -13,13 +14,7 @@ type RunRow = typeof runs.$inferSelect;
 /** A run source as `sourcesOf` returns it: its export counts stay in the table. */
 const { counts: _counts, ...sourceColumns } = getTableColumns(runSources);
 
-function toRun(row: RunRow): Run {
-  const { diagnostics: _diagnostics, continuePending, ...rest } = row;
-  return {
-    ...rest,
-    continuePending: continuePending === null ? null : (JSON.parse(continuePending) as PendingContinue),
-  };
-}
+const toRun = (row: RunRow): Run => mapRun(row, parseJsonText);
 
 export function createRunRepo(db: Db): Sync<RunRepo> {
   // `ofTrigger` runs after every listing of the runs, so a 500-run trigger reads its runs dozens
@@ -120,9 +115,7 @@ export function createRunRepo(db: Db): Sync<RunRepo> {
     },
 
     get(syncId) {
-      const row = getRun.get({ syncId });
-      if (!row) throw new Error(`run ${syncId} vanished from the database`);
-      return toRun(row);
+      return toRun(found(getRun.get({ syncId }), `run ${syncId}`));
     },
 
     updateStatus(syncId, status, createdAt) {

@@ -1,130 +1,109 @@
 /**
- * The SQLite store: one file, one connection, one writer process (the lock in `open.ts`).
+ * The SQLite store: one file, one connection, one writer process (the lock in `open.ts`), and its
+ * driver for the store runtime (`../store-runtime.ts`).
  *
- * better-sqlite3 runs each statement synchronously, so an async transaction is BEGIN, the
- * caller's awaited work, COMMIT; other work of this process waits on a queue meanwhile, since it
- * would otherwise land inside the open transaction on the shared connection. Work started from
- * inside a transaction (same async context) runs in it rather than waiting for it.
+ * better-sqlite3 runs each statement synchronously, so a transaction is BEGIN IMMEDIATE, the
+ * caller's awaited work, COMMIT, on the one connection: the runtime queues every other call of
+ * this process meanwhile (`oneConnection`). Nothing tells another process of a commit: a waiter
+ * for changes looks at `data_version`, which changes when another connection commits.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
-import type { Store, StoreOps } from "../store.js";
+import Database from "better-sqlite3";
+import type { Logger } from "../../log.js";
+import type { DriverTransaction, StoreDriver } from "../driver.js";
+import type { Store } from "../store.js";
+import { createStore } from "../store-runtime.js";
+import type { ChangeOp } from "../types.js";
 import { createAccessRepo } from "./access.js";
 import { createChangeRepo } from "./changes.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
 import { createLeaseRepo } from "./leases.js";
 import { createMirrorRepo } from "./mirrors.js";
-import { type OpenDatabase, openDatabase } from "./open.js";
+import { type Db, type OpenDatabase, openDatabase } from "./open.js";
 import { createPairRepo } from "./pairs.js";
 import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
 import { applySearchSetting, rebuildSearchIndex, searchResources } from "./search.js";
-import { promisify } from "./sync-repo.js";
+import { isSqliteBusy, sqliteStoreError } from "./sqlite-errors.js";
 import { createTriggerRepo } from "./triggers.js";
 
-export interface SqliteStore extends Store {
-  readonly dialect: "sqlite";
-  /** The open database (tests, `demo`, and the consumer queries read it directly). */
-  readonly database: OpenDatabase;
+export interface SqliteStoreOptions {
+  /** Take the single-writer lock (every command that writes). */
+  lock?: boolean;
+  now?: () => Date;
+  log?: Logger;
+  /** The SYNCMIRROR_RETRY_EACH_TRANSACTION test seam (see `StoreRuntimeOptions`). */
+  retryEachTransaction?: boolean;
 }
 
-export function openSqliteStore(
-  path: string,
-  options: { lock?: boolean; now?: () => Date } = {},
-): SqliteStore {
+export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   const database = openDatabase(path, { lock: options.lock });
-  const { db, sqlite } = database;
-  // Holding the writer lock, this is the only process: any lease left is a dead process's.
-  if (options.lock) sqlite.exec("DELETE FROM leases");
-  const inTransaction = new AsyncLocalStorage<true>();
-  const listeners = new Set<() => void>();
-  let recorded = false;
-  let queue: Promise<unknown> = Promise.resolve();
-
-  /** Runs `fn` after everything queued before it; the queue survives a failure. */
-  const exclusive = <R>(fn: () => R | Promise<R>): Promise<R> => {
-    if (inTransaction.getStore()) return Promise.resolve().then(fn);
-    const result = queue.then(fn);
-    queue = result.catch(() => {});
-    return result;
-  };
-
-  // One set of repositories (their statements prepared once), run directly inside a transaction
-  // and through the queue outside one.
-  const repos = {
-    resources: createResourceRepo(db),
-    access: createAccessRepo(db),
-    changes: createChangeRepo(db, () => {
-      recorded = true;
-    }),
-    pairs: createPairRepo(db),
-    triggers: createTriggerRepo(db),
-    runs: createRunRepo(db),
-    mirrors: createMirrorRepo(db),
-    dryRun: createDryRunRepo(db),
-    leases: createLeaseRepo(db, options.now ?? (() => new Date())),
-  };
-  const build = (run: <R>(fn: () => R) => Promise<R>): StoreOps => ({
-    resources: promisify(repos.resources, run),
-    access: promisify(repos.access, run),
-    changes: promisify(repos.changes, run),
-    pairs: promisify(repos.pairs, run),
-    triggers: promisify(repos.triggers, run),
-    runs: promisify(repos.runs, run),
-    mirrors: promisify(repos.mirrors, run),
-    dryRun: promisify(repos.dryRun, run),
-    leases: promisify(repos.leases, run),
-  });
-  const direct = build(async (fn) => fn());
-  const root = build((fn) =>
-    exclusive(() => {
-      const result = fn();
-      // Inside a transaction the commit notifies; a rollback must not have told anyone.
-      if (!inTransaction.getStore()) notifyIfRecorded();
-      return result;
-    }),
-  );
-
-  function notifyIfRecorded(): void {
-    if (!recorded) return;
-    recorded = false;
-    for (const listener of listeners) listener();
+  try {
+    // Holding the writer lock, this is the only process: any lease left is a dead process's.
+    if (options.lock) database.sqlite.exec("DELETE FROM leases");
+  } catch (error) {
+    database.close();
+    throw sqliteStoreError(error);
   }
+  return createStore(createSqliteDriver(database, options.now ?? (() => new Date())), options);
+}
 
+function createSqliteDriver(database: OpenDatabase, now: () => Date): StoreDriver<Db> {
+  const { db, sqlite } = database;
+  const dataVersion = sqlite.prepare<[], number>("PRAGMA data_version").pluck();
+  const contents = sqlite.prepare<[], { live: number; tombstones: number }>(
+    "SELECT count(*) - count(deleted_at) AS live, count(deleted_at) AS tombstones FROM resources",
+  );
+  const changesByOp = sqlite.prepare<[], { op: ChangeOp; n: number }>(
+    "SELECT op, count(*) AS n FROM changes GROUP BY op",
+  );
+  const transaction: DriverTransaction<Db> = {
+    conn: db,
+    async commit() {
+      sqlite.exec("COMMIT");
+    },
+    async rollback() {
+      try {
+        if (sqlite.inTransaction) sqlite.exec("ROLLBACK");
+      } catch {
+        // A failed ROLLBACK (disk gone) leaves nothing committed either; the caller's error says more.
+      }
+    },
+    async conflict() {
+      throw new Database.SqliteError("database is locked (SYNCMIRROR_RETRY_EACH_TRANSACTION)", "SQLITE_BUSY");
+    },
+  };
   return {
-    dialect: "sqlite",
-    database,
-    ...root,
-    // Queued like any other work: on the shared connection a read would otherwise land inside an
-    // open page transaction and see rows that may still roll back.
-    feed: { readChanges: (q) => exclusive(() => readChanges(sqlite, q)) },
+    shared: db,
+    oneConnection: true,
+    repositories: (conn, onRecorded) => ({
+      resources: createResourceRepo(conn),
+      access: createAccessRepo(conn),
+      changes: createChangeRepo(conn, onRecorded),
+      pairs: createPairRepo(conn),
+      triggers: createTriggerRepo(conn),
+      runs: createRunRepo(conn),
+      mirrors: createMirrorRepo(conn),
+      dryRun: createDryRunRepo(conn),
+      leases: createLeaseRepo(conn, now),
+    }),
+    async begin() {
+      sqlite.exec("BEGIN IMMEDIATE");
+      return transaction;
+    },
+    isRetryable: isSqliteBusy,
+    toStoreError: sqliteStoreError,
+    readChanges: (q) => readChanges(sqlite, q),
     search: {
-      apply: (enabled) => exclusive(() => applySearchSetting(sqlite, enabled)),
-      rebuild: () => exclusive(() => rebuildSearchIndex(sqlite)),
-      query: (q) => exclusive(() => searchResources(sqlite, q)),
+      apply: (enabled) => applySearchSetting(sqlite, enabled),
+      rebuild: () => rebuildSearchIndex(sqlite),
+      query: (q) => searchResources(sqlite, q),
     },
-    transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
-      if (inTransaction.getStore()) return fn(direct);
-      return exclusive(() =>
-        inTransaction.run(true, async () => {
-          sqlite.exec("BEGIN IMMEDIATE");
-          try {
-            const result = await fn(direct);
-            sqlite.exec("COMMIT");
-            notifyIfRecorded();
-            return result;
-          } catch (error) {
-            recorded = false;
-            if (sqlite.inTransaction) sqlite.exec("ROLLBACK");
-            throw error;
-          }
-        }),
-      );
+    async countContents() {
+      const changes = Object.fromEntries(changesByOp.all().map((c) => [c.op, c.n]));
+      return { ...(contents.get() ?? { live: 0, tombstones: 0 }), changes };
     },
-    onCommit(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
+    changeVersion: () => dataVersion.get() as number,
     async ping() {
       sqlite.prepare("SELECT 1").get();
     },

@@ -1,6 +1,6 @@
 /**
- * better-sqlite3 is synchronous: each SQLite repository is written as plain functions and the
- * store wraps them into the async interface the sync code sees.
+ * better-sqlite3 is synchronous: each SQLite repository is written as plain functions, which the
+ * store runtime turns into the async interface the sync code sees.
  */
 import { type Placeholder, type SQL, sql } from "drizzle-orm";
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
@@ -9,15 +9,6 @@ import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 export type Sync<T> = {
   [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? (...args: A) => R : never;
 };
-
-/** Wraps each method of a synchronous repository so that it runs through `run`. */
-export function promisify<T extends object>(repo: Sync<T>, run: <R>(fn: () => R) => Promise<R>): T {
-  const wrapped: Record<string, unknown> = {};
-  for (const [name, fn] of Object.entries(repo as Record<string, (...args: unknown[]) => unknown>)) {
-    wrapped[name] = (...args: unknown[]) => run(() => fn(...args));
-  }
-  return wrapped as T;
-}
 
 /** A prepared statement's named parameter. */
 export const p = (name: string): Placeholder => sql.placeholder(name);

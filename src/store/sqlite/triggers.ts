@@ -2,24 +2,20 @@
  * Triggers, from intent to settled; rows are mapped to `Trigger` here, the skipped list parsed once.
  */
 import { and, asc, desc, eq, inArray } from "drizzle-orm";
+import { found, toTrigger as mapTrigger, parseJsonText } from "../rows.js";
 import type { TriggerRepo } from "../store.js";
-import type { ActiveTrigger, SkippedPairRecord, Trigger } from "../types.js";
+import type { ActiveTrigger, Trigger } from "../types.js";
 import type { Db } from "./open.js";
 import { triggers } from "./schema.js";
 import { p, plus, type Sync } from "./sync-repo.js";
 
 type TriggerRow = typeof triggers.$inferSelect;
 
-function toTrigger(row: TriggerRow): Trigger {
-  const { summary: _summary, skipped, ...rest } = row;
-  return { ...rest, skipped: skipped === null ? null : (JSON.parse(skipped) as SkippedPairRecord[]) };
-}
+const toTrigger = (row: TriggerRow): Trigger => mapTrigger(row, parseJsonText);
 
 export function createTriggerRepo(db: Db): Sync<TriggerRepo> {
   const get = (id: number): Trigger => {
-    const row = db.select().from(triggers).where(eq(triggers.id, id)).get();
-    if (!row) throw new Error(`trigger row ${id} vanished from the database`);
-    return toTrigger(row);
+    return toTrigger(found(db.select().from(triggers).where(eq(triggers.id, id)).get(), `trigger row ${id}`));
   };
   // Each source's sweep adds its counts: prepared once.
   const addSweep = db

@@ -8,7 +8,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config.js";
 import { SearchQueryError } from "../../../src/errors.js";
 import { silentLogger } from "../../../src/log.js";
-import { openStore } from "../../../src/open-store.js";
+import { openStore } from "../../../src/store/open-store.js";
 import {
   configureConsumers,
   ftsIntegrity,

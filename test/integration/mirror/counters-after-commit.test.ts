@@ -1,15 +1,21 @@
 /**
- * SPEC "Metrics": `syncmirror_resources_upserted_total` counts resources written to the mirror. A
- * page whose transaction fails rolls back and is read again by the next pass: its rows are
- * counted once, when they commit, not once per attempt.
+ * SPEC "Metrics" counts what the mirror did, once: a transaction that rolls back and is run again
+ * (a page read again by the next pass, or any transaction another writer got in the way of) is
+ * counted and logged when it commits, never once per attempt.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { createLogger, type Logger } from "../../../src/log.js";
+import { pickDocs } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { createTwins, type Twins } from "../../helpers/twins.js";
 
 let h: Harness | undefined;
+let twins: Twins | undefined;
 afterEach(async () => {
   await h?.close();
+  await twins?.close();
   h = undefined;
+  twins = undefined;
 });
 
 const counted = async (harness: Harness, name: string) =>
@@ -35,5 +41,102 @@ describe("row counters", () => {
     expect(second.outcome).toBe("succeeded");
     expect(h.query<{ n: number }>("SELECT count(*) AS n FROM resources")[0]?.n).toBe(1200);
     expect(await counted(h, "syncmirror_resources_upserted_total")).toBe(1200);
+  });
+});
+
+const [U1, U2, U3] = ["user1@example.com", "user2@example.com", "user3@example.com"];
+const RETRIED = "transaction rolled back: another writer got in the way; running it again";
+
+/** A logger at debug whose JSON lines are kept. */
+function capturedLog(): { log: Logger; lines: () => { level: number; msg: string }[] } {
+  const written: string[] = [];
+  const log = createLogger({ level: "debug" }, { write: (line: string) => void written.push(line) });
+  return { log, lines: () => written.map((line) => JSON.parse(line)) };
+}
+
+/** Every counter but the API's (their polls depend on timing), by name and labels. */
+async function counters(harness: Harness): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const metric of await harness.metrics.registry.getMetricsAsJSON()) {
+    if (String(metric.type) !== "counter" || metric.name.startsWith("syncmirror_api_")) continue;
+    for (const v of metric.values) out[`${metric.name}${JSON.stringify(v.labels)}`] = v.value;
+  }
+  return out;
+}
+
+/**
+ * Upstream, before the full pass: a resource whose title the mirror must repair (a warning from
+ * inside the page), a key one user loses and a key everybody loses (revoked, deleted), every
+ * notion document removed (each pair's sweep held by the mass-delete guard), a user who leaves.
+ */
+function changeUpstream(harness: Harness): void {
+  const { sim } = harness;
+  const serverOf = (type: string) =>
+    sim.servers.find((s) => s.source_type === type)?.server_instance_id ?? "";
+  const [notion, github] = [serverOf("notion"), serverOf("github")];
+  sim.docs.add({ server_instance_id: github, visibleTo: [U1], title: "lone \ud800 surrogate" });
+  const [shared, gone] = pickDocs(
+    harness,
+    2,
+    (d) => d.server_instance_id === github && d.visibleTo.includes(U1) && d.visibleTo.includes(U2),
+  );
+  if (!shared || !gone) throw new Error("no two github documents both users see");
+  sim.docs.setVisibility(
+    shared.docId,
+    shared.visibleTo.filter((u) => u !== U1),
+  );
+  sim.docs.setVisibility(gone.docId, []);
+  for (const d of pickDocs(harness, 0, (d) => d.server_instance_id === notion)) sim.docs.remove(d.docId);
+  sim.people.leaveProject(U3);
+}
+
+describe("a transaction run again", () => {
+  it("counts and logs once what it did, however often it ran", async () => {
+    twins = await createTwins({ sim: { docs: 80 } });
+    const { clean, hurt } = twins;
+    hurt.env.SYNCMIRROR_RETRY_EACH_TRANSACTION = "1";
+    const logs = { clean: capturedLog(), hurt: capturedLog() };
+    for (const [twin, { log }] of [
+      [clean, logs.clean],
+      [hurt, logs.hurt],
+    ] as const) {
+      expect((await twin.sync({}, { log })).outcome).toBe("succeeded");
+      changeUpstream(twin);
+      expect((await twin.sync({ full: true }, { log })).outcome).toBe("partial");
+    }
+
+    // Every transaction of the hurt twin ran twice; the clean twin's once.
+    const retried = (lines: { msg: string }[]) => lines.filter((l) => l.msg === RETRIED).length;
+    expect(retried(logs.hurt.lines())).toBeGreaterThan(10);
+    expect(retried(logs.clean.lines())).toBe(0);
+
+    const cleanCounters = await counters(clean);
+    expect(await counters(hurt)).toEqual(cleanCounters);
+    for (const name of [
+      "syncmirror_access_revoked_total",
+      "syncmirror_resources_deleted_total",
+      "syncmirror_sweeps_held_total",
+      "syncmirror_resources_upserted_total",
+      "syncmirror_runs_total",
+      "syncmirror_sources_total",
+    ])
+      expect(await counted(clean, name), name).toBeGreaterThan(0);
+
+    const said = (lines: { level: number; msg: string }[]) =>
+      lines
+        .filter((l) => l.msg !== RETRIED)
+        .map((l) => `${l.level} ${l.msg}`)
+        .sort();
+    const cleanLines = said(logs.clean.lines());
+    expect(said(logs.hurt.lines())).toEqual(cleanLines);
+    for (const line of [
+      /sweep held by the mass-delete guard/,
+      /unpaired UTF-16 surrogates/,
+      /pair lost its access/,
+    ])
+      expect(
+        cleanLines.some((l) => line.test(l)),
+        String(line),
+      ).toBe(true);
   });
 });

@@ -6,8 +6,8 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../../src/log.js";
-import { openPostgresStore, type PostgresStore } from "../../../src/store/postgres/postgres-store.js";
-import { isDatabaseError } from "../../../src/store/store.js";
+import { openPostgresStore } from "../../../src/store/postgres/postgres-store.js";
+import { isDatabaseError, type Store } from "../../../src/store/store.js";
 import { createTestDatabase, postgresForTests, TEST_URL_ENV } from "../../helpers/postgres.js";
 
 /** A promise and the function that settles it. */
@@ -21,7 +21,7 @@ function signal(): { promise: Promise<void>; fire(): void } {
 
 describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let store: PostgresStore;
+  let store: Store;
   let other: pg.Client;
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -130,6 +130,9 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
       })
       .catch((error: unknown) => error);
     expect(isDatabaseError(failed)).toBe(true);
+    expect((failed as Error).message).toMatch(
+      /^lost the connection to the PostgreSQL database in \$\w+ \(.+\): check that the server is up .*then run again: the mirror resumes where it stopped$/,
+    );
     expect((failed as Error).message).not.toContain(database.url);
     expect(await store.mirrors.get("lost")).toBeUndefined();
     await store.transaction((tx) => tx.mirrors.ensure("lost", "cfg"));

@@ -1,0 +1,74 @@
+/**
+ * The composition root of the store (SPEC "Database", "Scale-out"): picks the dialect's driver
+ * from the config. The only file outside `sqlite/` and `postgres/` that names a dialect; the
+ * commands, the daemon and the sync code see a `Store`.
+ */
+import { existsSync } from "node:fs";
+import { type Config, requireDatabaseUrl } from "../config.js";
+import type { Logger } from "../log.js";
+import { findDatabasePathProblem } from "./sqlite/database-path.js";
+import { openSqliteStore } from "./sqlite/sqlite-store.js";
+import type { Store } from "./store.js";
+
+export interface OpenStoreOptions {
+  /** SQLite: take the single-writer lock (every command that writes). */
+  lock: boolean;
+  log: Logger;
+  /** The SYNCMIRROR_RETRY_EACH_TRANSACTION test seam (`readRetryEachTransaction`). */
+  retryEachTransaction?: boolean;
+}
+
+export async function openStore(config: Config, options: OpenStoreOptions): Promise<Store> {
+  const db = config.database;
+  if (db.kind === "sqlite") return openSqliteStore(db.path, options);
+  // Loaded only when configured: pg and its drizzle driver cost every SQLite process ~0.1 s of
+  // start-up CPU (the default store, and every `sync` the scheduler would run).
+  const { openPostgresStore } = await import("./postgres/postgres-store.js");
+  return openPostgresStore({
+    url: requireDatabaseUrl(config, db),
+    urlEnv: db.urlEnv,
+    poolSize: db.poolSize,
+    log: options.log,
+    ...(options.retryEachTransaction === undefined
+      ? {}
+      : { retryEachTransaction: options.retryEachTransaction }),
+  });
+}
+
+/**
+ * The SQLite file the config names when it does not exist yet (nothing has synced), else null.
+ * A command that only reads (`status`) reads an empty store instead of creating the file.
+ */
+export function missingDatabaseFile(config: Config): string | null {
+  const db = config.database;
+  return db.kind === "sqlite" && !existsSync(db.path) ? db.path : null;
+}
+
+/** A store with the current schema and nothing in it, kept in memory. */
+export function openEmptyStore(): Store {
+  return openSqliteStore(":memory:");
+}
+
+/**
+ * `check`'s look at the database, leaving nothing behind: a SQLite file can be created or opened;
+ * a PostgreSQL server answers and its schema is current (or is brought up to date).
+ */
+export async function checkStore(config: Config, log: Logger): Promise<{ ok: boolean; message: string }> {
+  const db = config.database;
+  if (db.kind === "sqlite") {
+    const problem = findDatabasePathProblem(db.path);
+    return problem === undefined
+      ? { ok: true, message: `database ${db.path}: can be opened` }
+      : {
+          ok: false,
+          message: `database ${db.path} cannot be opened: ${problem}; fix database.path or the permissions`,
+        };
+  }
+  try {
+    const store = await openStore(config, { lock: false, log });
+    await store.close();
+    return { ok: true, message: `database $${db.urlEnv}: reachable, schema current` };
+  } catch (error) {
+    return { ok: false, message: `database $${db.urlEnv}: ${(error as Error).message}` };
+  }
+}
