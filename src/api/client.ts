@@ -4,16 +4,13 @@
  * transport.ts; the retry table in retry.ts.
  */
 import type { Dispatcher } from "undici";
-import {
-  type ApiErrorFields,
-  BadResponseError,
-  ContinueOutcomeUnknownError,
-  TriggerOutcomeUnknownError,
-} from "../errors.js";
+import { type ApiErrorFields, ContinueOutcomeUnknownError, TriggerOutcomeUnknownError } from "../errors.js";
 import type { Logger } from "../log.js";
+import { paged } from "./paged.js";
 import { DEFAULT_BACKOFF, isRefusedBeforeWork, isRetryableStatus } from "./retry.js";
-import { type Route, routes } from "./routes.js";
+import { routes } from "./routes.js";
 import * as S from "./schemas.js";
+import { createSyncConfigApi, type SyncConfigApi } from "./sync-config-api.js";
 import { createTransport, type UnsafeCall } from "./transport.js";
 
 export interface ApiClientOptions {
@@ -44,8 +41,7 @@ export interface RunQuery {
   sync_config_id?: string;
 }
 
-export interface ApiClient {
-  getSyncConfig(id: string, signal?: AbortSignal): Promise<S.SyncConfig>;
+export interface ApiClient extends SyncConfigApi {
   /** Every user of the config, across all pages. */
   listAccess(id: string, signal?: AbortSignal): Promise<S.AccessItem[]>;
   listSources(projectId: string, signal?: AbortSignal): Promise<S.SyncableSource[]>;
@@ -111,24 +107,6 @@ const continueIsUnsafe: UnsafeCall = {
     ),
 };
 
-/**
- * The cursor of the next page, or undefined at the end. A page that claims more but gives no new
- * cursor is refused: a silently short list (e.g. of project users) would revoke access wrongly.
- */
-function nextCursor(meta: S.RunListPage["meta"], seen: Set<string>, route: Route): string | undefined {
-  if (!meta || meta.has_next === false) return undefined;
-  const next = meta.next_cursor ?? undefined;
-  if (!next && !meta.has_next) return undefined;
-  if (!next || seen.has(next)) {
-    throw new BadResponseError(
-      `GET ${route}: the service said there are more pages but gave ${next ? "a cursor it gave before" : "no cursor"}: report it; the list was not used`,
-      { method: "GET", route, detail: { meta } },
-    );
-  }
-  seen.add(next);
-  return next;
-}
-
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const { request, close } = createTransport({
     baseUrl: options.baseUrl,
@@ -162,25 +140,21 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     });
 
   return {
-    getSyncConfig: (id, signal) =>
-      request({ method: "GET", route: routes.syncConfig, params: { id }, schema: S.SyncConfig, signal }),
+    ...createSyncConfigApi(request),
 
     async listAccess(id, signal) {
       const items: S.AccessItem[] = [];
-      const seen = new Set<string>();
-      let cursor: string | undefined;
-      do {
-        const page = await request({
+      const pages = paged(routes.syncConfigAccess, (cursor) =>
+        request({
           method: "GET",
           route: routes.syncConfigAccess,
           params: { id },
           query: { cursor },
           schema: S.AccessPage,
           signal,
-        });
-        items.push(...page.items);
-        cursor = nextCursor(page.meta, seen, routes.syncConfigAccess);
-      } while (cursor);
+        }),
+      );
+      for await (const item of pages) items.push(item);
       return items;
     },
 
@@ -213,15 +187,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
 
     listRuns,
 
-    async *listAllRuns(query, signal) {
-      const seen = new Set<string>();
-      let cursor: string | undefined;
-      do {
-        const page = await listRuns({ ...query, size: RUN_PAGE_SIZE, cursor }, signal);
-        yield* page.items;
-        cursor = nextCursor(page.meta, seen, routes.syncTasks);
-      } while (cursor);
-    },
+    listAllRuns: (query, signal) =>
+      paged(routes.syncTasks, (cursor) => listRuns({ ...query, size: RUN_PAGE_SIZE, cursor }, signal)),
 
     getRun: (syncId, signal) =>
       request({ method: "GET", route: routes.run, params: { sync_id: syncId }, schema: S.RunDetail, signal }),

@@ -4,6 +4,8 @@
  */
 export const routes = Object.freeze({
   syncableSources: "/sync-configs/sources",
+  /** POST: create; GET: list a project's configs. */
+  syncConfigs: "/sync-configs",
   syncConfig: "/sync-configs/{id}",
   syncConfigAccess: "/sync-configs/{id}/access",
   projects: "/projects",
