@@ -36,6 +36,7 @@ import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
 import * as schema from "./schema.js";
 import { applySearchSetting, rebuildSearchIndex, searchResources } from "./search.js";
+import { createSyncConfigRepo } from "./sync-configs.js";
 import { createTriggerRepo } from "./triggers.js";
 
 export interface PostgresStore extends Store {
@@ -102,6 +103,7 @@ function createPostgresStore(pool: pg.Pool, naming: Naming, options: PostgresSto
       mirrors: guard(createMirrorRepo(conn)),
       dryRun: guard(createDryRunRepo(conn)),
       leases: guard(createLeaseRepo(conn)),
+      syncConfigs: guard(createSyncConfigRepo(conn)),
     };
   };
   const pooled = build({ db: drizzle(pool, { schema }), client: pool }, () => {});

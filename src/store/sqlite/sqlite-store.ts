@@ -19,6 +19,7 @@ import { createPairRepo } from "./pairs.js";
 import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
 import { applySearchSetting, rebuildSearchIndex, searchResources } from "./search.js";
+import { createSyncConfigRepo } from "./sync-configs.js";
 import { promisify } from "./sync-repo.js";
 import { createTriggerRepo } from "./triggers.js";
 
@@ -63,6 +64,7 @@ export function openSqliteStore(
     mirrors: createMirrorRepo(db),
     dryRun: createDryRunRepo(db),
     leases: createLeaseRepo(db, options.now ?? (() => new Date())),
+    syncConfigs: createSyncConfigRepo(db),
   };
   const build = (run: <R>(fn: () => R) => Promise<R>): StoreOps => ({
     resources: promisify(repos.resources, run),
@@ -74,6 +76,7 @@ export function openSqliteStore(
     mirrors: promisify(repos.mirrors, run),
     dryRun: promisify(repos.dryRun, run),
     leases: promisify(repos.leases, run),
+    syncConfigs: promisify(repos.syncConfigs, run),
   });
   const direct = build(async (fn) => fn());
   const root = build((fn) =>
