@@ -43,3 +43,11 @@ export function missingDatabaseFile(config: Config): string | null {
 export function openEmptyStore(): AnyStore {
   return openSqliteStore(":memory:");
 }
+
+/**
+ * For commands that only read (`status`, `plan`, `check`): no lock, and before the first sync (no
+ * SQLite file yet) an empty store instead of creating the file.
+ */
+export async function openStoreForReading(config: Config, log: Logger): Promise<AnyStore> {
+  return missingDatabaseFile(config) !== null ? openEmptyStore() : openStore(config, { lock: false, log });
+}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig, parseConfig, requireToken, resolveConfigPath } from "../../src/config.js";
 import { ConfigError } from "../../src/errors.js";
+import { issuesOf } from "../helpers/config-issues.js";
 
 const ID = "3f6c2a91-8d4e-4b7a-9c15-2e8f0d6b1a47";
 const base = `api:
@@ -9,16 +10,6 @@ mirrors:
   - name: eng-wiki
     sync_config_id: ${ID}
 `;
-
-function issuesOf(text: string, env: Record<string, string> = {}): { path: string; message: string }[] {
-  try {
-    parseConfig("cfg.yaml", text, env);
-  } catch (error) {
-    if (error instanceof ConfigError) return [...error.issues];
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-}
 
 describe("config", () => {
   it("reads the HTTP bearer token from the variable http.token_env names, and search.enabled", () => {
