@@ -145,7 +145,8 @@ async function prune(
   flags: ApplyFlags,
   result: (done: ApplyDone, message: string) => ApplyResult,
 ): Promise<ApplyResult> {
-  if (!flags.prune) return result("skipped", e.notes.join("; "));
+  if (!flags.prune)
+    return result("skipped", `kept sync config "${e.name}" (${e.syncConfigId}): ${e.notes.join("; ")}`);
   if (e.record?.origin === "created" && e.syncConfigId) {
     await deps.api.deleteSyncConfig(e.syncConfigId, deps.signal);
     await deps.store.syncConfigs.remove(e.mirror);

@@ -84,7 +84,8 @@ function formatChange(c: FieldChange, creating: boolean): string[] {
     const parts = creating ? c.add : [...c.add.map((a) => `+ ${a}`), ...c.remove.map((r) => `- ${r}`)];
     return [`  ${mark} ${c.field}: ${parts.join(", ")}`];
   }
-  if (typeof c.from === "boolean") return [`  ${mark} all_users: ${c.from} -> ${c.to}`];
+  if (typeof c.from === "boolean")
+    return [creating ? `  + all_users: ${c.to}` : `  ~ all_users: ${c.from} -> ${c.to}`];
   if (creating) return [`  + ${c.field}: ${JSON.stringify(c.to)}`];
   const inline = [c.from, c.to].every((v) => v.length <= INLINE_CHARS && !v.includes("\n"));
   if (inline) return [`  ~ ${c.field}: ${JSON.stringify(c.from)} -> ${JSON.stringify(c.to)}`];
