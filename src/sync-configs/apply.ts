@@ -171,8 +171,11 @@ async function create(want: DesiredSyncConfig, deps: ApplyDeps): Promise<SyncCon
       if (!mayExist) throw error;
       let found: SyncConfig | undefined;
       try {
-        for await (const c of deps.api.listSyncConfigs(want.projectId, deps.signal))
-          if (c.name === want.fields.name) found = c;
+        for await (const c of deps.api.listSyncConfigs(want.projectId, deps.signal)) {
+          if (c.name !== want.fields.name) continue;
+          found = c;
+          break;
+        }
       } catch {
         throw error;
       }

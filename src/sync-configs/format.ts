@@ -64,9 +64,7 @@ function headline(e: PlanEntry): string {
     case "replace":
       return `replace ${what}`;
     case "adopt":
-      return e.needs === "adopt"
-        ? `adopt ${what}: it exists and syncmirror did not create it; \`apply --adopt\` takes it over`
-        : `adopt ${what}`;
+      return `adopt ${what}: it exists and syncmirror did not create it; \`apply --adopt\` takes it over`;
     case "none":
       return `${what} is up to date`;
     case "unmanaged":

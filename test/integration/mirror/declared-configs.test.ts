@@ -103,6 +103,14 @@ describe("declared sync configs: plan and apply", () => {
       last_error: null,
     });
     expect((await h.cli(["plan"])).code).toBe(0);
+
+    // Pruned, a config syncmirror adopted is released, never deleted: it did not create it.
+    writeMirrors(h, { other: h.sim.syncConfigId });
+    const released = await h.cli(["apply", "--prune"]);
+    expect(released.code).toBe(0);
+    expect(released.stdout).toContain('mirror main: released sync config "Wiki": left upstream');
+    expect(h.sim.configs.get(foreign).name).toBe("Wiki");
+    expect(managedRow(h)).toBeUndefined();
   });
 
   it("calls an unknown or ambiguous server name a config error (exit 2) naming the key and the candidates", async () => {
