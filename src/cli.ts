@@ -41,6 +41,8 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   changes: async () => (await import("./commands/changes.js")).changes,
   search: async () => (await import("./commands/search.js")).search,
   reindex: async () => (await import("./commands/reindex.js")).reindex,
+  plan: async () => (await import("./commands/plan.js")).plan,
+  apply: async () => (await import("./commands/apply.js")).apply,
 };
 
 async function main(argv: string[]): Promise<number> {

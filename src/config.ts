@@ -10,6 +10,7 @@ import { type DatabaseConfig, DatabaseSection, envName, freezeDatabase } from ".
 import { freezeHttp, HTTP_LISTEN_ENV, type HttpConfig, HttpSection } from "./config-http.js";
 import { findPlaceholders } from "./config-placeholders.js";
 import { DEFAULT_TOKEN_ENV, findSecrets, formatPath } from "./config-secrets.js";
+import * as declaring from "./config-sync-config.js";
 import { ConfigError, UsageError } from "./errors.js";
 
 export { type DatabaseConfig, requireDatabaseUrl } from "./config-database.js";
@@ -70,10 +71,10 @@ const overrides = Object.fromEntries(
 
 const Defaults = z.strictObject(SCHEDULE);
 
-const Mirror = z.strictObject(overrides).extend({
-  name: z.string().regex(/^[a-z0-9_-]+$/, "must match [a-z0-9_-]+ (it is used in metrics and the database)"),
-  sync_config_id: z.string().min(1),
-});
+const Mirror = z
+  .strictObject(overrides)
+  .extend(declaring.MIRROR_IDENTITY)
+  .refine(...declaring.ONE_SOURCE);
 
 const File = z.strictObject({
   api: z.strictObject({
@@ -98,31 +99,19 @@ const File = z.strictObject({
       page_size: DEFAULT_EXPORT_PAGE_SIZE,
     }),
   defaults: Defaults.default(Defaults.parse({})),
-  mirrors: z
-    .array(Mirror)
-    .min(1, "list at least one mirror")
-    .superRefine((mirrors, ctx) => {
-      const seen = new Set<string>();
-      const byConfigId = new Map<string, string>();
-      mirrors.forEach((m, i) => {
-        if (seen.has(m.name))
-          ctx.addIssue({ code: "custom", path: [i, "name"], message: `duplicate mirror name "${m.name}"` });
-        seen.add(m.name);
-        // Two mirrors of one config would trigger it twice and each adopt the other's runs.
-        const other = byConfigId.get(m.sync_config_id);
-        if (other !== undefined) {
-          ctx.addIssue({
-            code: "custom",
-            path: [i, "sync_config_id"],
-            message: `mirrors "${other}" and "${m.name}" both mirror sync config ${m.sync_config_id}; one trigger per sync config at a time: keep one of them`,
-          });
-        } else byConfigId.set(m.sync_config_id, m.name);
-      });
-    }),
+  manage_sync_configs: z.boolean().default(false),
+  mirrors: z.array(Mirror).min(1, "list at least one mirror").superRefine(declaring.checkMirrorIdentities),
 });
 
-/** One mirror with every default resolved: `SCHEDULE`'s keys in camelCase, plus its identity. */
-export type MirrorConfig = { readonly name: string; readonly syncConfigId: string } & {
+/**
+ * One mirror with every default resolved: `SCHEDULE`'s keys in camelCase, plus its identity:
+ * exactly one of `syncConfigId` and `declared` (whose id `sync-configs/bind.ts` finds).
+ */
+export type MirrorConfig = {
+  readonly name: string;
+  readonly syncConfigId: string | null;
+  readonly declared: declaring.DeclaredSyncConfig | null;
+} & {
   readonly [K in ScheduleKey as CamelCase<K>]: Schedule[K];
 };
 
@@ -149,6 +138,8 @@ export interface Config {
     readonly pageSize: number;
   };
   readonly mirrors: readonly MirrorConfig[];
+  /** `manage_sync_configs`: the daemon applies the declared sync configs itself. */
+  readonly manageSyncConfigs: boolean;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -260,14 +251,15 @@ function yamlMessage(message: string, at: { line: number; col: number } | undefi
 
 function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
   const d = data.defaults;
-  const mirrors = data.mirrors.map((m): MirrorConfig => {
+  const mirrors = data.mirrors.map((m, i): MirrorConfig => {
     const settings = Object.fromEntries(
       (Object.keys(SCHEDULE) as ScheduleKey[]).map((key) => [camelCase(key), m[key] ?? d[key]]),
-    ) as Omit<MirrorConfig, "name" | "syncConfigId">;
+    ) as Omit<MirrorConfig, "name" | "syncConfigId" | "declared">;
     return Object.freeze({
       ...settings,
       name: m.name,
-      syncConfigId: m.sync_config_id,
+      syncConfigId: m.sync_config_id ?? null,
+      declared: m.sync_config ? declaring.freezeSyncConfig(m.sync_config, i) : null,
       pollMaxSeconds: Math.max(settings.pollMaxSeconds, settings.pollInitialSeconds),
     });
   });
@@ -292,6 +284,7 @@ function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
       pageSize: data.export.page_size,
     }),
     mirrors: Object.freeze(mirrors),
+    manageSyncConfigs: data.manage_sync_configs,
   });
 }
 

@@ -23,6 +23,9 @@ import { createScheduler, type Scheduler } from "./scheduler.js";
 import { refreshMirrorGauges } from "./sync/gauges.js";
 import { buildStatus } from "./sync/status-report.js";
 import { syncMirror } from "./sync/sync-mirror.js";
+import { checkBindings } from "./sync-configs/bind.js";
+import { preparePass, type ReconcileDeps, reconcileMirror } from "./sync-configs/reconcile.js";
+import { isDeclared } from "./sync-configs/resolve.js";
 
 const LOCK_RETRY_MS = 2000;
 const UNAVAILABLE_RETRY_MAX_MS = 30_000;
@@ -36,7 +39,7 @@ export interface Daemon {
 export function createDaemon(config: Config, io: CommandIo, options: { log?: Logger } = {}): Daemon {
   const log = options.log ?? createIoLogger(io);
   const metrics = createMetrics(new Registry());
-  for (const mirror of config.mirrors) initMirrorSeries(metrics, mirror.name);
+  for (const mirror of config.mirrors) initMirrorSeries(metrics, mirror.name, mirror.declared !== null);
   const holder = processHolder();
   let runtime: Runtime | undefined;
   let scheduler: Scheduler | undefined;
@@ -92,12 +95,15 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         runPass: async (mirror, mode, signal) => {
           const leased = await withMirrorLease(
             { store: rt.store, mirror: mirror.name, holder, leaseSeconds, signal, log },
-            (passSignal) =>
-              syncMirror(mirror, rt.syncContext(passSignal, holder), {
+            async (passSignal) => {
+              const bound = await preparePass(mirror, reconcileDeps(rt, passSignal));
+              if (!bound) return;
+              await syncMirror(bound, rt.syncContext(passSignal, holder), {
                 full: mode === "full",
                 allowMassDelete: false,
                 dryRun: false,
-              }),
+              });
+            },
           );
           if (!leased.taken) {
             metrics.ticksSkipped.inc({ mirror: mirror.name, mode, reason: "leased" });
@@ -112,6 +118,8 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         metrics,
       });
       scheduler = sched;
+      if (config.manageSyncConfigs) await applyAtStart(rt, holder, io.signal);
+      await checkBindings(config, rt.store);
       await resumeOrphans(rt, sched, log);
       sched.start();
       watcher = setInterval(() => {
@@ -206,7 +214,26 @@ function watchIntervalMs(config: Config): number {
 /** Gauges come from the database, so they are right from the first scrape after a restart. */
 async function restoreMetrics(runtime: Runtime, metrics: Metrics): Promise<void> {
   for (const mirror of runtime.config.mirrors) {
-    await runtime.store.mirrors.ensure(mirror.name, mirror.syncConfigId);
+    if (mirror.syncConfigId !== null) await runtime.store.mirrors.ensure(mirror.name, mirror.syncConfigId);
     await refreshMirrorGauges(runtime.store, metrics, mirror.name);
+  }
+}
+
+function reconcileDeps(runtime: Runtime, signal: AbortSignal): ReconcileDeps {
+  const { config, store, api, log, metrics } = runtime;
+  return { config, store, api, log, metrics, signal, now: () => new Date() };
+}
+
+/**
+ * `manage_sync_configs`: every declared config applied before the schedules start, each under its
+ * mirror's lease (a mirror another replica is running is applied before its next pass instead).
+ */
+async function applyAtStart(runtime: Runtime, holder: string, signal: AbortSignal): Promise<void> {
+  const { store, log, config } = runtime;
+  for (const mirror of config.mirrors.filter(isDeclared)) {
+    await withMirrorLease(
+      { store, mirror: mirror.name, holder, leaseSeconds: config.database.leaseSeconds, signal, log },
+      (leaseSignal) => reconcileMirror(mirror, reconcileDeps(runtime, leaseSignal), { always: true }),
+    );
   }
 }

@@ -102,6 +102,11 @@ export class ConflictError extends ApiError {
   readonly code = "API_CONFLICT" as const;
 }
 
+/** 409 on creating or replacing a sync config: another config of the project has that name. */
+export class NameTakenError extends ApiError {
+  readonly code = "API_NAME_TAKEN" as const;
+}
+
 /** 429, 5xx, a reset connection or a timeout, still failing after every attempt. */
 export class UnavailableError extends ApiError {
   readonly code = "API_UNAVAILABLE" as const;
@@ -123,6 +128,15 @@ export class TriggerOutcomeUnknownError extends ApiError {
  */
 export class ContinueOutcomeUnknownError extends ApiError {
   readonly code = "API_CONTINUE_OUTCOME_UNKNOWN" as const;
+}
+
+/**
+ * A sync config create (`POST /sync-configs`, not idempotent) got no usable answer after it may
+ * have reached the service. Never repeated blindly: look the name up first (names are unique per
+ * project, so a config found with it is the one this POST made).
+ */
+export class CreateOutcomeUnknownError extends ApiError {
+  readonly code = "API_CREATE_OUTCOME_UNKNOWN" as const;
 }
 
 /** The body was not JSON, or not the shape API.md documents. */
@@ -240,4 +254,20 @@ export class SearchQueryError extends SyncmirrorError {
 /** Search was asked for while `search.enabled` is false, or before its index was built. */
 export class SearchUnavailableError extends SyncmirrorError {
   readonly code = "SEARCH_UNAVAILABLE" as const;
+}
+
+/**
+ * A mirror declares its sync config (`sync_config`) but none has been applied for it yet, so there
+ * is no config to trigger: `syncmirror apply` (or the daemon with `manage_sync_configs: true`).
+ */
+export class SyncConfigNotAppliedError extends SyncmirrorError {
+  readonly code = "SYNC_CONFIG_NOT_APPLIED" as const;
+  constructor(
+    readonly mirror: string,
+    readonly configName: string,
+  ) {
+    super(
+      `mirror ${mirror} declares the sync config "${configName}", which has not been applied yet: run \`syncmirror apply\` (or set manage_sync_configs: true and let the daemon apply it)`,
+    );
+  }
 }

@@ -28,6 +28,9 @@ export interface Metrics {
   apiRequestDuration: Histogram<"method" | "route">;
   /** Ticks a scheduler skipped because the mirror was still busy (not in SPEC's table: an addition). */
   ticksSkipped: Counter<"mirror" | "mode" | "reason">;
+  /** 1 while the daemon could not apply a mirror's declared sync config (`manage_sync_configs`). */
+  syncConfigDrift: Gauge<"mirror">;
+  syncConfigApplyErrors: Counter<"mirror">;
 }
 
 export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -139,6 +142,18 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ["mirror", "mode", "reason"],
       registers,
     }),
+    syncConfigDrift: new Gauge({
+      name: "syncmirror_sync_config_drift",
+      help: "1 while the mirror's declared sync config differs from the service and the daemon could not apply it (manage_sync_configs), else 0",
+      labelNames: ["mirror"],
+      registers,
+    }),
+    syncConfigApplyErrors: new Counter({
+      name: "syncmirror_sync_config_apply_errors_total",
+      help: "Attempts of the daemon to apply a mirror's declared sync config that failed (manage_sync_configs)",
+      labelNames: ["mirror"],
+      registers,
+    }),
   };
 }
 
@@ -149,8 +164,9 @@ const SOURCE_TYPES = ["notion", "google_drive", "google_docs", "github"] as cons
  * Every counter series of a configured mirror at 0, so the first event is an increase `rate()`
  * and `increase()` can see (a series that appears at 1 has no earlier sample to compare with).
  */
-export function initMirrorSeries(metrics: Metrics, mirror: string): void {
+export function initMirrorSeries(metrics: Metrics, mirror: string, declared = false): void {
   const labels = { mirror };
+  if (declared) metrics.syncConfigApplyErrors.inc(labels, 0);
   metrics.resourcesDeleted.inc(labels, 0);
   metrics.accessRevoked.inc(labels, 0);
   metrics.sweepsHeld.inc(labels, 0);

@@ -40,25 +40,14 @@ export async function createRuntime(
 ): Promise<Runtime> {
   const log = options.log ?? createIoLogger(io);
   const metrics = options.metrics ?? createMetrics(new Registry());
-  const token = requireToken(config);
+  requireToken(config);
   const store = await openStore(config, {
     lock: options.lock,
     log,
     retryEachTransaction: readRetryEachTransaction(io.env),
   });
   await applySearch(store, config.search.enabled, log);
-  const api = createApiClient({
-    baseUrl: config.api.baseUrl,
-    token,
-    tokenEnv: config.api.tokenEnv,
-    timeoutMs: config.api.timeoutSeconds * 1000,
-    maxAttempts: config.api.maxAttempts,
-    log,
-    onRequest: (r) => {
-      metrics.apiRequests.inc({ method: r.method, route: r.route, code: r.code });
-      metrics.apiRequestDuration.observe({ method: r.method, route: r.route }, r.durationSeconds);
-    },
-  });
+  const api = createConfiguredApi(config, log, { metrics });
   const crashPoint = createCrashPoint(io.env);
   return {
     config,
@@ -86,6 +75,29 @@ export async function createRuntime(
       await store.close();
     },
   };
+}
+
+/** The API client the config describes (its token from the environment), counted in `metrics` when given. */
+export function createConfiguredApi(
+  config: Config,
+  log: Logger,
+  options: { metrics?: Metrics; maxAttempts?: number } = {},
+): ApiClient {
+  const { metrics } = options;
+  return createApiClient({
+    baseUrl: config.api.baseUrl,
+    token: requireToken(config),
+    tokenEnv: config.api.tokenEnv,
+    timeoutMs: config.api.timeoutSeconds * 1000,
+    maxAttempts: options.maxAttempts ?? config.api.maxAttempts,
+    log,
+    ...(metrics && {
+      onRequest: (r) => {
+        metrics.apiRequests.inc({ method: r.method, route: r.route, code: r.code });
+        metrics.apiRequestDuration.observe({ method: r.method, route: r.route }, r.durationSeconds);
+      },
+    }),
+  });
 }
 
 /** The command's logger: JSON lines on stderr, or readable lines when stderr is a terminal. */

@@ -4,16 +4,13 @@
  * transport.ts; the retry table in retry.ts.
  */
 import type { Dispatcher } from "undici";
-import {
-  type ApiErrorFields,
-  BadResponseError,
-  ContinueOutcomeUnknownError,
-  TriggerOutcomeUnknownError,
-} from "../errors.js";
+import { type ApiErrorFields, ContinueOutcomeUnknownError, TriggerOutcomeUnknownError } from "../errors.js";
 import type { Logger } from "../log.js";
+import { paged } from "./paged.js";
 import { DEFAULT_BACKOFF, isRefusedBeforeWork, isRetryableStatus } from "./retry.js";
-import { type Route, routes } from "./routes.js";
+import { routes } from "./routes.js";
 import * as S from "./schemas.js";
+import { createSyncConfigApi, type SyncConfigApi } from "./sync-config-api.js";
 import { createTransport, type UnsafeCall } from "./transport.js";
 
 export interface ApiClientOptions {
@@ -44,8 +41,7 @@ export interface RunQuery {
   sync_config_id?: string;
 }
 
-export interface ApiClient {
-  getSyncConfig(id: string, signal?: AbortSignal): Promise<S.SyncConfig>;
+export interface ApiClient extends SyncConfigApi {
   /** Every user of the config, across all pages. */
   listAccess(id: string, signal?: AbortSignal): Promise<S.AccessItem[]>;
   listSources(projectId: string, signal?: AbortSignal): Promise<S.SyncableSource[]>;
@@ -87,10 +83,6 @@ export interface ApiClient {
   ): Promise<S.TranscriptPage>;
   /** Closes the client's own connection pool (not an injected dispatcher). Idempotent. */
   close(): Promise<void>;
-
-  // --- for `syncmirror init` ---------------------------------------------------------------------
-  /** Every sync config of the project, newest first, across all pages. */
-  listSyncConfigs(projectId: string, signal?: AbortSignal): Promise<S.SyncConfig[]>;
 }
 
 const RUN_PAGE_SIZE = 100;
@@ -114,24 +106,6 @@ const continueIsUnsafe: UnsafeCall = {
       { cause },
     ),
 };
-
-/**
- * The cursor of the next page, or undefined at the end. A page that claims more but gives no new
- * cursor is refused: a silently short list (e.g. of project users) would revoke access wrongly.
- */
-function nextCursor(meta: S.RunListPage["meta"], seen: Set<string>, route: Route): string | undefined {
-  if (!meta || meta.has_next === false) return undefined;
-  const next = meta.next_cursor ?? undefined;
-  if (!next && !meta.has_next) return undefined;
-  if (!next || seen.has(next)) {
-    throw new BadResponseError(
-      `GET ${route}: the service said there are more pages but gave ${next ? "a cursor it gave before" : "no cursor"}: report it; the list was not used`,
-      { method: "GET", route, detail: { meta } },
-    );
-  }
-  seen.add(next);
-  return next;
-}
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const { request, close } = createTransport({
@@ -166,11 +140,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     });
 
   return {
-    getSyncConfig: (id, signal) =>
-      request({ method: "GET", route: routes.syncConfig, params: { id }, schema: S.SyncConfig, signal }),
+    ...createSyncConfigApi(request),
 
-    listAccess: (id, signal) =>
-      collectPages(routes.syncConfigAccess, (cursor) =>
+    async listAccess(id, signal) {
+      const items: S.AccessItem[] = [];
+      const pages = paged(routes.syncConfigAccess, (cursor) =>
         request({
           method: "GET",
           route: routes.syncConfigAccess,
@@ -179,7 +153,10 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           schema: S.AccessPage,
           signal,
         }),
-      ),
+      );
+      for await (const item of pages) items.push(item);
+      return items;
+    },
 
     async listSources(projectId, signal) {
       const body = await request({
@@ -210,15 +187,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
 
     listRuns,
 
-    async *listAllRuns(query, signal) {
-      const seen = new Set<string>();
-      let cursor: string | undefined;
-      do {
-        const page = await listRuns({ ...query, size: RUN_PAGE_SIZE, cursor }, signal);
-        yield* page.items;
-        cursor = nextCursor(page.meta, seen, routes.syncTasks);
-      } while (cursor);
-    },
+    listAllRuns: (query, signal) =>
+      paged(routes.syncTasks, (cursor) => listRuns({ ...query, size: RUN_PAGE_SIZE, cursor }, signal)),
 
     getRun: (syncId, signal) =>
       request({ method: "GET", route: routes.run, params: { sync_id: syncId }, schema: S.RunDetail, signal }),
@@ -258,32 +228,5 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       }),
 
     close,
-
-    listSyncConfigs: (projectId, signal) =>
-      collectPages(routes.syncConfigs, (cursor) =>
-        request({
-          method: "GET",
-          route: routes.syncConfigs,
-          query: { project_id: projectId, cursor },
-          schema: S.SyncConfigPage,
-          signal,
-        }),
-      ),
   };
-}
-
-/** Every item of a cursor-paged list at `route`, read page by page. */
-async function collectPages<T>(
-  route: Route,
-  readPage: (cursor: string | undefined) => Promise<{ items: T[]; meta?: S.RunListPage["meta"] }>,
-): Promise<T[]> {
-  const items: T[] = [];
-  const seen = new Set<string>();
-  let cursor: string | undefined;
-  do {
-    const page = await readPage(cursor);
-    items.push(...page.items);
-    cursor = nextCursor(page.meta, seen, route);
-  } while (cursor);
-  return items;
 }

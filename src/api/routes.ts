@@ -4,7 +4,7 @@
  */
 export const routes = Object.freeze({
   syncableSources: "/sync-configs/sources",
-  /** GET: list a project's sync configs. */
+  /** POST: create; GET: list a project's configs. */
   syncConfigs: "/sync-configs",
   syncConfig: "/sync-configs/{id}",
   syncConfigAccess: "/sync-configs/{id}/access",

@@ -48,13 +48,18 @@ export const SyncConfigServer = z.object({
   available: z.boolean().optional(),
 });
 
+/** What `plan` compares with the file: name, instructions, servers and users are relied on. */
 export const SyncConfig = z.object({
   id: z.string(),
   project_id: z.string().optional(),
-  name: z.string().optional(),
-  instructions: z.string().optional(),
-  all_users: z.boolean().optional(),
-  user_emails: z.array(z.string()).nullable().optional(),
+  name: z.string(),
+  instructions: z.string(),
+  all_users: z.boolean().optional().default(false),
+  user_emails: z
+    .array(z.string())
+    .nullable()
+    .optional()
+    .transform((emails) => emails ?? []),
   servers: z.array(SyncConfigServer).optional().default([]),
 });
 export type SyncConfig = z.infer<typeof SyncConfig>;
@@ -65,6 +70,12 @@ export const PageMeta = z.object({
   total: z.number().optional(),
   size: z.number().optional(),
 });
+
+export const SyncConfigPage = z.object({
+  items: z.array(SyncConfig),
+  meta: PageMeta.optional(),
+});
+export type SyncConfigPage = z.infer<typeof SyncConfigPage>;
 
 export const AccessServer = z.object({
   server_instance_id: z.string(),
@@ -98,14 +109,6 @@ export const SyncableSources = z.object({ sources: z.array(SyncableSource) });
 export const Project = z.object({ id: z.string(), name: z.string().optional() });
 export type Project = z.infer<typeof Project>;
 export const Projects = z.array(Project);
-
-// --- listing sync configs (`syncmirror init` finds the one to mirror) ----------------------------
-
-/** `GET /sync-configs?project_id=`: newest first, paged by cursor. */
-export const SyncConfigPage = z.object({
-  items: z.array(SyncConfig),
-  meta: PageMeta.optional(),
-});
 
 // --- trigger ----------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import {
   CannotStartError,
   ConflictError,
   FeatureDisabledError,
+  NameTakenError,
   NotFoundError,
   UnauthorizedError,
 } from "../errors.js";
@@ -80,15 +81,35 @@ export function errorForStatus(input: StatusErrorInput): ApiError {
       fields,
     );
   }
+  const writesConfig =
+    (method === "POST" && route === routes.syncConfigs) || (method === "PUT" && route === routes.syncConfig);
+  if (status === 409 && writesConfig) {
+    return new NameTakenError(
+      `${where}: another sync config of the project already has this name (409${why}): rename sync_config.name, or take that config over with \`syncmirror apply --adopt\``,
+      fields,
+    );
+  }
   if (status === 409) {
     return new ConflictError(
       `${where} conflicts with the run's current state (409${why}): wait until the run or source has finished, then try again`,
       fields,
     );
   }
+  if (status === 404 && route === routes.syncConfigs) {
+    return new NotFoundError(
+      `${where}: the project was not found (404${why}): check sync_config.project against \`GET /projects\``,
+      fields,
+    );
+  }
   if (status === 404) {
     return new NotFoundError(
       `${where} was not found (404${why}): check the id (the sync_config_id in the config; a trigger_id passed as a sync_id also gives 404)`,
+      fields,
+    );
+  }
+  if (status >= 400 && status < 500 && writesConfig) {
+    return new BadRequestError(
+      `${where} was refused as invalid (${status}${why}): fix the mirror's sync_config in the config file`,
       fields,
     );
   }

@@ -54,7 +54,7 @@ export interface UnsafeCall {
 }
 
 export interface Call<T> {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   route: Route;
   params?: Readonly<Record<string, string>>;
   query?: Readonly<Record<string, string | number | undefined>>;

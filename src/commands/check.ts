@@ -1,16 +1,18 @@
 /**
  * `syncmirror check`: validates the config, reaches the API, resolves each mirror's remote
- * config and prints the user x server access matrix with its problems. Exit 0 ok, 1 problems
- * found, 2 config invalid.
+ * config and prints the user x server access matrix with its problems; a declared sync config
+ * that differs from the service (drift) is a problem too. Exit 0 ok, 1 problems found, 2 config
+ * invalid (a declared server or project the service does not know included).
  */
 import { isBaseUrlWrong, WRONG_BASE_URL_ADVICE } from "../api/base-url.js";
-import { createApiClient } from "../api/client.js";
+import type { ApiClient } from "../api/client.js";
 import type { AccessItem, SyncConfig } from "../api/schemas.js";
-import { type MirrorConfig, requireToken } from "../config.js";
-import { NotFoundError, SyncmirrorError } from "../errors.js";
+import type { Config, MirrorConfig } from "../config.js";
+import { ConfigError, NotFoundError, SyncmirrorError } from "../errors.js";
 import { silentLogger } from "../log.js";
-import { createIoLogger } from "../runtime.js";
-import { checkStore } from "../store/open-store.js";
+import { createConfiguredApi, createIoLogger } from "../runtime.js";
+import { checkStore, openStoreForReading } from "../store/open-store.js";
+import { type PlanEntry, planSyncConfigs } from "../sync-configs/plan.js";
 import type { Command, CommandIo } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
@@ -18,21 +20,23 @@ export const check: Command = (args, io) =>
   withErrors(io, async () => {
     const { values } = parseCommandArgs("check", args, {});
     const config = loadCommandConfig(values.config, io);
-    const token = requireToken(config);
+    const log = createIoLogger(io);
+    const api = createConfiguredApi(config, log, { maxAttempts: Math.min(config.api.maxAttempts, 3) });
     io.stdout.write(`config ${config.file}: ok (${config.mirrors.length} mirror(s))\n`);
-    const api = createApiClient({
-      baseUrl: config.api.baseUrl,
-      token,
-      tokenEnv: config.api.tokenEnv,
-      timeoutMs: config.api.timeoutSeconds * 1000,
-      maxAttempts: Math.min(config.api.maxAttempts, 3),
-      log: createIoLogger(io),
-    });
     try {
       const database = await checkStore(config, silentLogger());
       io.stdout.write(`${database.ok ? "" : "PROBLEM "}${database.message}\n`);
       let problems = database.ok ? 0 : 1;
-      for (const mirror of config.mirrors) problems += await checkMirror(mirror, api, io);
+      const plan = await planDeclared(config, api, io, log).catch((error: unknown) => {
+        if (!(error instanceof SyncmirrorError) || error instanceof ConfigError) throw error;
+        io.stdout.write(`PROBLEM the declared sync configs could not be compared: ${error.message}\n`);
+        problems++;
+        return [];
+      });
+      for (const mirror of config.mirrors) {
+        const entry = plan.find((e) => e.mirror === mirror.name);
+        problems += await checkMirror(mirror, entry, api, io);
+      }
       io.stdout.write(problems === 0 ? "no problems found\n" : `${problems} problem(s) found\n`);
       return problems === 0 ? 0 : 1;
     } finally {
@@ -40,28 +44,51 @@ export const check: Command = (args, io) =>
     }
   });
 
+/** The plan of the declared sync configs (nothing to read when no mirror declares one). */
+async function planDeclared(
+  config: Config,
+  api: ApiClient,
+  io: CommandIo,
+  log: ReturnType<typeof createIoLogger>,
+): Promise<PlanEntry[]> {
+  if (!config.mirrors.some((m) => m.declared)) return [];
+  const store = await openStoreForReading(config, log);
+  try {
+    return await planSyncConfigs(config, { api, store, signal: io.signal });
+  } finally {
+    await store.close();
+  }
+}
+
 async function checkMirror(
   mirror: MirrorConfig,
-  api: ReturnType<typeof createApiClient>,
+  entry: PlanEntry | undefined,
+  api: ApiClient,
   io: CommandIo,
 ): Promise<number> {
   const out = (line: string) => io.stdout.write(`${line}\n`);
-  out(`\nmirror ${mirror.name} -> sync config ${mirror.syncConfigId}`);
+  const id = mirror.syncConfigId ?? entry?.record?.syncConfigId ?? null;
+  const declared = mirror.declared ? ` (declared as "${mirror.declared.name}")` : "";
+  out(`\nmirror ${mirror.name} -> sync config ${id ?? "not applied yet"}${declared}`);
+  const drift = entry ? driftOf(entry) : null;
+  if (drift) out(`  PROBLEM ${drift}`);
+  if (id === null) return drift ? 1 : 0;
   let remote: SyncConfig;
   let access: AccessItem[];
   try {
-    remote = await api.getSyncConfig(mirror.syncConfigId, io.signal);
-    access = await api.listAccess(mirror.syncConfigId, io.signal);
+    remote = await api.getSyncConfig(id, io.signal);
+    access = await api.listAccess(id, io.signal);
   } catch (error) {
     if (error instanceof NotFoundError && (await isBaseUrlWrong(api, io.signal))) {
       out(`  PROBLEM ${WRONG_BASE_URL_ADVICE}`);
       return 1;
     }
     if (error instanceof NotFoundError) {
-      out(
-        `  PROBLEM remote config missing: no sync config ${mirror.syncConfigId} upstream; fix mirrors[].sync_config_id`,
-      );
-      return 1;
+      const fix = mirror.declared
+        ? "run `syncmirror apply` to create it again"
+        : "fix mirrors[].sync_config_id";
+      out(`  PROBLEM remote config missing: no sync config ${id} upstream; ${fix}`);
+      return 1 + (drift ? 1 : 0);
     }
     if (error instanceof SyncmirrorError) {
       out(`  PROBLEM cannot reach the API: ${error.message}`);
@@ -69,8 +96,8 @@ async function checkMirror(
     }
     throw error;
   }
-  const problems: string[] = [];
-  out(`  remote name: ${remote.name ?? "(unnamed)"}; servers: ${remote.servers.length}`);
+  const problems: string[] = drift ? [drift] : [];
+  out(`  remote name: ${remote.name}; servers: ${remote.servers.length}`);
   for (const s of remote.servers) {
     if (s.available === false) {
       problems.push(
@@ -103,6 +130,18 @@ async function checkMirror(
         .join("  ")
         .trimEnd()}`,
     );
-  for (const p of problems) out(`  PROBLEM ${p}`);
+  for (const p of problems.slice(drift ? 1 : 0)) out(`  PROBLEM ${p}`);
   return problems.length;
+}
+
+/** A declared sync config that differs from the service, as one problem line; null when they agree. */
+function driftOf(e: PlanEntry): string | null {
+  if (e.problem) return e.problem;
+  if (e.action === "create")
+    return "the declared sync config does not exist upstream: run `syncmirror apply`";
+  if (e.action === "adopt" && e.needs === "adopt")
+    return `a sync config named "${e.name}" exists that syncmirror did not create: \`syncmirror apply --adopt\` takes it over`;
+  if (e.action === "replace" || e.action === "adopt")
+    return `drift: the service's sync config differs from the file in ${e.changes.map((c) => c.field).join(", ")}: \`syncmirror plan\` shows how, \`syncmirror apply\` fixes it`;
+  return null;
 }

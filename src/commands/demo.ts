@@ -13,6 +13,7 @@ import { type Simulator, startSimulator } from "../simulator/index.js";
 import type { Store } from "../store/store.js";
 import type { MirrorSummary } from "../sync/summary.js";
 import { syncMirror } from "../sync/sync-mirror.js";
+import { bindMirror } from "../sync-configs/bind.js";
 import type { Command } from "./command.js";
 import { parseCommandArgs, withErrors } from "./common.js";
 import { formatTable } from "./sync.js";
@@ -52,9 +53,10 @@ export const demo: Command = (args, io) =>
     );
     const env = { ...io.env, [TOKEN_ENV]: sim.token };
     const config = loadConfig(configPath, env);
-    const mirror = config.mirrors[0];
-    if (!mirror) throw new Error("demo config has no mirror");
+    const [configured] = config.mirrors;
+    if (!configured) throw new Error("demo config has no mirror");
     const runtime = await createRuntime(config, { ...io, env }, { lock: true, log: silentLogger() });
+    const mirror = await bindMirror(configured, runtime.store);
     const pass = async (title: string, full: boolean): Promise<MirrorSummary> => {
       io.signal.throwIfAborted();
       const summary = await syncMirror(mirror, runtime.syncContext(io.signal), {

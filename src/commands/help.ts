@@ -14,7 +14,9 @@ export type CommandName =
   | "init"
   | "changes"
   | "search"
-  | "reindex";
+  | "reindex"
+  | "plan"
+  | "apply";
 
 interface CommandHelp {
   summary: string;
@@ -154,6 +156,28 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     flags: [CONFIG_FLAG, HELP_FLAG],
     exit: "0; 1 the database is in use; 2 bad usage or config, search disabled",
     example: "syncmirror reindex --config /config/syncmirror.yaml",
+  },
+  plan: {
+    summary: "compare the sync configs declared in the file with the service; changes nothing",
+    usage: "syncmirror plan [--json] [--config FILE]",
+    flags: [["--json", "print one JSON object for scripts (default: a diff)"], CONFIG_FLAG, HELP_FLAG],
+    exit: "0 nothing to change; 3 changes pending; 1 problems (a config to adopt, a config two mirrors share, the API unreachable); 2 bad usage or config (an unknown or ambiguous server or project)",
+    example: "syncmirror plan --json",
+  },
+  apply: {
+    summary: "make the service match the sync configs declared in the file, between passes",
+    usage: "syncmirror apply [--adopt] [--prune] [--config FILE]",
+    flags: [
+      ["--adopt", "take over a config of the declared name that syncmirror did not create (default: refuse)"],
+      [
+        "--prune",
+        "delete configs syncmirror created that no mirror declares any more; release adopted ones (default: keep)",
+      ],
+      CONFIG_FLAG,
+      HELP_FLAG,
+    ],
+    exit: "0 done; 1 problems (a mirror refused: pass in flight, name taken, the service's 400); 2 bad usage or config",
+    example: "syncmirror apply --adopt",
   },
 };
 

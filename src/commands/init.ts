@@ -79,7 +79,7 @@ async function simulatorConfig(url: string, io: CommandIo): Promise<Written> {
     if (project !== undefined)
       found = {
         project: project.name ?? project.id,
-        configs: await api.listSyncConfigs(project.id, io.signal),
+        configs: await collect(api.listSyncConfigs(project.id, io.signal)),
       };
   } catch (error) {
     // The address or the token given to init is wrong: the caller's to fix, like a bad flag.
@@ -140,4 +140,10 @@ function simulatorBaseUrl(url: string): string {
     throw new UsageError(`--simulator: ${JSON.stringify(url)} is not an http:// or https:// URL`);
   const path = parsed.pathname.replace(/\/+$/, "");
   return `${parsed.origin}${path === "" ? API_PREFIX : path}`;
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const item of items) all.push(item);
+  return all;
 }

@@ -3,7 +3,7 @@
  * lock, so it works beside a running daemon.
  */
 import { createLogger } from "../log.js";
-import { missingDatabaseFile, openEmptyStore, openStore } from "../store/open-store.js";
+import { missingDatabaseFile, openStoreForReading } from "../store/open-store.js";
 import { buildStatus, type MirrorStatus } from "../sync/status-report.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
@@ -18,10 +18,7 @@ export const status: Command = (args, io) =>
         `no mirror database at ${missing} yet: nothing has synced; \`syncmirror sync\` creates it\n`,
       );
     }
-    const store =
-      missing !== null
-        ? openEmptyStore()
-        : await openStore(config, { lock: false, log: createLogger({ level: "warn", name: "syncmirror" }) });
+    const store = await openStoreForReading(config, createLogger({ level: "warn", name: "syncmirror" }));
     try {
       const report = await buildStatus(store, config.mirrors);
       io.stdout.write(
@@ -35,7 +32,7 @@ export const status: Command = (args, io) =>
 
 function formatMirror(s: MirrorStatus): string {
   const lines = [
-    `${s.mirror} (sync config ${s.sync_config_id})`,
+    `${s.mirror} (sync config ${s.sync_config_id ?? "not applied yet"}${s.declared_sync_config ? `, declared as "${s.declared_sync_config.name}"` : ""})`,
     `  last incremental success: ${s.last_incremental_success_at ?? "never"}`,
     `  last full success:        ${s.last_full_success_at ?? "never"}`,
     `  last outcome:             ${s.last_outcome ?? "none"}${s.last_message ? ` (${s.last_message})` : ""}`,
@@ -44,6 +41,8 @@ function formatMirror(s: MirrorStatus): string {
     `  pairs:                    ${s.pairs} (${s.pairs_awaiting_baseline} awaiting a baseline)`,
     `  held revocations:         ${s.held_revocations}`,
   ];
+  if (s.declared_sync_config?.last_error)
+    lines.push(`  sync config not applied:  ${s.declared_sync_config.last_error}`);
   if (s.in_flight) lines.push(`  in flight:                ${describeInFlight(s.in_flight, s.holder)}`);
   for (const p of s.skipped_pairs)
     lines.push(`  skipped: ${p.user_email} on ${p.server_instance_id}: ${p.reason}`);

@@ -3,13 +3,14 @@
  * succeeded, 1 when any failed or was partial, 2 for bad usage or config.
  */
 import type { Config, MirrorConfig } from "../config.js";
-import { SyncmirrorError, UsageError } from "../errors.js";
+import { SyncConfigNotAppliedError, SyncmirrorError, UsageError } from "../errors.js";
 import { processHolder, withMirrorLease } from "../mirror-lease.js";
 import { createRuntime } from "../runtime.js";
 import type { PassOptions, Progress } from "../sync/context.js";
 import { exitCodeFor } from "../sync/outcome.js";
-import { leaseBusySummary, type MirrorSummary } from "../sync/summary.js";
+import { leaseBusySummary, type MirrorSummary, notStartedSummary } from "../sync/summary.js";
 import { syncMirror } from "../sync/sync-mirror.js";
+import { bindMirror, checkBindings } from "../sync-configs/bind.js";
 import type { Command, CommandIo } from "./command.js";
 import { isSetupError, loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
@@ -67,6 +68,7 @@ async function runPasses(
   if (io.signal.aborted) onStop();
   else io.signal.addEventListener("abort", onStop, { once: true });
   try {
+    await checkBindings(config, runtime.store);
     const holder = processHolder();
     for (const mirror of mirrors) {
       if (io.signal.aborted) break;
@@ -80,10 +82,16 @@ async function runPasses(
           signal: io.signal,
           log: runtime.log,
         },
-        (signal) => {
+        async (signal) => {
           const ctx = runtime.syncContext(signal, holder);
           if (io.isTty && !out.json) ctx.onProgress = (p) => drawProgress(io, p);
-          return syncMirror(mirror, ctx, options);
+          const mode = options.full ? "full" : "incremental";
+          try {
+            return await syncMirror(await bindMirror(mirror, runtime.store), ctx, options);
+          } catch (error) {
+            if (!(error instanceof SyncConfigNotAppliedError)) throw error;
+            return notStartedSummary(mirror.name, mode, error.message);
+          }
         },
       );
       if (leased.taken) out.summaries.push(leased.value);

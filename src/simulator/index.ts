@@ -119,6 +119,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     setPremium(enabled) {
       state.premium = enabled;
     },
+    renameServer(serverId, names) {
+      const server = state.serverById(serverId);
+      if (!server) throw new Error(`unknown server ${serverId}`);
+      if (names.server_name !== undefined) server.server_name = names.server_name;
+      if (names.display_name !== undefined) server.display_name = names.display_name;
+    },
     setCannotStart(detail) {
       state.cannotStart = detail;
     },

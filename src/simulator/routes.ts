@@ -52,7 +52,10 @@ export function createRoutes(state: SimState, faults: FaultController): Route[] 
     }),
     route("GET", "/sync-configs", ({ query }) => {
       checkProject(query.project_id, false);
-      const page = keysetPage([...state.configs.values()].sort(newestFirst), query, 20);
+      const configs = [...state.configs.values()].filter(
+        (c) => !query.project_id || c.projectId === query.project_id,
+      );
+      const page = keysetPage(configs.sort(newestFirst), query, 20);
       return { status: 200, body: { items: page.items.map((c) => configView(state, c)), meta: page.meta } };
     }),
     route("GET", "/sync-configs/{id}", ({ params }) => ({

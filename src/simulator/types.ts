@@ -116,6 +116,11 @@ export interface Simulator {
   clearOutcomes(): void;
   /** Off: create/replace config and trigger answer 403 naming the Background Sync premium feature. */
   setPremium(enabled: boolean): void;
+  /**
+   * Renames a server as the service shows it everywhere from now on (sources, configs, runs): an
+   * operator renaming it, or two servers sharing a display name. `servers` above keeps the old names.
+   */
+  renameServer(serverId: string, names: { server_name?: string; display_name?: string }): void;
   /** Non-null: triggers answer 409 with this detail. */
   setCannotStart(detail: string | null): void;
   /** Export `schema_version` (default 1) and `engine_version` (default 2; any change changes every content_hash). */

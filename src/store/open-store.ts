@@ -50,6 +50,14 @@ export function openEmptyStore(): Store {
 }
 
 /**
+ * For commands that only read (`status`, `plan`, `check`): no lock, and before the first sync (no
+ * SQLite file yet) an empty store instead of creating the file.
+ */
+export async function openStoreForReading(config: Config, log: Logger): Promise<Store> {
+  return missingDatabaseFile(config) !== null ? openEmptyStore() : openStore(config, { lock: false, log });
+}
+
+/**
  * `check`'s look at the database, leaving nothing behind: a SQLite file can be created or opened;
  * a PostgreSQL server answers and its schema is current (or is brought up to date).
  */

@@ -13,6 +13,7 @@
  */
 import { DatabaseError, DatabaseUnavailableError } from "../errors.js";
 import type { FeedPage, FeedQuery, SearchHit, SearchQuery, SearchSettingApplied } from "./consumer-types.js";
+import type { SyncConfigRepo } from "./managed-sync-configs.js";
 import type {
   ActiveTrigger,
   ChangeOp,
@@ -214,6 +215,7 @@ export interface StoreOps {
   mirrors: MirrorRepo;
   dryRun: DryRunRepo;
   leases: LeaseRepo;
+  syncConfigs: SyncConfigRepo;
 }
 
 /** The change feed as consumers read it: one consistent snapshot per page. */

@@ -3,7 +3,6 @@
  * whether its trigger stays in flight for the next pass to resume.
  */
 import { WRONG_BASE_URL_ADVICE } from "../api/base-url.js";
-import type { MirrorConfig } from "../config.js";
 import {
   ApiError,
   BadRequestError,
@@ -14,6 +13,7 @@ import {
   UnauthorizedError,
 } from "../errors.js";
 import type { Trigger } from "../store/types.js";
+import type { BoundMirror } from "./context.js";
 import type { Outcome } from "./outcome.js";
 
 /**
@@ -22,7 +22,7 @@ import type { Outcome } from "./outcome.js";
  */
 export function classifyFailure(
   error: SyncmirrorError,
-  mirror: MirrorConfig,
+  mirror: BoundMirror,
   trigger: Trigger,
   /** A 404 on every route, not only this config's: `api.base_url` is wrong (`api/base-url.ts`). */
   baseUrlWrong = false,
@@ -39,7 +39,9 @@ export function classifyFailure(
     return {
       outcome: "failed",
       keepInFlight: false,
-      message: `sync config ${mirror.syncConfigId} was not found upstream: check mirrors[].sync_config_id for ${mirror.name}`,
+      message: mirror.declared
+        ? `sync config ${mirror.syncConfigId} ("${mirror.declared.name}", declared by ${mirror.name}) was not found upstream: run \`syncmirror apply\` to create it again`
+        : `sync config ${mirror.syncConfigId} was not found upstream: check mirrors[].sync_config_id for ${mirror.name}`,
     };
   }
   if (error instanceof UnauthorizedError) {

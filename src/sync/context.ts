@@ -55,8 +55,14 @@ export interface PassOptions {
   dryRun: boolean;
 }
 
+/**
+ * A mirror whose remote config id is known: a declared mirror's is what `apply` recorded in the
+ * database (`sync-configs/bind.ts`). What a pass runs on.
+ */
+export type BoundMirror = MirrorConfig & { readonly syncConfigId: string };
+
 export interface MirrorPass {
-  mirror: MirrorConfig;
+  mirror: BoundMirror;
   ctx: SyncContext;
   options: PassOptions;
 }

@@ -173,6 +173,8 @@ async function closeTrigger(
     await c.recordSkipped?.(tx);
     if (!c.keepInFlight) await tx.triggers.finish(trigger.id, { outcome, message, summary, finishedAt: at });
     if (!c.dryRun) {
+      if (trigger.mode === "full" && outcome === "succeeded")
+        await tx.syncConfigs.fullSucceeded(mirror.name, trigger.id);
       await tx.mirrors.recordOutcome(mirror.name, {
         mode: trigger.mode,
         outcome,

@@ -10,7 +10,16 @@ import { planPass } from "./plan.js";
 
 export interface MirrorStatus {
   mirror: string;
-  sync_config_id: string;
+  /** Null for a declared sync config not applied yet. */
+  sync_config_id: string | null;
+  /** A declared sync config: what `apply` (or the daemon) recorded for it. */
+  declared_sync_config: {
+    name: string;
+    origin: string | null;
+    applied_at: string | null;
+    last_error: string | null;
+    last_error_at: string | null;
+  } | null;
   last_incremental_success_at: string | null;
   last_full_success_at: string | null;
   last_outcome: string | null;
@@ -51,11 +60,22 @@ async function mirrorStatus(
 ): Promise<MirrorStatus> {
   const state = await store.mirrors.get(mirror.name);
   const pairs = await store.pairs.listForMirror(mirror.name);
-  const plan = planPass(pairs, mirror, false);
+  const managed = await store.syncConfigs.find(mirror.name);
+  // A changed sync config owes a full pass, whatever the schedule says (sync/sync-mirror.ts).
+  const plan = planPass(pairs, mirror, managed?.fullPendingAfter != null);
   const trigger = await store.triggers.findInFlight(mirror.name);
   return {
     mirror: mirror.name,
-    sync_config_id: mirror.syncConfigId,
+    sync_config_id: mirror.syncConfigId ?? managed?.syncConfigId ?? null,
+    declared_sync_config: mirror.declared
+      ? {
+          name: mirror.declared.name,
+          origin: managed?.origin ?? null,
+          applied_at: managed?.appliedAt ?? null,
+          last_error: managed?.lastError ?? null,
+          last_error_at: managed?.lastErrorAt ?? null,
+        }
+      : null,
     last_incremental_success_at: state?.lastIncrementalSuccessAt ?? null,
     last_full_success_at: state?.lastFullSuccessAt ?? null,
     last_outcome: state?.lastOutcome ?? null,

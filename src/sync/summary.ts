@@ -87,3 +87,12 @@ export function leaseBusySummary(mirror: string, mode: Mode, holder: string | nu
     message: `another syncmirror process (${holder ?? "unknown"}) is running this mirror's pass; nothing was done: run sync again once it finishes`,
   };
 }
+
+/** The pass could not start (a declared sync config never applied): `failed`, with the reason as its error. */
+export function notStartedSummary(mirror: string, mode: Mode, message: string): MirrorSummary {
+  return {
+    ...emptySummary(mirror, mode),
+    message,
+    errors: [{ sync_id: null, user_email: null, error: message }],
+  };
+}

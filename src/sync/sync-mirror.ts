@@ -3,13 +3,12 @@
  * trigger (or adopt), wait and ingest, sweep (full), settle.
  */
 import { isBaseUrlWrong } from "../api/base-url.js";
-import type { MirrorConfig } from "../config.js";
 import { AbortedError, NotFoundError, SyncmirrorError } from "../errors.js";
 import { withLogContext } from "../log.js";
 import { isDatabaseError } from "../store/store.js";
 import type { Trigger } from "../store/types.js";
 import { classifyFailure, describeFailureCause } from "./classify.js";
-import type { MirrorPass, PassOptions, SyncContext } from "./context.js";
+import type { BoundMirror, MirrorPass, PassOptions, SyncContext } from "./context.js";
 import { dryRunSweep } from "./dry-run.js";
 import { recordSkippedGauge } from "./gauges.js";
 import { planPass } from "./plan.js";
@@ -26,7 +25,7 @@ import { waitAndIngest } from "./wait.js";
  * outcome unsettled, for the next pass to resume); every upstream problem is an outcome.
  */
 export function syncMirror(
-  mirror: MirrorConfig,
+  mirror: BoundMirror,
   ctx: SyncContext,
   options: PassOptions,
 ): Promise<MirrorSummary> {
@@ -34,13 +33,19 @@ export function syncMirror(
 }
 
 async function resumeOrTrigger(
-  mirror: MirrorConfig,
+  mirror: BoundMirror,
   ctx: SyncContext,
   options: PassOptions,
 ): Promise<MirrorSummary> {
   const { log } = ctx;
   const mirrorPass: MirrorPass = { mirror, ctx, options };
   await ctx.store.mirrors.ensure(mirror.name, mirror.syncConfigId);
+  // A change of the sync config's settings is swept by the next full snapshot (SPEC "Declared
+  // sync configs"), whatever scheduled this pass.
+  const fullOwed = (await ctx.store.syncConfigs.find(mirror.name))?.fullPendingAfter != null;
+  const full = options.full || fullOwed;
+  if (fullOwed && !options.full)
+    log.info("the sync config changed since the last full pass: this pass is full");
   const inFlight = await ctx.store.triggers.findInFlight(mirror.name);
   if (inFlight) {
     log.info({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, "resuming the trigger left in flight");
@@ -48,9 +53,9 @@ async function resumeOrTrigger(
       await ctx.store.triggers.setMassDeleteAllowed(inFlight.id, true);
     const resumed = await drive(mirrorPass, inFlight, true);
     const stillInFlight = (await ctx.store.triggers.findInFlight(mirror.name)) !== undefined;
-    if (!options.full || inFlight.mode === "full" || stillInFlight) return resumed;
+    if (!full || inFlight.mode === "full" || stillInFlight) return resumed;
   }
-  const plan = planPass(await ctx.store.pairs.listForMirror(mirror.name), mirror, options.full);
+  const plan = planPass(await ctx.store.pairs.listForMirror(mirror.name), mirror, full);
   await ctx.store.transaction(async (tx) => {
     for (const p of plan.stale) await tx.pairs.markAwaitingBaseline(p);
   });

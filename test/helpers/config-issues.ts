@@ -1,8 +1,8 @@
-/** The issues `parseConfig` refuses a config text with; fails the test when it accepts it. */
 import { parseConfig } from "../../src/config.js";
 import { ConfigError } from "../../src/errors.js";
 
-export function configIssues(
+/** The issues of the ConfigError a config text raises; throws when it raises none. */
+export function issuesOf(
   text: string,
   env: Record<string, string> = {},
 ): { path: string; message: string }[] {

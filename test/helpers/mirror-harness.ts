@@ -19,6 +19,7 @@ import { type Simulator, type SimulatorOptions, startSimulator } from "../../src
 import type { PassOptions, SyncContext } from "../../src/sync/context.js";
 import type { MirrorSummary } from "../../src/sync/summary.js";
 import { syncMirror } from "../../src/sync/sync-mirror.js";
+import { bindMirror } from "../../src/sync-configs/bind.js";
 import { spawnCli } from "./daemon.js";
 import { queryPostgres, TEST_DIALECT, type TestDialect } from "./dialect.js";
 import { createTestDatabase } from "./postgres.js";
@@ -128,10 +129,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
         metrics,
       });
       try {
-        const mirror = config.mirrors[0];
-        if (!mirror) throw new Error("no mirror");
+        const configured = config.mirrors[0];
+        if (!configured) throw new Error("no mirror");
         return await syncMirror(
-          mirror,
+          await bindMirror(configured, runtime.store),
           { ...runtime.syncContext(io.signal), ...seams },
           {
             full: false,

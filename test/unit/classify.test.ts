@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import type { MirrorConfig } from "../../src/config.js";
 import {
   BadRequestError,
   CannotStartError,
@@ -10,8 +9,9 @@ import {
 } from "../../src/errors.js";
 import type { Trigger } from "../../src/store/types.js";
 import { classifyFailure } from "../../src/sync/classify.js";
+import type { BoundMirror } from "../../src/sync/context.js";
 
-const mirror = { name: "wiki", syncConfigId: "cfg-1" } as MirrorConfig;
+const mirror = { name: "wiki", syncConfigId: "cfg-1", declared: null } as BoundMirror;
 const post = { method: "POST", route: "/sync-task" };
 const intent = { state: "intent" } as Trigger;
 const active = { state: "active" } as Trigger;
@@ -35,6 +35,14 @@ describe("classifyFailure (SPEC: outcome and exit code)", () => {
     const result = classifyFailure(new NotFoundError("not found", post), mirror, intent);
     expect(result).toMatchObject({ outcome: "failed", keepInFlight: false });
     expect(result.message).toContain("mirrors[].sync_config_id for wiki");
+  });
+
+  it("tells a declared mirror whose config vanished upstream to apply it again", () => {
+    const declared = { ...mirror, declared: { name: "Wiki" } } as BoundMirror;
+    const result = classifyFailure(new NotFoundError("not found", post), declared, intent);
+    expect(result).toMatchObject({ outcome: "failed", keepInFlight: false });
+    expect(result.message).toContain('("Wiki", declared by wiki)');
+    expect(result.message).toContain("syncmirror apply");
   });
 
   it("keeps the trigger in flight for anything that may pass: a rejected token, an outage", () => {

@@ -9,7 +9,7 @@ import { parseConfig, readLogLevel } from "../../src/config.js";
 import { PLACEHOLDERS } from "../../src/config-placeholders.js";
 import { FIRST_RUN_LISTEN, mirrorNames, renderConfig } from "../../src/config-template.js";
 import { UsageError } from "../../src/errors.js";
-import { configIssues } from "../helpers/config-issues.js";
+import { issuesOf } from "../helpers/config-issues.js";
 
 const base = `api:
   base_url: https://api.example.com/api/v1
@@ -17,8 +17,6 @@ mirrors:
   - name: eng-wiki
     sync_config_id: 3f6c2a91-8d4e-4b7a-9c15-2e8f0d6b1a47
 `;
-
-const issuesOf = configIssues;
 
 describe("http.listen", () => {
   it("takes a bare port, number or string, as every interface on that port", () => {

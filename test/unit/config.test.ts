@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig, parseConfig, requireToken, resolveConfigPath } from "../../src/config.js";
 import { ConfigError } from "../../src/errors.js";
-import { configIssues } from "../helpers/config-issues.js";
+import { issuesOf } from "../helpers/config-issues.js";
 
 const ID = "3f6c2a91-8d4e-4b7a-9c15-2e8f0d6b1a47";
 const base = `api:
@@ -10,8 +10,6 @@ mirrors:
   - name: eng-wiki
     sync_config_id: ${ID}
 `;
-
-const issuesOf = configIssues;
 
 describe("config", () => {
   it("reads the HTTP bearer token from the variable http.token_env names, and search.enabled", () => {

@@ -12,6 +12,7 @@ function mirror(name: string, overrides: Partial<MirrorConfig> = {}): MirrorConf
   return {
     name,
     syncConfigId: `${name}-config`,
+    declared: null,
     incrementalCron: "*/15 * * * *",
     fullCron: "0 3 * * *",
     timezone: "UTC",

@@ -35,6 +35,7 @@ import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
 import * as schema from "./schema.js";
 import { applySearchSetting, rebuildSearchIndex, searchResources } from "./search.js";
+import { createSyncConfigRepo } from "./sync-configs.js";
 import { createTriggerRepo } from "./triggers.js";
 
 export { CHANGES_CHANNEL } from "./changes.js";
@@ -98,6 +99,7 @@ function createPostgresDriver(
         mirrors: createMirrorRepo(conn),
         dryRun: createDryRunRepo(conn),
         leases: createLeaseRepo(conn),
+        syncConfigs: createSyncConfigRepo(conn),
       };
     },
     begin: () => beginOn(pool),

@@ -256,3 +256,19 @@ export const dryRunRevoke = pgTable(
   },
   (t) => [primaryKey({ columns: [t.triggerRowId, t.mirror, t.userEmail, t.key] })],
 );
+
+/** The sync configs syncmirror created or adopted for declared mirrors (`store/managed-sync-configs.ts`). */
+export const managedSyncConfigs = pgTable("managed_sync_configs", {
+  mirror: text("mirror").primaryKey(),
+  syncConfigId: text("sync_config_id"),
+  projectId: text("project_id"),
+  name: text("name"),
+  origin: text("origin", { enum: ["created", "adopted"] }),
+  creatingAt: isoTimestamp("creating_at"),
+  adoptedAt: isoTimestamp("adopted_at"),
+  appliedHash: text("applied_hash"),
+  appliedAt: isoTimestamp("applied_at"),
+  fullPendingAfter: integer("full_pending_after"),
+  lastError: text("last_error"),
+  lastErrorAt: isoTimestamp("last_error_at"),
+});

@@ -242,3 +242,19 @@ export const dryRunRevoke = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.triggerRowId, t.mirror, t.userEmail, t.key] })],
 );
+
+/** The sync configs syncmirror created or adopted for declared mirrors (`store/managed-sync-configs.ts`). */
+export const managedSyncConfigs = sqliteTable("managed_sync_configs", {
+  mirror: text("mirror").primaryKey(),
+  syncConfigId: text("sync_config_id"),
+  projectId: text("project_id"),
+  name: text("name"),
+  origin: text("origin", { enum: ["created", "adopted"] }),
+  creatingAt: text("creating_at"),
+  adoptedAt: text("adopted_at"),
+  appliedHash: text("applied_hash"),
+  appliedAt: text("applied_at"),
+  fullPendingAfter: integer("full_pending_after"),
+  lastError: text("last_error"),
+  lastErrorAt: text("last_error_at"),
+});

@@ -25,6 +25,7 @@ import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
 import { applySearchSetting, rebuildSearchIndex, searchResources } from "./search.js";
 import { isSqliteBusy, sqliteStoreError } from "./sqlite-errors.js";
+import { createSyncConfigRepo } from "./sync-configs.js";
 import { createTriggerRepo } from "./triggers.js";
 
 export interface SqliteStoreOptions {
@@ -86,6 +87,7 @@ function createSqliteDriver(database: OpenDatabase, now: () => Date): StoreDrive
       mirrors: createMirrorRepo(conn),
       dryRun: createDryRunRepo(conn),
       leases: createLeaseRepo(conn, now),
+      syncConfigs: createSyncConfigRepo(conn),
     }),
     async begin() {
       sqlite.exec("BEGIN IMMEDIATE");

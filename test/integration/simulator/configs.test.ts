@@ -165,6 +165,20 @@ describe("sync configs", () => {
     expect((await api.post("/sync-configs", body)).status).toBe(201);
   });
 
+  it("shows a renamed server's new names in the syncable servers and in the configs that use it", async () => {
+    const { sim, api } = await startTestSimulator();
+    const github = sim.servers[1]?.server_instance_id ?? "";
+    sim.renameServer(github, { display_name: "Team Wiki" });
+    const { body } = await api.get("/sync-configs/sources", { project_id: sim.projectId });
+    expect(body.sources.map((s: { display_name: string }) => s.display_name)).toEqual([
+      "Team Wiki",
+      "Team Wiki",
+    ]);
+    expect(body.sources[1]).toMatchObject({ server_instance_id: github, server_name: "GitHub" });
+    const config = await api.get(`/sync-configs/${sim.syncConfigId}`);
+    expect(config.body.servers[1]).toMatchObject({ server_name: "GitHub", display_name: "Team Wiki" });
+  });
+
   it("reports a paused server as available: false", async () => {
     const { sim, api } = await startTestSimulator();
     const github = sim.servers[1]?.server_instance_id ?? "";

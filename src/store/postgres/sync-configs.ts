@@ -1,0 +1,50 @@
+/** The sync configs syncmirror manages for declared mirrors (`../managed-sync-configs.ts`), on PostgreSQL. */
+import { and, eq, lt, sql } from "drizzle-orm";
+import type { PgInsertValue } from "drizzle-orm/pg-core";
+import { appliedColumns, type ManagedSyncConfig, type SyncConfigRepo } from "../managed-sync-configs.js";
+import type { Conn } from "./connection.js";
+import { managedSyncConfigs as t, triggers } from "./schema.js";
+
+export function createSyncConfigRepo({ db }: Conn): SyncConfigRepo {
+  /** Triggers created after this one owe nothing; the bound is a row id, so no clock is compared. */
+  const newestTrigger = (mirror: string) =>
+    sql`(SELECT coalesce(max(${triggers.id}), 0) FROM ${triggers} WHERE ${triggers.mirror} = ${mirror})`;
+  const upsert = async (mirror: string, set: Omit<PgInsertValue<typeof t>, "mirror">) => {
+    await db
+      .insert(t)
+      .values({ mirror, ...set })
+      .onConflictDoUpdate({ target: t.mirror, set });
+  };
+  return {
+    async find(mirror) {
+      const [row] = await db.select().from(t).where(eq(t.mirror, mirror));
+      return row as ManagedSyncConfig | undefined;
+    },
+
+    async list() {
+      return (await db.select().from(t).orderBy(t.mirror)) as ManagedSyncConfig[];
+    },
+
+    recordCreating: (mirror, c) => upsert(mirror, { name: c.name, projectId: c.projectId, creatingAt: c.at }),
+
+    recordApplied: (mirror, c) => upsert(mirror, appliedColumns(c, newestTrigger(mirror))),
+
+    recordError: (mirror, c) =>
+      upsert(mirror, {
+        lastError: c.error,
+        lastErrorAt: c.at,
+        ...(c.createRefused ? { creatingAt: null } : {}),
+      }),
+
+    async remove(mirror) {
+      await db.delete(t).where(eq(t.mirror, mirror));
+    },
+
+    async fullSucceeded(mirror, triggerRowId) {
+      await db
+        .update(t)
+        .set({ fullPendingAfter: null })
+        .where(and(eq(t.mirror, mirror), lt(t.fullPendingAfter, triggerRowId)));
+    },
+  };
+}

@@ -1,0 +1,50 @@
+/** The sync configs syncmirror manages for declared mirrors (`../managed-sync-configs.ts`), on SQLite. */
+import { and, eq, lt, sql } from "drizzle-orm";
+import type { SQLiteInsertValue, SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
+import { appliedColumns, type ManagedSyncConfig, type SyncConfigRepo } from "../managed-sync-configs.js";
+import type { Db } from "./open.js";
+import { managedSyncConfigs as t, triggers } from "./schema.js";
+import type { Sync } from "./sync-repo.js";
+
+export function createSyncConfigRepo(db: Db): Sync<SyncConfigRepo> {
+  /** Triggers created after this one owe nothing; the bound is a row id, so no clock is compared. */
+  const newestTrigger = (mirror: string) =>
+    sql`(SELECT coalesce(max(${triggers.id}), 0) FROM ${triggers} WHERE ${triggers.mirror} = ${mirror})`;
+  const upsert = (mirror: string, set: SQLiteUpdateSetSource<typeof t>) => {
+    db.insert(t)
+      .values({ mirror, ...set } as SQLiteInsertValue<typeof t>)
+      .onConflictDoUpdate({ target: t.mirror, set })
+      .run();
+  };
+  return {
+    find(mirror) {
+      return db.select().from(t).where(eq(t.mirror, mirror)).get() as ManagedSyncConfig | undefined;
+    },
+
+    list() {
+      return db.select().from(t).orderBy(t.mirror).all() as ManagedSyncConfig[];
+    },
+
+    recordCreating: (mirror, c) => upsert(mirror, { name: c.name, projectId: c.projectId, creatingAt: c.at }),
+
+    recordApplied: (mirror, c) => upsert(mirror, appliedColumns(c, newestTrigger(mirror))),
+
+    recordError: (mirror, c) =>
+      upsert(mirror, {
+        lastError: c.error,
+        lastErrorAt: c.at,
+        ...(c.createRefused ? { creatingAt: null } : {}),
+      }),
+
+    remove(mirror) {
+      db.delete(t).where(eq(t.mirror, mirror)).run();
+    },
+
+    fullSucceeded(mirror, triggerRowId) {
+      db.update(t)
+        .set({ fullPendingAfter: null })
+        .where(and(eq(t.mirror, mirror), lt(t.fullPendingAfter, triggerRowId)))
+        .run();
+    },
+  };
+}
