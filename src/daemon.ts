@@ -13,11 +13,11 @@ import { Registry } from "prom-client";
 import type { CommandIo } from "./commands/command.js";
 import type { Config } from "./config.js";
 import { createConsumerRoutes } from "./consumers/http-routes.js";
-import { DatabaseLockedError, DatabaseUnavailableError } from "./errors.js";
+import { DatabaseLockedError, DatabaseUnavailableError, LeaseLostError } from "./errors.js";
 import { createHttpServer, isLoopback } from "./http-server.js";
 import type { Logger } from "./log.js";
 import { createMetrics, initMirrorSeries, type Metrics } from "./metrics.js";
-import { processHolder, withMirrorLease } from "./mirror-lease.js";
+import { createLeaseHolder, withMirrorLease } from "./mirror-lease.js";
 import { createIoLogger, createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import { refreshMirrorGauges } from "./sync/gauges.js";
@@ -37,7 +37,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   const log = options.log ?? createIoLogger(io);
   const metrics = createMetrics(new Registry());
   for (const mirror of config.mirrors) initMirrorSeries(metrics, mirror.name);
-  const holder = processHolder();
+  const holder = createLeaseHolder();
   let runtime: Runtime | undefined;
   let scheduler: Scheduler | undefined;
   let watcher: NodeJS.Timeout | undefined;
@@ -91,15 +91,19 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         maxConcurrentMirrors: config.maxConcurrentMirrors,
         runPass: async (mirror, mode, signal) => {
           const leased = await withMirrorLease(
-            { store: rt.store, mirror: mirror.name, holder, leaseSeconds, signal, log },
-            (passSignal) =>
-              syncMirror(mirror, rt.syncContext(passSignal, holder), {
+            { store: rt.store, mirror: mirror.name, holder, leaseSeconds, signal, log, metrics },
+            (passSignal, fence) =>
+              syncMirror(mirror, rt.syncContext(passSignal, fence), {
                 full: mode === "full",
                 allowMassDelete: false,
                 dryRun: false,
               }),
-          );
-          if (!leased.taken) {
+          ).catch((error: unknown) => {
+            // Logged where it was found; the replica now holding the lease carries the pass on.
+            if (error instanceof LeaseLostError) return "lost" as const;
+            throw error;
+          });
+          if (leased !== "lost" && !leased.taken) {
             metrics.ticksSkipped.inc({ mirror: mirror.name, mode, reason: "leased" });
             log.info(
               { mirror: mirror.name, mode },
@@ -107,7 +111,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
             );
           }
         },
-        claimTick: (mirror, mode, tickAt) => rt.store.leases.claimTick(mirror, mode, tickAt, holder),
+        claimTick: (mirror, mode, tickAt) => rt.store.leases.claimTick(mirror, mode, tickAt, holder.id),
         log,
         metrics,
       });
@@ -127,7 +131,10 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         );
       }, watchIntervalMs(config));
       watcher.unref();
-      log.info({ mirrors: config.mirrors.map((m) => m.name), holder }, "daemon started");
+      log.info(
+        { mirrors: config.mirrors.map((m) => m.name), holder: holder.name, instance_id: holder.id },
+        "daemon started",
+      );
     },
 
     async stop() {

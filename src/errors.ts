@@ -211,6 +211,25 @@ export class AbortedError extends SyncmirrorError {
   readonly code = "ABORTED" as const;
 }
 
+/**
+ * The pass's lease is no longer this process's (SPEC "Fencing"): another replica took it over, or
+ * it expired while this process was paused or cut off. The pass stops, as on a shutdown, and the
+ * holder of the lease resumes its trigger.
+ */
+export class LeaseLostError extends AbortedError {
+  constructor(
+    readonly mirror: string,
+    readonly epoch: number,
+    why: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `the lease on mirror ${mirror} (epoch ${epoch}) is no longer this process's: ${why}; this pass stopped and commits nothing more, and the replica holding the lease resumes the trigger`,
+      options,
+    );
+  }
+}
+
 /** A search query FTS5 cannot parse; the message never carries SQLite's text. */
 export class SearchQueryError extends SyncmirrorError {
   readonly code = "SEARCH_QUERY_INVALID" as const;

@@ -11,6 +11,7 @@ import { AbortedError } from "./errors.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { type AnyStore, openStore } from "./open-store.js";
+import type { Fence } from "./store/types.js";
 import type { CrashPoint, SyncContext } from "./sync/context.js";
 import { createPageWindow } from "./sync/page-window.js";
 
@@ -20,8 +21,8 @@ export interface Runtime {
   metrics: Metrics;
   store: AnyStore;
   api: ApiClient;
-  /** The context of one pass; with `holder`, its write transactions check that lease. */
-  syncContext(signal: AbortSignal, holder?: string): SyncContext;
+  /** The context of one pass; with `lease`, every write of the pass is fenced by it. */
+  syncContext(signal: AbortSignal, lease?: Fence): SyncContext;
   close(): Promise<void>;
 }
 
@@ -61,7 +62,7 @@ export async function createRuntime(
     metrics,
     store,
     api,
-    syncContext: (signal, holder) => ({
+    syncContext: (signal, lease) => ({
       store,
       api,
       log,
@@ -74,7 +75,7 @@ export async function createRuntime(
       exportPageSize: config.export.pageSize,
       pagesAheadPerRun: config.export.pagesAheadPerRun,
       pagesAhead: createPageWindow(config.export.pagesAheadPerPass),
-      ...(holder === undefined ? {} : { holder }),
+      ...(lease === undefined ? {} : { lease }),
     }),
     async close() {
       await api.close();

@@ -44,6 +44,7 @@ function formatMirror(s: MirrorStatus): string {
     `  pairs:                    ${s.pairs} (${s.pairs_awaiting_baseline} awaiting a baseline)`,
     `  held revocations:         ${s.held_revocations}`,
   ];
+  lines.push(`  held by:                  ${heldBy(s)}`);
   if (s.in_flight) {
     const done = s.in_flight.runs.filter((r) => r.ingest === "done").length;
     lines.push(
@@ -53,4 +54,14 @@ function formatMirror(s: MirrorStatus): string {
   for (const p of s.skipped_pairs)
     lines.push(`  skipped: ${p.user_email} on ${p.server_instance_id}: ${p.reason}`);
   return `${lines.join("\n")}\n`;
+}
+
+/** The lease holder, or why there is none: an in-flight trigger without one waits for a replica to resume it. */
+function heldBy(s: MirrorStatus): string {
+  if (s.holder !== null) {
+    return `${s.holder} (instance ${s.holder_instance_id}), lease epoch ${s.lease_epoch} until ${s.lease_expires_at}`;
+  }
+  return s.in_flight
+    ? "nobody: the trigger in flight is resumed by the next replica (or start) that finds it"
+    : "nobody (no pass running)";
 }

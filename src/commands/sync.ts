@@ -4,7 +4,7 @@
  */
 import type { Config, MirrorConfig } from "../config.js";
 import { SyncmirrorError, UsageError } from "../errors.js";
-import { processHolder, withMirrorLease } from "../mirror-lease.js";
+import { createLeaseHolder, withMirrorLease } from "../mirror-lease.js";
 import { createRuntime } from "../runtime.js";
 import type { PassOptions, Progress } from "../sync/context.js";
 import { exitCodeFor } from "../sync/outcome.js";
@@ -67,7 +67,7 @@ async function runPasses(
   if (io.signal.aborted) onStop();
   else io.signal.addEventListener("abort", onStop, { once: true });
   try {
-    const holder = processHolder();
+    const holder = createLeaseHolder();
     for (const mirror of mirrors) {
       if (io.signal.aborted) break;
       // The same per-mirror lease as a replica's, so this may run beside daemons on PostgreSQL.
@@ -79,9 +79,10 @@ async function runPasses(
           leaseSeconds: config.database.leaseSeconds,
           signal: io.signal,
           log: runtime.log,
+          metrics: runtime.metrics,
         },
-        (signal) => {
-          const ctx = runtime.syncContext(signal, holder);
+        (signal, fence) => {
+          const ctx = runtime.syncContext(signal, fence);
           if (io.isTty && !out.json) ctx.onProgress = (p) => drawProgress(io, p);
           return syncMirror(mirror, ctx, options);
         },
@@ -90,7 +91,7 @@ async function runPasses(
       else {
         const busy = (await runtime.store.leases.holders()).get(mirror.name);
         out.summaries.push(
-          leaseBusySummary(mirror.name, options.full ? "full" : "incremental", busy?.holder ?? null),
+          leaseBusySummary(mirror.name, options.full ? "full" : "incremental", busy?.holderName ?? null),
         );
       }
     }

@@ -9,7 +9,6 @@ import type { AccessItem } from "../api/schemas.js";
 import { AbortedError } from "../errors.js";
 import type { Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
-import { assertLeaseHeld } from "./fence.js";
 import { decideLeavers, type LeavingPair, type RunFact, skippedListComplete } from "./leavers.js";
 import { sourceSucceeded } from "./outcome.js";
 import { applyRevocations } from "./revoke.js";
@@ -39,7 +38,6 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
       };
       const snapshotAt = run.createdAt;
       await store.transaction(async (tx) => {
-        await assertLeaseHeld(pass, tx);
         const total = await tx.access.countPairKeys(pair);
         const revocable = await tx.access.countRevocable(pair, snapshotAt, threshold);
         const held =
@@ -82,7 +80,6 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger): Promise<void> {
   const at = ctx.now().toISOString();
   for (const { pair, reason } of leaving) {
     await store.transaction(async (tx) => {
-      await assertLeaseHeld(pass, tx);
       const keys = await tx.access.revokePair(pair);
       await tx.pairs.retire(pair, reason, at);
       const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
