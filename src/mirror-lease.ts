@@ -67,10 +67,12 @@ export async function withMirrorLease<T>(
   }
   const lost = new AbortController();
   const signal = AbortSignal.any([options.signal, lost.signal]);
+  let logged: Promise<void> = Promise.resolve();
+  /** Stops the pass at once; says so (with who holds the lease now) before the pass ends. */
   const loseLease = (error: LeaseLostError): LeaseLostError => {
     if (lost.signal.aborted) return lost.signal.reason as LeaseLostError;
     lost.abort(error);
-    void store.leases.holders().then(
+    logged = store.leases.holders().then(
       (leases) => logLost(log, fence, error, leases.get(mirror)),
       () => logLost(log, fence, error, undefined),
     );
@@ -99,7 +101,9 @@ export async function withMirrorLease<T>(
   } catch (error) {
     // Whatever the pass threw once its lease was gone (a fenced write, an aborted wait), the lease is why.
     if (error instanceof LeaseLostError || lost.signal.aborted) {
-      throw loseLease(error instanceof LeaseLostError ? error : (lost.signal.reason as LeaseLostError));
+      const why = loseLease(error instanceof LeaseLostError ? error : (lost.signal.reason as LeaseLostError));
+      await logged;
+      throw why;
     }
     throw error;
   } finally {

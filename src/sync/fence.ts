@@ -10,7 +10,7 @@
  * here go straight to the store, so a write method added later is fenced unless declared a read.
  */
 import { LeaseLostError } from "../errors.js";
-import type { Store, StoreOps } from "../store/store.js";
+import { isDatabaseError, type Store, type StoreOps } from "../store/store.js";
 import type { Fence } from "../store/types.js";
 
 type Methods = Record<string, (...args: unknown[]) => Promise<unknown>>;
@@ -45,13 +45,28 @@ async function assertLeaseHeld(fence: Fence, tx: StoreOps): Promise<void> {
   );
 }
 
-/** `store` as a pass holding `fence` uses it: every write fenced. */
+/**
+ * `store` as a pass holding `fence` uses it: every write fenced. A write that failed in the
+ * database (on PostgreSQL, the session of a holder frozen inside a transaction is ended) while the
+ * lease is gone is reported as the lost lease it is.
+ */
 export function fencedStore(store: Store, fence: Fence): Store {
-  const transaction = <T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> =>
-    store.transaction(async (tx) => {
-      await assertLeaseHeld(fence, tx);
-      return fn(tx);
-    });
+  const transaction = async <T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> => {
+    try {
+      return await store.transaction(async (tx) => {
+        await assertLeaseHeld(fence, tx);
+        return fn(tx);
+      });
+    } catch (error) {
+      if (!isDatabaseError(error) || (await store.leases.isHeld(fence).catch(() => true))) throw error;
+      throw new LeaseLostError(
+        fence.mirror,
+        fence.epoch,
+        `a write failed (${(error as Error).message}) and the lease had been taken over or had expired meanwhile`,
+        { cause: error },
+      );
+    }
+  };
   const repos = {} as Record<keyof StoreOps, unknown>;
   for (const name of Object.keys(READS) as (keyof StoreOps)[]) {
     const reads = new Set<string>(READS[name] as readonly string[]);
