@@ -13,13 +13,14 @@ import { Registry } from "prom-client";
 import type { CommandIo } from "./commands/command.js";
 import type { Config } from "./config.js";
 import { createConsumerRoutes } from "./consumers/http-routes.js";
-import { DatabaseLockedError, DatabaseUnavailableError } from "./errors.js";
+import { DatabaseLockedError, DatabaseUnavailableError, LeaseLostError } from "./errors.js";
 import { createHttpServer, isLoopback } from "./http-server.js";
 import type { Logger } from "./log.js";
 import { createMetrics, initMirrorSeries, type Metrics } from "./metrics.js";
-import { processHolder, withMirrorLease } from "./mirror-lease.js";
+import { createLeaseHolder, withMirrorLease } from "./mirror-lease.js";
 import { createIoLogger, createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
+import type { LeaseHolder } from "./store/types.js";
 import { refreshMirrorGauges } from "./sync/gauges.js";
 import { buildStatus } from "./sync/status-report.js";
 import { syncMirror } from "./sync/sync-mirror.js";
@@ -40,7 +41,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   const log = options.log ?? createIoLogger(io);
   const metrics = createMetrics(new Registry());
   for (const mirror of config.mirrors) initMirrorSeries(metrics, mirror.name, mirror.declared !== null);
-  const holder = processHolder();
+  const holder = createLeaseHolder();
   let runtime: Runtime | undefined;
   let scheduler: Scheduler | undefined;
   let watcher: NodeJS.Timeout | undefined;
@@ -94,18 +95,22 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         maxConcurrentMirrors: config.maxConcurrentMirrors,
         runPass: async (mirror, mode, signal) => {
           const leased = await withMirrorLease(
-            { store: rt.store, mirror: mirror.name, holder, leaseSeconds, signal, log },
-            async (passSignal) => {
+            { store: rt.store, mirror: mirror.name, holder, leaseSeconds, signal, log, metrics },
+            async (passSignal, fence) => {
               const bound = await preparePass(mirror, reconcileDeps(rt, passSignal));
               if (!bound) return;
-              await syncMirror(bound, rt.syncContext(passSignal, holder), {
+              await syncMirror(bound, rt.syncContext(passSignal, fence), {
                 full: mode === "full",
                 allowMassDelete: false,
                 dryRun: false,
               });
             },
-          );
-          if (!leased.taken) {
+          ).catch((error: unknown) => {
+            // Logged where it was found; the replica now holding the lease carries the pass on.
+            if (error instanceof LeaseLostError) return "lost" as const;
+            throw error;
+          });
+          if (leased !== "lost" && !leased.taken) {
             metrics.ticksSkipped.inc({ mirror: mirror.name, mode, reason: "leased" });
             log.info(
               { mirror: mirror.name, mode },
@@ -113,7 +118,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
             );
           }
         },
-        claimTick: (mirror, mode, tickAt) => rt.store.leases.claimTick(mirror, mode, tickAt, holder),
+        claimTick: (mirror, mode, tickAt) => rt.store.leases.claimTick(mirror, mode, tickAt, holder.id),
         log,
         metrics,
       });
@@ -135,7 +140,10 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         );
       }, watchIntervalMs(config));
       watcher.unref();
-      log.info({ mirrors: config.mirrors.map((m) => m.name), holder }, "daemon started");
+      log.info(
+        { mirrors: config.mirrors.map((m) => m.name), holder: holder.name, instance_id: holder.id },
+        "daemon started",
+      );
     },
 
     async stop() {
@@ -228,11 +236,19 @@ function reconcileDeps(runtime: Runtime, signal: AbortSignal): ReconcileDeps {
  * `manage_sync_configs`: every declared config applied before the schedules start, each under its
  * mirror's lease (a mirror another replica is running is applied before its next pass instead).
  */
-async function applyAtStart(runtime: Runtime, holder: string, signal: AbortSignal): Promise<void> {
-  const { store, log, config } = runtime;
+async function applyAtStart(runtime: Runtime, holder: LeaseHolder, signal: AbortSignal): Promise<void> {
+  const { store, log, config, metrics } = runtime;
   for (const mirror of config.mirrors.filter(isDeclared)) {
     await withMirrorLease(
-      { store, mirror: mirror.name, holder, leaseSeconds: config.database.leaseSeconds, signal, log },
+      {
+        store,
+        mirror: mirror.name,
+        holder,
+        leaseSeconds: config.database.leaseSeconds,
+        signal,
+        log,
+        metrics,
+      },
       (leaseSignal) => reconcileMirror(mirror, reconcileDeps(runtime, leaseSignal), { always: true }),
     );
   }

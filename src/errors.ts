@@ -230,9 +230,9 @@ export class SchemaTooNewError extends SyncmirrorError {
   }
 }
 
-/** The work was stopped by an AbortSignal (shutdown). */
+/** The work was stopped by an AbortSignal (shutdown), or lost its lease (LeaseLostError). */
 export class AbortedError extends SyncmirrorError {
-  readonly code = "ABORTED" as const;
+  readonly code: "ABORTED" | "LEASE_LOST" = "ABORTED";
 }
 
 /**
@@ -243,6 +243,26 @@ export class OutputClosedError extends SyncmirrorError {
   readonly code = "OUTPUT_CLOSED" as const;
   constructor() {
     super("stdout was closed by its reader: stopped");
+  }
+}
+
+/**
+ * The pass's lease is no longer this process's (SPEC "Fencing"): another replica took it over, or
+ * it expired while this process was paused or cut off. The pass stops, as on a shutdown, and the
+ * holder of the lease resumes its trigger.
+ */
+export class LeaseLostError extends AbortedError {
+  override readonly code = "LEASE_LOST" as const;
+  constructor(
+    readonly mirror: string,
+    readonly epoch: number,
+    why: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `the lease on mirror ${mirror} (epoch ${epoch}) is no longer this process's: ${why}; this pass stopped and commits nothing more, and the replica holding the lease resumes the trigger`,
+      options,
+    );
   }
 }
 

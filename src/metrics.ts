@@ -31,6 +31,10 @@ export interface Metrics {
   /** 1 while the daemon could not apply a mirror's declared sync config (`manage_sync_configs`). */
   syncConfigDrift: Gauge<"mirror">;
   syncConfigApplyErrors: Counter<"mirror">;
+  /** 1 on the process holding the mirror's lease (running its pass), 0 elsewhere (SPEC "Fencing"). */
+  mirrorHeld: Gauge<"mirror">;
+  /** Leases this process took from another holder that stopped renewing them (SPEC "Fencing"). */
+  leaseTakeovers: Counter<"mirror">;
 }
 
 export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -154,6 +158,18 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ["mirror"],
       registers,
     }),
+    mirrorHeld: new Gauge({
+      name: "syncmirror_mirror_held",
+      help: "1 while this process holds the mirror's lease (runs its pass), else 0",
+      labelNames: ["mirror"],
+      registers,
+    }),
+    leaseTakeovers: new Counter({
+      name: "syncmirror_lease_takeovers_total",
+      help: "Leases this process took over from another holder that stopped renewing them (dead, paused or cut off)",
+      labelNames: ["mirror"],
+      registers,
+    }),
   };
 }
 
@@ -170,6 +186,8 @@ export function initMirrorSeries(metrics: Metrics, mirror: string, declared = fa
   metrics.resourcesDeleted.inc(labels, 0);
   metrics.accessRevoked.inc(labels, 0);
   metrics.sweepsHeld.inc(labels, 0);
+  metrics.leaseTakeovers.inc(labels, 0);
+  metrics.mirrorHeld.set(labels, 0);
   for (const source_type of SOURCE_TYPES) {
     metrics.resourcesUpserted.inc({ ...labels, source_type }, 0);
     metrics.resourcesUnchanged.inc({ ...labels, source_type }, 0);

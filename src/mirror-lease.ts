@@ -1,28 +1,33 @@
 /**
- * The per-mirror lease (SPEC "Scale-out"): at most one process runs a mirror's pass at a time.
- * The lease is taken before the pass, renewed every third of its length while the pass runs, and
- * released after; a replica that cannot renew it (the database gone, or another replica took it
- * over after expiry) aborts its pass, and the page transactions check it too (`sync/fence.ts`),
- * so a replica cut off from the database can never commit after its lease ran out.
+ * The per-mirror lease (SPEC "Scale-out", "Fencing"): at most one process runs a mirror's pass at
+ * a time. The lease is taken before the pass, renewed every third of its length while the pass
+ * runs, and released after. Its epoch is the pass's fencing token: every write of the pass checks
+ * it (`sync/fence.ts`), and renewal extends only the lease this pass took, never one that expired
+ * or changed hands meanwhile. A pass that finds its lease gone stops and says so at error.
  */
+import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { AbortedError } from "./errors.js";
+import { LeaseLostError } from "./errors.js";
 import type { Logger } from "./log.js";
+import type { Metrics } from "./metrics.js";
 import type { Store } from "./store/store.js";
+import type { Fence, LeaseGrant, LeaseHolder } from "./store/types.js";
 
-/** This process, as `status` shows it: `hostname:pid`. */
-export function processHolder(): string {
-  return `${hostname()}:${process.pid}`;
+/** This process start: a random instance id, and `hostname:pid` for people. */
+export function createLeaseHolder(): LeaseHolder {
+  return { id: randomUUID(), name: `${hostname()}:${process.pid}` };
 }
 
 /**
  * A holder on this host whose process is gone (killed, crashed): its lease need not run out before
- * a restarted process on the same host takes the mirror over.
+ * a restarted process on the same host takes the mirror over. Judged by its `hostname:pid`; were
+ * that another pid namespace's process, taking its lease early only costs it its pass, never a
+ * write (the epoch fences it).
  */
-function isDeadHereAndNow(holder: string): boolean {
-  const at = holder.lastIndexOf(":");
-  const host = holder.slice(0, at);
-  const pid = Number(holder.slice(at + 1));
+function isDeadHereAndNow(name: string): boolean {
+  const at = name.lastIndexOf(":");
+  const host = name.slice(0, at);
+  const pid = Number(name.slice(at + 1));
   if (host !== hostname() || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
     process.kill(pid, 0);
@@ -35,50 +40,129 @@ function isDeadHereAndNow(holder: string): boolean {
 export interface LeaseOptions {
   store: Store;
   mirror: string;
-  holder: string;
+  holder: LeaseHolder;
   leaseSeconds: number;
   signal: AbortSignal;
   log: Logger;
+  metrics: Pick<Metrics, "mirrorHeld" | "leaseTakeovers">;
 }
 
 /**
  * Runs `fn` holding the mirror's lease, with a signal that aborts when the process stops or the
- * lease is lost. Returns `{ taken: false }` without running `fn` when another holder has it.
+ * lease is lost, and the fencing token of the lease. Returns `{ taken: false }` without running
+ * `fn` when another holder has it. A lost lease rejects with LeaseLostError, logged here.
  */
 export async function withMirrorLease<T>(
   options: LeaseOptions,
-  fn: (signal: AbortSignal) => Promise<T>,
+  fn: (signal: AbortSignal, fence: Fence) => Promise<T>,
 ): Promise<{ taken: true; value: T } | { taken: false }> {
-  const { store, mirror, holder, leaseSeconds, log } = options;
-  if (!(await store.leases.acquire(mirror, holder, leaseSeconds))) {
-    const current = (await store.leases.holders()).get(mirror)?.holder;
-    if (current === undefined || !isDeadHereAndNow(current)) return { taken: false };
-    if (!(await store.leases.acquire(mirror, holder, leaseSeconds, current))) return { taken: false };
-    log.warn({ mirror, dead_holder: current }, "took over the lease of a process that died on this host");
+  const { store, mirror, holder, leaseSeconds, log, metrics } = options;
+  const grant = await takeLease(options);
+  if (grant === null) return { taken: false };
+  const fence: Fence = { mirror, holder: holder.id, epoch: grant.epoch };
+  metrics.mirrorHeld.set({ mirror }, 1);
+  if (grant.tookOver) {
+    metrics.leaseTakeovers.inc({ mirror });
+    logTakeover(log, grant);
   }
   const lost = new AbortController();
   const signal = AbortSignal.any([options.signal, lost.signal]);
+  let logged: Promise<void> = Promise.resolve();
+  /** Stops the pass at once; says so (with who holds the lease now) before the pass ends. */
+  const loseLease = (error: LeaseLostError): LeaseLostError => {
+    if (lost.signal.aborted) return lost.signal.reason as LeaseLostError;
+    lost.abort(error);
+    logged = store.leases.holders().then(
+      (leases) => logLost(log, fence, error, leases.get(mirror)),
+      () => logLost(log, fence, error, undefined),
+    );
+    return error;
+  };
   const renew = setInterval(
     () => {
-      store.leases.acquire(mirror, holder, leaseSeconds).then(
+      store.leases.renew(fence, leaseSeconds).then(
         (held) => {
-          if (!held) loseLease("another replica took the lease over");
+          if (!held)
+            loseLease(new LeaseLostError(mirror, fence.epoch, "renewal found it taken over or expired"));
         },
-        (error: unknown) => loseLease(`the lease could not be renewed (${(error as Error).message})`),
+        (error: unknown) =>
+          loseLease(
+            new LeaseLostError(mirror, fence.epoch, `it could not be renewed (${(error as Error).message})`, {
+              cause: error,
+            }),
+          ),
       );
     },
     Math.max(1000, (leaseSeconds * 1000) / 3),
   );
   renew.unref();
-  function loseLease(why: string): void {
-    if (lost.signal.aborted) return;
-    log.error({ mirror }, `${why}: stopping this pass; the replica holding the lease resumes it`);
-    lost.abort(new AbortedError(`lease on mirror ${mirror} lost: ${why}`));
-  }
   try {
-    return { taken: true, value: await fn(signal) };
+    return { taken: true, value: await fn(signal, fence) };
+  } catch (error) {
+    // Whatever the pass threw once its lease was gone (a fenced write, an aborted wait), the lease is why.
+    if (error instanceof LeaseLostError || lost.signal.aborted) {
+      const why = loseLease(error instanceof LeaseLostError ? error : (lost.signal.reason as LeaseLostError));
+      await logged;
+      throw why;
+    }
+    throw error;
   } finally {
     clearInterval(renew);
-    if (!lost.signal.aborted) await store.leases.release(mirror, holder).catch(() => {});
+    metrics.mirrorHeld.set({ mirror }, 0);
+    // Fenced by the epoch: releases nothing when the lease already changed hands.
+    await store.leases.release(fence).catch(() => {});
   }
+}
+
+/** Takes the lease, or that of a holder whose process died on this host; null when held elsewhere. */
+async function takeLease({ store, mirror, holder, leaseSeconds }: LeaseOptions): Promise<LeaseGrant | null> {
+  const grant = await store.leases.acquire(mirror, holder, leaseSeconds);
+  if (grant) return grant;
+  const current = (await store.leases.holders()).get(mirror);
+  if (current === undefined || !isDeadHereAndNow(current.holderName)) return null;
+  return store.leases.acquire(mirror, holder, leaseSeconds, current.holder);
+}
+
+/**
+ * A takeover, at warn: whose lease, and how long its mirror had no live holder, counted from the
+ * dead holder's last renewal (its last sign of life: the lease it asked for, back from its expiry)
+ * to this grant, both on the database's clock.
+ */
+function logTakeover(log: Logger, grant: LeaseGrant): void {
+  const dead = grant.tookOver;
+  if (!dead) return;
+  const lastRenewalMs = Date.parse(dead.expiresAt) - dead.leaseSeconds * 1000;
+  const takenAtMs = Date.parse(grant.takenAt);
+  const orphanedSeconds = Math.max(0, (takenAtMs - lastRenewalMs) / 1000);
+  const expired = Date.parse(dead.expiresAt) <= takenAtMs;
+  log.warn(
+    {
+      mirror: dead.mirror,
+      dead_holder: dead.holderName,
+      dead_instance_id: dead.holder,
+      dead_epoch: dead.epoch,
+      dead_lease_expired_at: dead.expiresAt,
+      orphaned_seconds: Math.round(orphanedSeconds * 10) / 10,
+      epoch: grant.epoch,
+    },
+    `took over the lease of mirror ${dead.mirror} from ${dead.holderName}, ${expired ? "whose lease expired" : "whose process died on this host"} ${orphanedSeconds.toFixed(1)} s after its last renewal; its trigger in flight, if any, is resumed here`,
+  );
+}
+
+function logLost(
+  log: Logger,
+  fence: Fence,
+  error: LeaseLostError,
+  current: { holderName: string; holder: string; epoch: number } | undefined,
+): void {
+  log.error(
+    {
+      mirror: fence.mirror,
+      epoch: fence.epoch,
+      ...(current && current.holder !== fence.holder
+        ? { now_held_by: current.holderName, now_held_instance_id: current.holder, now_epoch: current.epoch }
+        : {}),
+    },
+    error.message,
+  );
 }

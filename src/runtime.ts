@@ -12,6 +12,7 @@ import { createLogger, type Logger } from "./log.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { openStore } from "./store/open-store.js";
 import type { Store } from "./store/store.js";
+import type { Fence } from "./store/types.js";
 import type { CrashPoint, SyncContext } from "./sync/context.js";
 import { createPageWindow } from "./sync/page-window.js";
 
@@ -21,8 +22,8 @@ export interface Runtime {
   metrics: Metrics;
   store: Store;
   api: ApiClient;
-  /** The context of one pass; with `holder`, its write transactions check that lease. */
-  syncContext(signal: AbortSignal, holder?: string): SyncContext;
+  /** The context of one pass; with `lease`, every write of the pass is fenced by it. */
+  syncContext(signal: AbortSignal, lease?: Fence): SyncContext;
   close(): Promise<void>;
 }
 
@@ -55,7 +56,7 @@ export async function createRuntime(
     metrics,
     store,
     api,
-    syncContext: (signal, holder) => ({
+    syncContext: (signal, lease) => ({
       store,
       api,
       log,
@@ -68,7 +69,7 @@ export async function createRuntime(
       exportPageSize: config.export.pageSize,
       pagesAheadPerRun: config.export.pagesAheadPerRun,
       pagesAhead: createPageWindow(config.export.pagesAheadPerPass),
-      ...(holder === undefined ? {} : { holder }),
+      ...(lease === undefined ? {} : { lease }),
     }),
     async close() {
       await api.close();

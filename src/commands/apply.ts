@@ -5,7 +5,7 @@
  * `--adopt`; nothing is deleted upstream without `--prune`. Exit 0 done, 1 problems, 2 bad config.
  */
 import { SyncmirrorError } from "../errors.js";
-import { processHolder, withMirrorLease } from "../mirror-lease.js";
+import { createLeaseHolder, withMirrorLease } from "../mirror-lease.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import { isDatabaseError } from "../store/store.js";
 import { type ApplyFlags, type ApplyResult, applyEntry } from "../sync-configs/apply.js";
@@ -61,10 +61,11 @@ async function applyLeased(
     {
       store,
       mirror: entry.mirror,
-      holder: processHolder(),
+      holder: createLeaseHolder(),
       leaseSeconds: config.database.leaseSeconds,
       signal,
       log,
+      metrics: runtime.metrics,
     },
     (leaseSignal) => applyEntry(entry, { api, store, now: () => new Date(), signal: leaseSignal }, flags),
   ).catch((error: unknown) => {
@@ -72,6 +73,6 @@ async function applyLeased(
     return { taken: true as const, value: refused(error.message) };
   });
   if (leased.taken) return leased.value;
-  const holder = (await store.leases.holders()).get(entry.mirror)?.holder ?? "another process";
+  const holder = (await store.leases.holders()).get(entry.mirror)?.holderName ?? "another process";
   return refused(`${holder} is running this mirror's pass: nothing was changed; apply again once it ends`);
 }

@@ -43,6 +43,7 @@ function formatMirror(s: MirrorStatus): string {
   ];
   if (s.declared_sync_config?.last_error)
     lines.push(`  sync config not applied:  ${s.declared_sync_config.last_error}`);
+  lines.push(`  held by:                  ${heldBy(s)}`);
   if (s.in_flight) lines.push(`  in flight:                ${describeInFlight(s.in_flight, s.holder)}`);
   for (const p of s.skipped_pairs)
     lines.push(`  skipped: ${p.user_email} on ${p.server_instance_id}: ${p.reason}`);
@@ -60,4 +61,14 @@ function describeInFlight(t: NonNullable<MirrorStatus["in_flight"]>, holder: str
     return `${t.mode} trigger not started: the service has not accepted its POST (see last outcome); ${next} adopts any runs that POST created, else sends it`;
   const done = t.runs.filter((r) => r.ingest === "done").length;
   return `${t.mode} trigger ${t.trigger_id}, ${done}/${t.runs.length} runs ingested; ${next} resumes it`;
+}
+
+/** The lease holder, or why there is none: an in-flight trigger without one waits for a replica to resume it. */
+function heldBy(s: MirrorStatus): string {
+  if (s.holder !== null) {
+    return `${s.holder} (instance ${s.holder_instance_id}), lease epoch ${s.lease_epoch} until ${s.lease_expires_at}`;
+  }
+  return s.in_flight
+    ? "nobody: the trigger in flight is resumed by the next replica (or start) that finds it"
+    : "nobody (no pass running)";
 }

@@ -4,7 +4,7 @@
  */
 import type { Config, MirrorConfig } from "../config.js";
 import { SyncConfigNotAppliedError, SyncmirrorError, UsageError } from "../errors.js";
-import { processHolder, withMirrorLease } from "../mirror-lease.js";
+import { createLeaseHolder, withMirrorLease } from "../mirror-lease.js";
 import { createRuntime } from "../runtime.js";
 import type { PassOptions, Progress } from "../sync/context.js";
 import { exitCodeFor } from "../sync/outcome.js";
@@ -69,7 +69,7 @@ async function runPasses(
   else io.signal.addEventListener("abort", onStop, { once: true });
   try {
     await checkBindings(config, runtime.store);
-    const holder = processHolder();
+    const holder = createLeaseHolder();
     for (const mirror of mirrors) {
       if (io.signal.aborted) break;
       // The same per-mirror lease as a replica's, so this may run beside daemons on PostgreSQL.
@@ -81,9 +81,10 @@ async function runPasses(
           leaseSeconds: config.database.leaseSeconds,
           signal: io.signal,
           log: runtime.log,
+          metrics: runtime.metrics,
         },
-        async (signal) => {
-          const ctx = runtime.syncContext(signal, holder);
+        async (signal, fence) => {
+          const ctx = runtime.syncContext(signal, fence);
           if (io.isTty && !out.json) ctx.onProgress = (p) => drawProgress(io, p);
           const mode = options.full ? "full" : "incremental";
           try {
@@ -98,7 +99,7 @@ async function runPasses(
       else {
         const busy = (await runtime.store.leases.holders()).get(mirror.name);
         out.summaries.push(
-          leaseBusySummary(mirror.name, options.full ? "full" : "incremental", busy?.holder ?? null),
+          leaseBusySummary(mirror.name, options.full ? "full" : "incremental", busy?.holderName ?? null),
         );
       }
     }

@@ -18,6 +18,9 @@ import type {
   ActiveTrigger,
   ChangeOp,
   ChangeRecord,
+  Fence,
+  Lease,
+  LeaseGrant,
   LeaseHolder,
   MirrorState,
   Mode,
@@ -186,20 +189,34 @@ export interface DryRunRepo {
 
 /**
  * Coordination between replicas (SPEC "Scale-out"). A lease on a mirror says which process may run
- * its pass; a claimed tick says which replica runs a cron tick. Expiry is judged by the database's
- * clock, so replicas whose clocks differ still agree.
+ * its pass, and its epoch fences the pass (SPEC "Fencing"); a claimed tick says which replica runs
+ * a cron tick. Expiry is judged by the database's clock, so replicas whose clocks differ still agree.
  */
 export interface LeaseRepo {
   /**
-   * Takes the lease if it is free, expired, or already `holder`'s (or `replacing`'s: a holder the
-   * caller knows is dead), for `ttlSeconds`.
+   * Takes the lease for `ttlSeconds` if it is free, released, expired, or `replacing`'s (a holder id
+   * the caller knows is dead); null when another holder has it. Taking it from anyone (or after it
+   * was released or expired) increments its epoch; a holder asking again for the lease it still
+   * holds keeps the epoch.
    */
-  acquire(mirror: string, holder: string, ttlSeconds: number, replacing?: string): Promise<boolean>;
-  /** True while `holder` holds an unexpired lease (checked inside each page transaction). */
-  isHeld(mirror: string, holder: string): Promise<boolean>;
-  release(mirror: string, holder: string): Promise<void>;
-  /** Unexpired holders by mirror. */
-  holders(): Promise<Map<string, LeaseHolder>>;
+  acquire(
+    mirror: string,
+    holder: LeaseHolder,
+    ttlSeconds: number,
+    replacing?: string,
+  ): Promise<LeaseGrant | null>;
+  /** Extends the lease only while `fence` still holds it unexpired; false when it is gone (never re-taken). */
+  renew(fence: Fence, ttlSeconds: number): Promise<boolean>;
+  /**
+   * True while `fence` holds the lease unexpired. Inside a transaction (every write of a pass) it
+   * also keeps the lease from changing hands until that transaction ends (PostgreSQL: a share lock
+   * on the lease row), so a takeover is ordered after any commit the old holder was making.
+   */
+  isHeld(fence: Fence): Promise<boolean>;
+  /** Gives the lease up, if `fence` still holds it: the next holder takes it without a takeover. */
+  release(fence: Fence): Promise<void>;
+  /** Unexpired, unreleased leases by mirror. */
+  holders(): Promise<Map<string, Lease>>;
   /** True when this call took the tick (mirror, mode, scheduled minute); false when another did. */
   claimTick(mirror: string, mode: Mode, tickAt: string, holder: string): Promise<boolean>;
 }

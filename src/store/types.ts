@@ -201,10 +201,45 @@ export interface StoredResourceState {
   updatedAt: string;
 }
 
-/** Who holds a mirror's lease (SPEC "Scale-out": `holder` in status). */
+/**
+ * A process that asks for and holds leases (SPEC "Scale-out", "Fencing"): `id` is random per
+ * process start (`hostname:pid` repeats across containers, where every process is pid 1), `name`
+ * is `hostname:pid`, kept beside it for people.
+ */
 export interface LeaseHolder {
+  id: string;
+  name: string;
+}
+
+/**
+ * The fencing token of one pass: the mirror, the holder's id and the epoch its lease had when the
+ * pass took it. Every takeover increments the epoch, so a token outlives its lease only as a refusal.
+ */
+export interface Fence {
+  mirror: string;
   holder: string;
+  epoch: number;
+}
+
+/** A mirror's lease as the table holds it (`status` shows the live ones). */
+export interface Lease extends Fence {
+  holderName: string;
   expiresAt: string;
+  /** The length the holder asked for at its last renewal: `expiresAt` minus this is when it renewed. */
+  leaseSeconds: number;
+}
+
+/** What `acquire` granted. */
+export interface LeaseGrant {
+  epoch: number;
+  expiresAt: string;
+  /** The database's clock when the lease was granted. */
+  takenAt: string;
+  /**
+   * The lease this grant took from another holder that never released it (it stopped renewing, or
+   * was known dead): a takeover. Null when the lease was free, released, or already this holder's.
+   */
+  tookOver: Lease | null;
 }
 
 /** The columns that come from an exported resource, `key` first (benchmarks and tests reuse it). */

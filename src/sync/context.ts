@@ -3,6 +3,7 @@ import type { MirrorConfig } from "../config.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
+import type { Fence } from "../store/types.js";
 import type { PageWindow } from "./page-window.js";
 
 /** Named points where an env-guarded crash seam may kill the process (reliability tests only). */
@@ -30,8 +31,8 @@ export interface SyncContext {
   onProgress?: (progress: Progress) => void;
   /** Runs exported at once per pass (HTTP concurrency; database writes stay serialized). */
   ingestConcurrency: number;
-  /** The lease holder this pass runs as; its write transactions check the lease (`fence.ts`). */
-  holder?: string;
+  /** The lease this pass runs under: `syncMirror` fences every write of the pass with it (`fence.ts`). */
+  lease?: Fence;
   /** Resources asked for per export page (`export.page_size`). */
   exportPageSize: number;
   /** Export pages one run may fetch ahead of the page it needs next (`export.pages_ahead_per_run`). */

@@ -1,16 +1,98 @@
 /**
- * Fencing (SPEC "Scale-out"): each write transaction of a pass first checks, in the database and
- * in that same transaction, that this process still holds the mirror's lease. A replica that was
- * cut off long enough for another to take over cannot commit anything afterwards.
+ * Fencing (SPEC "Scale-out"): every write of a pass happens in a transaction that first checks, in
+ * the database and in that same transaction, that the pass's fencing token (mirror, holder, epoch)
+ * still holds the mirror's lease unexpired. A replica paused, partitioned or slow past its lease
+ * cannot commit anything after another took over, even once the new holder's lease has expired in
+ * turn: the epoch moved on.
+ *
+ * The pass sees the store through `fencedStore`: its transactions check the token first, and each
+ * repository call that writes runs as such a transaction of its own. Only calls listed as reads
+ * here go straight to the store, so a write method added later is fenced unless declared a read.
  */
-import { AbortedError } from "../errors.js";
-import type { StoreOps } from "../store/store.js";
-import type { MirrorPass } from "./context.js";
+import { LeaseLostError } from "../errors.js";
+import { isDatabaseError, type Store, type StoreOps } from "../store/store.js";
+import type { Fence } from "../store/types.js";
 
-export async function assertLeaseHeld({ ctx, mirror }: MirrorPass, tx: StoreOps): Promise<void> {
-  if (ctx.holder === undefined) return;
-  if (await tx.leases.isHeld(mirror.name, ctx.holder)) return;
-  throw new AbortedError(
-    `the lease on mirror ${mirror.name} expired or was taken over: this pass stops and the holder resumes it`,
+type Methods = Record<string, (...args: unknown[]) => Promise<unknown>>;
+/** The repositories the store offers outside a transaction (changes are recorded only inside one). */
+type Repo = Exclude<keyof StoreOps, "changes">;
+type Reads = { readonly [R in Repo]: readonly (keyof StoreOps[R])[] };
+
+const READS: Reads = {
+  resources: ["findState", "findStates"],
+  access: [
+    "keysWithAccess",
+    "countPairKeys",
+    "countRevocable",
+    "pairsWithAccess",
+    "countLive",
+    "countKeysSeenSince",
+  ],
+  pairs: ["listForMirror", "countAwaitingBaseline"],
+  triggers: ["findInFlight", "get", "lastFinished"],
+  runs: ["newestCreatedAt", "isKnown", "ofTrigger", "get", "sourcesOf"],
+  mirrors: ["get"],
+  dryRun: [],
+  leases: ["isHeld", "holders"],
+  syncConfigs: ["find", "list"],
+};
+
+/** Throws LeaseLostError unless `fence` still holds the lease; run first in a transaction. */
+async function assertLeaseHeld(fence: Fence, tx: StoreOps): Promise<void> {
+  if (await tx.leases.isHeld(fence)) return;
+  throw new LeaseLostError(
+    fence.mirror,
+    fence.epoch,
+    "another process took the lease over, or it expired before this write",
   );
+}
+
+/**
+ * `store` as a pass holding `fence` uses it: every write fenced. A write that failed in the
+ * database (on PostgreSQL, the session of a holder frozen inside a transaction is ended) while the
+ * lease is gone is reported as the lost lease it is.
+ */
+export function fencedStore(store: Store, fence: Fence): Store {
+  const transaction = async <T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> => {
+    try {
+      return await store.transaction(async (tx) => {
+        await assertLeaseHeld(fence, tx);
+        return fn(tx);
+      });
+    } catch (error) {
+      if (!isDatabaseError(error) || (await store.leases.isHeld(fence).catch(() => true))) throw error;
+      throw new LeaseLostError(
+        fence.mirror,
+        fence.epoch,
+        `a write failed (${(error as Error).message}) and the lease had been taken over or had expired meanwhile`,
+        { cause: error },
+      );
+    }
+  };
+  const repos = {} as Record<Repo, unknown>;
+  for (const name of Object.keys(READS) as Repo[]) {
+    const reads = new Set<string>(READS[name] as readonly string[]);
+    const repo = store[name] as unknown as Methods;
+    const wrapped: Methods = {};
+    for (const [method, call] of Object.entries(repo)) {
+      wrapped[method] = reads.has(method)
+        ? call.bind(repo)
+        : (...args) =>
+            transaction(async (tx) => {
+              const own = tx[name] as unknown as Methods;
+              return own[method]?.call(own, ...args);
+            });
+    }
+    repos[name] = wrapped;
+  }
+  return {
+    ...(repos as unknown as Omit<StoreOps, "changes">),
+    feed: store.feed,
+    search: store.search,
+    transaction,
+    onCommit: (listener) => store.onCommit(listener),
+    countContents: () => store.countContents(),
+    ping: () => store.ping(),
+    close: () => store.close(),
+  };
 }

@@ -1,11 +1,11 @@
 /**
  * What `status` (and HTTP `/status`) shows per mirror: last incremental and full success, the
  * since the next trigger would send, the trigger and runs in flight, live resources, pairs
- * awaiting a baseline, and held revocations. Read-only.
+ * awaiting a baseline, held revocations, and the process holding the mirror's lease. Read-only.
  */
 import type { MirrorConfig } from "../config.js";
 import type { Store } from "../store/store.js";
-import type { Mode } from "../store/types.js";
+import type { Lease, Mode } from "../store/types.js";
 import { planPass } from "./plan.js";
 
 export interface MirrorStatus {
@@ -39,8 +39,14 @@ export interface MirrorStatus {
   pairs_awaiting_baseline: number;
   skipped_pairs: { user_email: string; server_instance_id: string; reason: string }[];
   held_revocations: number;
-  /** The replica holding the mirror's lease (`hostname:pid`), or null when none does. */
+  /** The process holding the mirror's lease (`hostname:pid`), or null when none does. */
   holder: string | null;
+  /** That process's instance id (unique per process start, where `hostname:pid` may repeat). */
+  holder_instance_id: string | null;
+  /** When its lease runs out unless renewed (the database's clock). */
+  lease_expires_at: string | null;
+  /** The lease's fencing token: it grows at every takeover. */
+  lease_epoch: number | null;
 }
 
 export async function buildStatus(
@@ -49,14 +55,14 @@ export async function buildStatus(
 ): Promise<{ mirrors: MirrorStatus[] }> {
   const holders = await store.leases.holders();
   const statuses: MirrorStatus[] = [];
-  for (const m of mirrors) statuses.push(await mirrorStatus(store, m, holders.get(m.name)?.holder ?? null));
+  for (const m of mirrors) statuses.push(await mirrorStatus(store, m, holders.get(m.name)));
   return { mirrors: statuses };
 }
 
 async function mirrorStatus(
   store: Store,
   mirror: MirrorConfig,
-  holder: string | null,
+  lease: Lease | undefined,
 ): Promise<MirrorStatus> {
   const state = await store.mirrors.get(mirror.name);
   const pairs = await store.pairs.listForMirror(mirror.name);
@@ -108,6 +114,9 @@ async function mirrorStatus(
         reason: p.skipReason as string,
       })),
     held_revocations: state?.heldRevocations ?? 0,
-    holder,
+    holder: lease?.holderName ?? null,
+    holder_instance_id: lease?.holder ?? null,
+    lease_expires_at: lease?.expiresAt ?? null,
+    lease_epoch: lease?.epoch ?? null,
   };
 }

@@ -10,7 +10,6 @@ import type { AccessItem } from "../api/schemas.js";
 import { AbortedError } from "../errors.js";
 import type { PairRef, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
-import { assertLeaseHeld } from "./fence.js";
 import { decideLeavers, type LeavingPair, type RunFact, skippedListComplete } from "./leavers.js";
 import { sourceSucceeded } from "./outcome.js";
 import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
@@ -40,7 +39,6 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
       };
       const snapshotAt = run.createdAt;
       const swept = await store.transaction(async (tx) => {
-        await assertLeaseHeld(pass, tx);
         const total = await tx.access.countPairKeys(pair);
         const revocable = await tx.access.countRevocable(pair, snapshotAt, threshold);
         const held =
@@ -97,7 +95,6 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger): Promise<void> {
   const at = ctx.now().toISOString();
   for (const { pair, reason } of leaving) {
     const revoked = await store.transaction(async (tx) => {
-      await assertLeaseHeld(pass, tx);
       const keys = await tx.access.revokePair(pair);
       await tx.pairs.retire(pair, reason, at);
       const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);

@@ -10,6 +10,7 @@ import type { Trigger } from "../store/types.js";
 import { classifyFailure, describeFailureCause } from "./classify.js";
 import type { BoundMirror, MirrorPass, PassOptions, SyncContext } from "./context.js";
 import { dryRunSweep } from "./dry-run.js";
+import { fencedStore } from "./fence.js";
 import { recordSkippedGauge } from "./gauges.js";
 import { planPass } from "./plan.js";
 import { settle, settleWithoutRuns } from "./settle.js";
@@ -20,16 +21,19 @@ import { waitAndIngest } from "./wait.js";
 
 /**
  * Runs one pass. A trigger already in flight for the mirror is resumed, never duplicated; with
- * `full`, an incremental in flight is finished first and then the full is triggered.
- * Throws only AbortedError (shutdown) and database errors (the trigger then stays in flight, its
- * outcome unsettled, for the next pass to resume); every upstream problem is an outcome.
+ * `full`, an incremental in flight is finished first and then the full is triggered. Under a
+ * lease (`ctx.lease`) every write of the pass is fenced by it.
+ * Throws only AbortedError (shutdown, or LeaseLostError) and database errors (the trigger then
+ * stays in flight, its outcome unsettled, for the next pass to resume); every upstream problem is
+ * an outcome.
  */
 export function syncMirror(
   mirror: BoundMirror,
   ctx: SyncContext,
   options: PassOptions,
 ): Promise<MirrorSummary> {
-  return withLogContext({ mirror: mirror.name }, () => resumeOrTrigger(mirror, ctx, options));
+  const fenced = ctx.lease ? { ...ctx, store: fencedStore(ctx.store, ctx.lease) } : ctx;
+  return withLogContext({ mirror: mirror.name }, () => resumeOrTrigger(mirror, fenced, options));
 }
 
 async function resumeOrTrigger(

@@ -21,28 +21,50 @@ export async function recordIntent({ mirror, ctx, options }: MirrorPass, plan: P
   });
 }
 
+/** Trigger POSTs one pass sends at most: the second only once the run list shows the first created nothing. */
+const TRIGGER_POSTS = 2;
+
 /**
  * Turns an intent into an active trigger: adopts orphaned runs if a previous POST created some,
- * else POSTs. A POST whose outcome is unknown is followed by one adoption attempt, never a re-POST.
+ * else POSTs. A POST whose outcome is unknown (reset, timeout, gateway 5xx, unreadable answer) is
+ * followed, after one poll interval (the run list may lag the POST), by a read of the run list:
+ * its runs are adopted if it created any. The service starts every run of a trigger or none, so a
+ * list without them means nothing started, and the trigger is POSTed once more in the same pass;
+ * if that answer is lost too and the list still shows nothing, the pass fails with the trigger in
+ * flight and the next pass reads the list again before triggering.
  */
 export async function establishTrigger(
   pass: MirrorPass,
   intent: Trigger,
   resumed: boolean,
 ): Promise<Trigger> {
-  const { ctx } = pass;
+  const { ctx, mirror } = pass;
   if (resumed && (await adoptOrphans(pass, intent))) return ctx.store.triggers.get(intent.id);
-  try {
-    await postTrigger(pass, intent);
-  } catch (error) {
-    if (!(error instanceof TriggerOutcomeUnknownError)) throw error;
-    ctx.log.warn(
-      { err: error.message },
-      "trigger POST got no response; looking for the runs it may have created",
-    );
-    if (!(await adoptOrphans(pass, intent))) throw error;
+  for (let post = 1; ; post++) {
+    try {
+      await postTrigger(pass, intent);
+      return ctx.store.triggers.get(intent.id);
+    } catch (error) {
+      if (!(error instanceof TriggerOutcomeUnknownError)) throw error;
+      ctx.log.warn(
+        { err: error.message, post, grace_seconds: mirror.pollInitialSeconds },
+        "trigger POST got no usable response; reading the run list for the runs it may have created",
+      );
+      await ctx.sleep(mirror.pollInitialSeconds * 1000, ctx.signal);
+      if (await adoptOrphans(pass, intent)) return ctx.store.triggers.get(intent.id);
+      if (post >= TRIGGER_POSTS) {
+        throw new TriggerOutcomeUnknownError(
+          `POST /sync-task got no usable answer ${TRIGGER_POSTS} times (each may have reached the service; the last: ${error.status ?? "no response"}) and the run list shows no run of either`,
+          error,
+          { cause: error },
+        );
+      }
+      ctx.log.warn(
+        { post },
+        "the run list shows no run of that trigger: the service starts every run or none, so it started nothing; triggering once more",
+      );
+    }
   }
-  return ctx.store.triggers.get(intent.id);
 }
 
 async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promise<void> {

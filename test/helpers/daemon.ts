@@ -50,24 +50,36 @@ export interface CliProcess {
   stop(signal?: NodeJS.Signals): Promise<Exit & { ms: number }>;
 }
 
+export interface SpawnOptions {
+  /** A shell command run first under `sh -c` (process limits, file-creation masks). */
+  prelude?: string;
+  /** A command that runs node as its child (e.g. `unshare ... --fork`): `nodePid` finds node. */
+  wrap?: readonly string[];
+  /** Working directory (default: this process's), for configs with relative paths. */
+  cwd?: string;
+}
+
 /**
  * `node dist/cli.js <args>` with its output collected; with `prelude`, under `sh -c` after that
- * command (process limits and file-creation masks the harness cannot set otherwise); in `cwd`
- * (default: this process's) for configs with relative paths.
+ * command (process limits and file-creation masks the harness cannot set otherwise); with `wrap`,
+ * as the child of that command; in `cwd` (default: this process's) for configs with relative paths.
  */
 export function spawnCli(
   args: string[],
   env: Record<string, string | undefined>,
-  options: { prelude?: string; cwd?: string } = {},
+  options: SpawnOptions = {},
 ): CliProcess {
   const stdio: ["ignore", "pipe", "pipe"] = ["ignore", "pipe", "pipe"];
+  const [wrapper, ...wrapArgs] = options.wrap ?? [];
   const child = options.prelude
     ? spawn("sh", ["-c", `${options.prelude} && exec "$0" "$@"`, process.execPath, CLI, ...args], {
         env,
         stdio,
         cwd: options.cwd,
       })
-    : spawn(process.execPath, [CLI, ...args], { env, stdio, cwd: options.cwd });
+    : wrapper
+      ? spawn(wrapper, [...wrapArgs, process.execPath, CLI, ...args], { env, stdio, cwd: options.cwd })
+      : spawn(process.execPath, [CLI, ...args], { env, stdio, cwd: options.cwd });
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (d: Buffer) => {
@@ -98,8 +110,16 @@ export function spawnCli(
 }
 
 /** Spawns `syncmirror run --config <h.configPath>` and resolves once its HTTP port is known. */
-export async function startDaemon(h: Harness, extraEnv: Record<string, string> = {}): Promise<DaemonProcess> {
-  const cli = spawnCli(["run", "--config", h.configPath], { ...h.env, LOG_LEVEL: "info", ...extraEnv });
+export async function startDaemon(
+  h: Harness,
+  extraEnv: Record<string, string> = {},
+  options: Pick<SpawnOptions, "wrap"> = {},
+): Promise<DaemonProcess> {
+  const cli = spawnCli(
+    ["run", "--config", h.configPath],
+    { ...h.env, LOG_LEVEL: "info", ...extraEnv },
+    options,
+  );
   let exit: Exit | undefined;
   void cli.exited.then((e) => {
     exit = e;

@@ -94,6 +94,12 @@ const TABLE: readonly Row[] = [
     fields: { database: "the database", databaseMigrations: 9, binaryMigrations: 7, binaryTag: "0007_x" },
   },
   plain(errors.AbortedError, "ABORTED"),
+  {
+    cls: errors.LeaseLostError,
+    code: "LEASE_LOST",
+    args: ["eng-wiki", 3, "another process took the lease over", { cause }],
+    fields: { mirror: "eng-wiki", epoch: 3, cause },
+  },
   { cls: errors.OutputClosedError, code: "OUTPUT_CLOSED", args: [] },
   plain(errors.SearchQueryError, "SEARCH_QUERY_INVALID"),
   plain(errors.SearchUnavailableError, "SEARCH_UNAVAILABLE"),

@@ -215,11 +215,19 @@ export const pairs = pgTable(
   (t) => [primaryKey({ columns: [t.mirror, t.userEmail, t.serverInstanceId] })],
 );
 
-/** Which replica may run a mirror's pass (SPEC "Scale-out"); expiry judged by the database clock. */
+/**
+ * Which replica may run a mirror's pass (SPEC "Scale-out"); expiry judged by the database clock.
+ * `holder` is the process's instance id, `holder_name` its `hostname:pid`; `epoch` (the fencing
+ * token) grows at every takeover; a released lease keeps its row (and its epoch) with `released_at` set.
+ */
 export const leases = pgTable("leases", {
   mirror: text("mirror").primaryKey(),
   holder: text("holder").notNull(),
   expiresAt: isoTimestamp("expires_at").notNull(),
+  holderName: text("holder_name").notNull().default(""),
+  epoch: integer("epoch").notNull().default(0),
+  leaseSeconds: integer("lease_seconds").notNull().default(0),
+  releasedAt: isoTimestamp("released_at"),
 });
 
 /** Cron ticks taken, so each (mirror, mode, scheduled minute) runs on one replica. */

@@ -1,46 +1,87 @@
 /**
  * Leases and cron ticks on SQLite. One process holds the database's writer lock, so these never
- * contend; they exist so the sync code runs the same whichever store it has.
+ * contend; they exist so the sync code, its fencing included, runs the same whichever store it has.
  */
-import { and, eq, gt } from "drizzle-orm";
 import type { LeaseRepo } from "../store.js";
-import type { LeaseHolder } from "../types.js";
+import type { Lease, LeaseGrant } from "../types.js";
 import type { Db } from "./open.js";
-import { leases, ticks } from "./schema.js";
-import { p, type Sync } from "./sync-repo.js";
+import { ticks } from "./schema.js";
+import type { Sync } from "./sync-repo.js";
+
+interface LeaseRow {
+  mirror: string;
+  holder: string;
+  holder_name: string;
+  epoch: number;
+  expires_at: string;
+  lease_seconds: number;
+  released_at: string | null;
+}
+
+const toLease = (r: LeaseRow): Lease => ({
+  mirror: r.mirror,
+  holder: r.holder,
+  holderName: r.holder_name,
+  epoch: r.epoch,
+  expiresAt: r.expires_at,
+  leaseSeconds: r.lease_seconds,
+});
 
 export function createLeaseRepo(db: Db, now: () => Date): Sync<LeaseRepo> {
+  const sqlite = db.$client;
   const iso = (offsetSeconds = 0) => new Date(now().getTime() + offsetSeconds * 1000).toISOString();
-  const take = db.$client.prepare<[string, string, string, string, string], { mirror: string }>(
-    `INSERT INTO leases (mirror, holder, expires_at) VALUES (?, ?, ?)
-     ON CONFLICT (mirror) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-     WHERE leases.holder IN (excluded.holder, ?) OR leases.expires_at <= ? RETURNING mirror`,
+  const find = sqlite.prepare<[string], LeaseRow>("SELECT * FROM leases WHERE mirror = ?");
+  const write = sqlite.prepare<[string, string, string, number, string, number]>(
+    `INSERT INTO leases (mirror, holder, holder_name, epoch, expires_at, lease_seconds, released_at)
+     VALUES (?, ?, ?, ?, ?, ?, NULL)
+     ON CONFLICT (mirror) DO UPDATE SET holder = excluded.holder, holder_name = excluded.holder_name,
+       epoch = excluded.epoch, expires_at = excluded.expires_at, lease_seconds = excluded.lease_seconds,
+       released_at = NULL`,
   );
-  // Every page checks the lease inside its transaction: prepared once.
-  const held = db
-    .select({ m: leases.mirror })
-    .from(leases)
-    .where(
-      and(eq(leases.mirror, p("mirror")), eq(leases.holder, p("holder")), gt(leases.expiresAt, p("now"))),
-    )
-    .prepare();
+  const live = "mirror = ? AND holder = ? AND epoch = ? AND released_at IS NULL AND expires_at > ?";
+  // Every write of a pass checks the lease inside its transaction: prepared once.
+  const held = sqlite.prepare<[string, string, number, string]>(`SELECT 1 FROM leases WHERE ${live}`);
+  const extend = sqlite.prepare<[string, number, string, string, number, string]>(
+    `UPDATE leases SET expires_at = ?, lease_seconds = ? WHERE ${live}`,
+  );
+  const release = sqlite.prepare<[string, string, string, number]>(
+    "UPDATE leases SET released_at = ? WHERE mirror = ? AND holder = ? AND epoch = ? AND released_at IS NULL",
+  );
+  const holders = sqlite.prepare<[string], LeaseRow>(
+    "SELECT * FROM leases WHERE released_at IS NULL AND expires_at > ?",
+  );
+  // Read and write as one: a savepoint when a transaction is already open.
+  const take = sqlite.transaction(
+    (mirror: string, holder: { id: string; name: string }, ttl: number, replacing: string) => {
+      const at = iso();
+      const row = find.get(mirror);
+      const isLive = row !== undefined && row.released_at === null && row.expires_at > at;
+      if (row && isLive && row.holder !== holder.id && row.holder !== replacing) return null;
+      const keeps = row !== undefined && isLive && row.holder === holder.id;
+      const epoch = row === undefined ? 1 : keeps ? row.epoch : row.epoch + 1;
+      const expiresAt = iso(ttl);
+      write.run(mirror, holder.id, holder.name, epoch, expiresAt, ttl);
+      const tookOver = row && row.released_at === null && row.holder !== holder.id ? toLease(row) : null;
+      return { epoch, expiresAt, takenAt: at, tookOver } satisfies LeaseGrant;
+    },
+  );
   return {
-    acquire(mirror, holder, ttlSeconds, replacing = holder) {
-      return take.get(mirror, holder, iso(ttlSeconds), replacing, iso()) !== undefined;
+    acquire(mirror, holder, ttlSeconds, replacing = holder.id) {
+      return take(mirror, holder, ttlSeconds, replacing);
     },
-    isHeld(mirror, holder) {
-      return held.get({ mirror, holder, now: iso() }) !== undefined;
+    renew(fence, ttlSeconds) {
+      return (
+        extend.run(iso(ttlSeconds), ttlSeconds, fence.mirror, fence.holder, fence.epoch, iso()).changes === 1
+      );
     },
-    release(mirror, holder) {
-      db.delete(leases)
-        .where(and(eq(leases.mirror, mirror), eq(leases.holder, holder)))
-        .run();
+    isHeld(fence) {
+      return held.get(fence.mirror, fence.holder, fence.epoch, iso()) !== undefined;
+    },
+    release(fence) {
+      release.run(iso(), fence.mirror, fence.holder, fence.epoch);
     },
     holders() {
-      const rows = db.select().from(leases).where(gt(leases.expiresAt, iso())).all();
-      return new Map<string, LeaseHolder>(
-        rows.map((r) => [r.mirror, { holder: r.holder, expiresAt: r.expiresAt }]),
-      );
+      return new Map(holders.all(iso()).map((r) => [r.mirror, toLease(r)]));
     },
     claimTick(mirror, mode, tickAt, holder) {
       return (

@@ -201,11 +201,20 @@ export const pairs = sqliteTable(
   (t) => [primaryKey({ columns: [t.mirror, t.userEmail, t.serverInstanceId] })],
 );
 
-/** Which process may run a mirror's pass (SPEC "Scale-out"); on SQLite the file lock already says one. */
+/**
+ * Which process may run a mirror's pass (SPEC "Scale-out"); on SQLite the file lock already says
+ * one, but the same fencing runs. `holder` is the process's instance id, `holder_name` its
+ * `hostname:pid`; `epoch` (the fencing token) grows at every takeover; a released lease keeps its
+ * row (and its epoch) with `released_at` set.
+ */
 export const leases = sqliteTable("leases", {
   mirror: text("mirror").primaryKey(),
   holder: text("holder").notNull(),
   expiresAt: text("expires_at").notNull(),
+  holderName: text("holder_name").notNull().default(""),
+  epoch: integer("epoch").notNull().default(0),
+  leaseSeconds: integer("lease_seconds").notNull().default(0),
+  releasedAt: text("released_at"),
 });
 
 /** Cron ticks taken, so each (mirror, mode, scheduled minute) runs once. */

@@ -167,6 +167,8 @@ describe("syncmirror run: /metrics", () => {
       "syncmirror_resources_deleted_total",
       "syncmirror_access_revoked_total",
       "syncmirror_sweeps_held_total",
+      "syncmirror_lease_takeovers_total",
+      "syncmirror_mirror_held",
     ])
       expect(series(name, MAIN)?.value, name).toBe(0);
     for (const name of ["syncmirror_resources_upserted_total", "syncmirror_resources_unchanged_total"])

@@ -27,8 +27,12 @@ interface RecoveredCase {
   fault: Fault;
   /** What `syncmirror_api_requests_total` shows for the faulted attempts. */
   code: string;
+  /** A second fault, for the request to the same route after the first fault's. */
+  andThen?: Fault;
   /** Trigger answered without a usable body: its runs are adopted from the run list. */
   adopted?: boolean;
+  /** Trigger POSTs that reached the service, when not one (plus those refused before any work). */
+  posts?: number;
   timeoutSeconds?: number;
 }
 
@@ -74,6 +78,29 @@ const RECOVERED: RecoveredCase[] = [
     adopted: true,
   },
   {
+    name: "a connection reset on the trigger before it was handled: the run list shows no run, so it is POSTed once more",
+    route: TRIGGER,
+    fault: { kind: "reset" },
+    code: "error",
+    posts: 2,
+  },
+  {
+    name: "500 on the trigger: the run list shows no run, so it is POSTed once more",
+    route: TRIGGER,
+    fault: { kind: "500" },
+    code: "500",
+    posts: 2,
+  },
+  {
+    name: "a reset before the first trigger was handled, then the second's response lost after it acted",
+    route: TRIGGER,
+    fault: { kind: "reset" },
+    andThen: { kind: "drop-after" },
+    code: "error",
+    adopted: true,
+    posts: 2,
+  },
+  {
     name: "the trigger answered with malformed JSON",
     route: TRIGGER,
     fault: { kind: "malformed" },
@@ -98,6 +125,7 @@ describe("HTTP faults a pass recovers from on its own", () => {
     const { clean, hurt } = twins;
     expect((await clean.sync()).outcome).toBe("succeeded");
     hurt.sim.faults.inject(c.route, c.fault);
+    if (c.andThen) hurt.sim.faults.inject(c.route, c.andThen);
 
     const summary = await hurt.sync();
     expect(summary.outcome, summary.message).toBe("succeeded");
@@ -107,17 +135,31 @@ describe("HTTP faults a pass recovers from on its own", () => {
     const [method, route] = c.route.split(" ") as [string, string];
     const faulted = await counterValue(hurt.metrics.apiRequests, { method, route, code: c.code });
     expect(faulted).toBeGreaterThanOrEqual(c.fault.times ?? 1);
-    // Only a refusal before any work (429, 503) is retried on the trigger; anything else adopts.
+    // A refusal before any work (429, 503) is retried on the trigger; a POST that may have acted
+    // is POSTed again only once the run list shows it created nothing.
     const refusedPosts =
       c.route === TRIGGER && ["429", "503"].includes(c.fault.kind) ? (c.fault.times ?? 1) : 0;
-    expect(triggerPosts(hurt), "the trigger is never re-POSTed after it may have happened").toBe(
-      refusedPosts + 1,
-    );
-    expect(hurt.sim.runs.list().every((r) => r.trigger_id === hurt.sim.runs.list()[0]?.trigger_id)).toBe(
-      true,
-    );
+    expect(triggerPosts(hurt)).toBe(refusedPosts + (c.posts ?? 1));
+    expect(
+      new Set(hurt.sim.runs.list().map((r) => r.trigger_id)).size,
+      "exactly one trigger's runs were created",
+    ).toBe(1);
     expect(consistencyProblems(hurt.dbPath)).toEqual([]);
     expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
+  });
+});
+
+describe("a trigger POST whose connection dies, through the CLI", () => {
+  it("exits 0 with one trigger's runs when the first POST is reset and the second's answer is lost", async () => {
+    twins = await createTwins({ sim: { docs: 20 } });
+    const { hurt } = twins;
+    hurt.sim.faults.inject(TRIGGER, { kind: "reset" });
+    hurt.sim.faults.inject(TRIGGER, { kind: "drop-after" });
+    const r = await hurt.cli(["sync", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).mirrors[0]).toMatchObject({ outcome: "succeeded", adopted: true });
+    expect(triggerPosts(hurt)).toBe(2);
+    expect(new Set(hurt.sim.runs.list().map((run) => run.trigger_id)).size).toBe(1);
   });
 });
 
@@ -142,19 +184,11 @@ const FAILED: FailedCase[] = [
     recover: "sync",
   },
   {
-    name: "a connection reset on the trigger before it was handled (no run was created)",
+    name: "two trigger POSTs reset before they were handled (the run list shows no run of either)",
     route: TRIGGER,
-    fault: { kind: "reset" },
+    fault: { kind: "reset", times: 2 },
     outcome: "failed",
-    says: /POST \/sync-task may have reached the service .*not repeated.*stays in flight/,
-    recover: "sync",
-  },
-  {
-    name: "500 on the trigger (it may have acted: never re-POSTed blindly)",
-    route: TRIGGER,
-    fault: { kind: "500" },
-    outcome: "failed",
-    says: /POST \/sync-task may have reached the service .*\(500\).*stays in flight/,
+    says: /POST \/sync-task got no usable answer 2 times .*no run of either.*stays in flight/,
     recover: "sync",
   },
   {

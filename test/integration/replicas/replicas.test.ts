@@ -4,12 +4,11 @@
  * is replaced by another that finishes the same trigger (one POST) into a database equal to a clean
  * single-node run.
  */
-import { readFileSync, writeFileSync } from "node:fs";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { parse, stringify } from "yaml";
 import { type DaemonProcess, startDaemon, sumSeries, until } from "../../helpers/daemon.js";
 import { mirrorContents } from "../../helpers/mirror-db.js";
 import type { Harness } from "../../helpers/mirror-harness.js";
+import { setDefaults } from "../../helpers/replicas.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { createTwins, type Twins } from "../../helpers/twins.js";
 import { buildOnce, NEVER } from "../daemon/setup.js";
@@ -25,17 +24,6 @@ afterEach(async () => {
   await twins?.close();
   twins = undefined;
 });
-
-function setDefaults(
-  h: Harness,
-  defaults: Record<string, unknown>,
-  database: Record<string, unknown> = {},
-): void {
-  const config = parse(readFileSync(h.configPath, "utf8")) as Record<string, Record<string, unknown>>;
-  config.defaults = { ...config.defaults, ...defaults };
-  config.database = { ...config.database, ...database };
-  writeFileSync(h.configPath, stringify(config));
-}
 
 async function replica(h: Harness, env: Record<string, string> = {}): Promise<DaemonProcess> {
   const d = await startDaemon(h, env);

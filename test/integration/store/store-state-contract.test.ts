@@ -273,29 +273,73 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     expect(await opened.store.dryRun.totals(trigger.id)).toEqual({ would_revoke: 0, would_delete: 0 });
   });
 
-  it("grants a lease to one holder at a time, hands it over once expired, and claims each tick once", async () => {
+  it("grants a lease to one holder at a time, hands it over once released, and claims each tick once", async () => {
+    const { leases } = opened.store;
     const mirror = `m-${uid()}`;
-    expect(await opened.store.leases.acquire(mirror, "a", 60)).toBe(true);
-    expect(await opened.store.leases.acquire(mirror, "b", 60)).toBe(false);
-    expect(await opened.store.leases.acquire(mirror, "a", 60)).toBe(true);
-    expect(await opened.store.leases.isHeld(mirror, "a")).toBe(true);
-    expect(await opened.store.leases.isHeld(mirror, "b")).toBe(false);
-    expect((await opened.store.leases.holders()).get(mirror)?.holder).toBe("a");
-    expect((await opened.store.leases.holders()).get(mirror)?.expiresAt).toMatch(
-      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
-    );
-    await opened.store.leases.release(mirror, "b");
-    expect(await opened.store.leases.isHeld(mirror, "a")).toBe(true);
-    await opened.store.leases.release(mirror, "a");
-    expect(await opened.store.leases.acquire(mirror, "b", -1)).toBe(true); // taken, and already expired
-    expect(await opened.store.leases.isHeld(mirror, "b")).toBe(false);
-    expect((await opened.store.leases.holders()).has(mirror)).toBe(false);
-    expect(await opened.store.leases.acquire(mirror, "a", 60)).toBe(true);
-    expect(await opened.store.leases.isHeld(mirror, "a")).toBe(true);
+    // Two processes that print alike (pid 1 in two containers on one host) are still two holders.
+    const a = { id: `a-${uid()}`, name: "node-1:1" };
+    const b = { id: `b-${uid()}`, name: "node-1:1" };
+    expect(await leases.acquire(mirror, a, 60)).toMatchObject({ epoch: 1, tookOver: null });
+    expect(await leases.acquire(mirror, b, 60)).toBeNull();
+    expect(await leases.acquire(mirror, a, 60), "asking again keeps the epoch").toMatchObject({ epoch: 1 });
+    expect(await leases.isHeld({ mirror, holder: a.id, epoch: 1 })).toBe(true);
+    expect(await leases.isHeld({ mirror, holder: b.id, epoch: 1 })).toBe(false);
+    expect(await leases.isHeld({ mirror, holder: a.id, epoch: 2 })).toBe(false);
+    const held = (await leases.holders()).get(mirror);
+    expect(held).toMatchObject({ mirror, holder: a.id, holderName: "node-1:1", epoch: 1, leaseSeconds: 60 });
+    expect(held?.expiresAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    await leases.release({ mirror, holder: b.id, epoch: 1 });
+    expect(await leases.isHeld({ mirror, holder: a.id, epoch: 1 })).toBe(true);
+    await leases.release({ mirror, holder: a.id, epoch: 1 });
+    expect(await leases.isHeld({ mirror, holder: a.id, epoch: 1 })).toBe(false);
+    expect((await leases.holders()).has(mirror)).toBe(false);
+    expect(
+      await leases.acquire(mirror, b, 60),
+      "a released lease changes hands without a takeover, under a new epoch",
+    ).toMatchObject({ epoch: 2, tookOver: null });
+    expect(await leases.renew({ mirror, holder: a.id, epoch: 1 }, 60)).toBe(false);
+    expect(await leases.renew({ mirror, holder: b.id, epoch: 2 }, 60)).toBe(true);
 
-    expect(await opened.store.leases.claimTick(mirror, "incremental", T1, "a")).toBe(true);
-    expect(await opened.store.leases.claimTick(mirror, "incremental", T1, "b")).toBe(false);
-    expect(await opened.store.leases.claimTick(mirror, "full", T1, "b")).toBe(true);
-    expect(await opened.store.leases.claimTick(mirror, "incremental", T2, "b")).toBe(true);
+    expect(await leases.claimTick(mirror, "incremental", T1, "a")).toBe(true);
+    expect(await leases.claimTick(mirror, "incremental", T1, "b")).toBe(false);
+    expect(await leases.claimTick(mirror, "full", T1, "b")).toBe(true);
+    expect(await leases.claimTick(mirror, "incremental", T2, "b")).toBe(true);
+  });
+
+  it("increments the epoch at every takeover and fences the old holder out, even once the new lease expired", async () => {
+    const { leases } = opened.store;
+    const mirror = `m-${uid()}`;
+    const a = { id: `a-${uid()}`, name: "node-1:1" };
+    const b = { id: `b-${uid()}`, name: "node-2:1" };
+    const a1 = { mirror, holder: a.id, epoch: 1 };
+    expect(await leases.acquire(mirror, a, -1)).toMatchObject({ epoch: 1 }); // taken, and already expired
+    expect(await leases.isHeld(a1)).toBe(false);
+    expect(await leases.renew(a1, 60), "an expired lease is never renewed (re-taken)").toBe(false);
+    const b2 = await leases.acquire(mirror, b, -1);
+    expect(b2).toMatchObject({
+      epoch: 2,
+      tookOver: { mirror, holder: a.id, holderName: "node-1:1", epoch: 1 },
+    });
+    // b's lease has expired too: a's token still holds nothing, and a cannot release b's lease.
+    expect(await leases.isHeld(a1)).toBe(false);
+    expect(await leases.renew(a1, 60)).toBe(false);
+    await leases.release(a1);
+    const a3 = await leases.acquire(mirror, a, 60);
+    expect(a3, "b's lease was still there to take over").toMatchObject({
+      epoch: 3,
+      tookOver: { holder: b.id, epoch: 2 },
+    });
+    expect(Date.parse(a3?.takenAt ?? "")).toBeGreaterThanOrEqual(Date.parse(b2?.expiresAt ?? ""));
+    expect(await leases.isHeld(a1), "a's first pass stays fenced out").toBe(false);
+    expect(await leases.isHeld({ mirror, holder: a.id, epoch: 3 })).toBe(true);
+    expect(await leases.renew({ mirror, holder: a.id, epoch: 3 }, 60)).toBe(true);
+    // A holder known dead (its process gone on this host) is replaced before its lease expires.
+    expect(await leases.acquire(mirror, b, 60)).toBeNull();
+    expect(await leases.acquire(mirror, b, 60, a.id)).toMatchObject({
+      epoch: 4,
+      tookOver: { holder: a.id, epoch: 3, leaseSeconds: 60 },
+    });
+    expect(await leases.isHeld({ mirror, holder: a.id, epoch: 3 })).toBe(false);
+    expect(await leases.renew({ mirror, holder: a.id, epoch: 3 }, 60)).toBe(false);
   });
 });
