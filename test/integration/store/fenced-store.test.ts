@@ -32,6 +32,8 @@ const READS = new Set([
   "runs.sourcesOf",
   "mirrors.get",
   "leases.isHeld",
+  "syncConfigs.find",
+  "syncConfigs.list",
   "leases.holders",
 ]);
 
