@@ -156,7 +156,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       await sim.close();
       if (pgDatabase) {
         closeSync(pgDatabase.url);
-        await pgDatabase.drop();
+        await pgDatabase.release();
       }
       rmSync(dir, { recursive: true, force: true });
     },

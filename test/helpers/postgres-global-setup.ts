@@ -1,6 +1,7 @@
 /**
  * vitest's global setup: builds the PostgreSQL template before any worker starts (so the workers
- * do not queue on its lock), and at the end drops every test database this run left behind.
+ * do not queue on its lock), and at the end drops every test database of the run: the free ones
+ * kept for reuse, and any a killed worker left.
  */
 import { randomBytes } from "node:crypto";
 import type { TestProject } from "vitest/node";
@@ -12,7 +13,6 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   project.provide("postgresRunId", runId);
   await ensureTemplate();
   return async () => {
-    const left = await dropRunDatabases(runId);
-    if (left > 0) console.warn(`dropped ${left} PostgreSQL test database(s) this run left behind`);
+    await dropRunDatabases(runId);
   };
 }

@@ -9,8 +9,9 @@
  * builds it before the workers start; a worker run alone builds it itself). Nobody may connect to
  * it (`ALLOW_CONNECTIONS false`): a clone fails while anyone is connected to its template.
  *
- * Test databases are named `syncmirror_test_<run>_<random>`; each is dropped when its suite ends,
- * and the global teardown drops whatever a run left (a worker killed mid-test).
+ * Test databases are named `syncmirror_test_<run>_<random>`. When its suite ends, each is emptied
+ * for the next test of the run or dropped (postgres-recycle.ts); the global teardown drops whatever
+ * a run left (free databases, a worker killed mid-test).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
@@ -20,6 +21,7 @@ import { inject } from "vitest";
 import { silentLogger } from "../../src/log.js";
 import { migrationsDir } from "../../src/store/migrations-dir.js";
 import { openPostgresStore } from "../../src/store/postgres/postgres-store.js";
+import { claimFree, learnTemplateSchema, recycle, runPrefixes } from "./postgres-recycle.js";
 
 const LOCAL_SERVER = "postgres://postgres@127.0.0.1:5432/postgres";
 export const TEST_URL_ENV = "SYNCMIRROR_TEST_DATABASE_URL";
@@ -140,50 +142,59 @@ async function dropStaleTemplates(admin: pg.Client, keep: string): Promise<void>
   }
 }
 
-/** This run's prefix: the global setup's run id, else this process's own. */
-function runPrefix(): string {
-  const run = inject("postgresRunId") ?? `p${process.pid}`;
-  return `syncmirror_test_${run}_`;
-}
-
 export interface TestDatabase {
   name: string;
   url: string;
+  /** Done with it: emptied for the next test of the run, or dropped. */
+  release(): Promise<void>;
   drop(): Promise<void>;
 }
 
 /**
- * A database of its own: a clone of the migrated template, or with `empty`, one without any
- * schema (for tests of migrating itself).
+ * A database of its own: an emptied one the run released, else a clone of the migrated template;
+ * with `empty`, one without any schema (for tests of migrating itself).
  */
 export async function createTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
-  const name = `${runPrefix()}${randomBytes(5).toString("hex")}`;
-  await withAdmin(async (admin) => {
+  // Without the global setup's run id nothing would drop a free database at the end: no recycling.
+  const runId = inject("postgresRunId");
+  const name = `syncmirror_test_${runId ?? `p${process.pid}`}_${randomBytes(5).toString("hex")}`;
+  const url = databaseUrl(name);
+  const fresh = await withAdmin(async (admin) => {
     if (options.empty) {
       await admin.query(`CREATE DATABASE ${name}`);
-      return;
+      return false;
     }
+    if (runId !== undefined && (await claimFree(admin, runId, name))) return false;
     const template = templateName();
     if (!(await databaseExists(admin, template))) await ensureTemplate();
     await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+    return true;
   });
+  if (fresh) await learnTemplateSchema(url);
+  const drop = () =>
+    withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => {});
   return {
     name,
-    url: databaseUrl(name),
-    drop: () =>
-      withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => {}),
+    url,
+    release: () =>
+      runId === undefined || options.empty ? drop() : withAdmin((admin) => recycle(admin, runId, name, url)),
+    drop,
   };
 }
 
-/** Drops every database of run `runId` still there; returns how many. */
+/** Drops every database of run `runId` still there, in use or free; returns how many. */
 export async function dropRunDatabases(runId: string): Promise<number> {
   return withAdmin(async (admin) => {
-    const { rows } = await admin.query<{ datname: string }>(
-      "SELECT datname FROM pg_database WHERE starts_with(datname, $1)",
-      [`syncmirror_test_${runId}_`],
-    );
-    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
-    return rows.length;
+    let dropped = 0;
+    for (const prefix of runPrefixes(runId)) {
+      const { rows } = await admin.query<{ datname: string }>(
+        "SELECT datname FROM pg_database WHERE starts_with(datname, $1)",
+        [prefix],
+      );
+      for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+      dropped += rows.length;
+    }
+    return dropped;
   });
 }
 
