@@ -30,6 +30,7 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   changes: async () => (await import("./commands/changes.js")).changes,
   search: async () => (await import("./commands/search.js")).search,
   reindex: async () => (await import("./commands/reindex.js")).reindex,
+  "copy-store": async () => (await import("./commands/copy-store.js")).copyStore,
 };
 
 async function main(argv: string[]): Promise<number> {

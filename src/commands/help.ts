@@ -13,7 +13,8 @@ export type CommandName =
   | "simulate"
   | "changes"
   | "search"
-  | "reindex";
+  | "reindex"
+  | "copy-store";
 
 interface CommandHelp {
   summary: string;
@@ -130,6 +131,21 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     flags: [CONFIG_FLAG, HELP_FLAG],
     exit: "0; 1 the database is in use; 2 bad usage or config, search disabled",
     example: "syncmirror reindex --config /config/syncmirror.yaml",
+  },
+  "copy-store": {
+    summary: "copy a SQLite mirror into the configured, empty PostgreSQL database (stop its daemon first)",
+    usage: "syncmirror copy-store --from SQLITE_PATH [--config FILE]",
+    flags: [
+      ["--from SQLITE_PATH", "the SQLite mirror to copy: its database.path (required)"],
+      [
+        "--config FILE",
+        "the config naming the target with database.url_env (default: $SYNCMIRROR_CONFIG, then config/syncmirror.yaml)",
+      ],
+      HELP_FLAG,
+    ],
+    exit: "0 copied; 1 the target is not empty (nothing copied), the SQLite mirror is in use, or a database error; 2 bad usage, a config without database.url_env, no file at --from",
+    example:
+      "SYNCMIRROR_DATABASE_URL=postgres://... syncmirror copy-store --from /data/mirror.db --config pg.yaml",
   },
 };
 

@@ -13,6 +13,9 @@ import Database from "better-sqlite3";
 import { RESOURCE_COLUMNS } from "../../src/store/types.js";
 import type { Harness } from "./mirror-harness.js";
 
+/** What the helpers read through: a harness, or any database read like one (copy-store's target). */
+export type DatabaseReader = Pick<Harness, "dialect" | "dbPath" | "query">;
+
 export interface DbSnapshot {
   resources: Record<string, unknown>[];
   access: Record<string, unknown>[];
@@ -25,7 +28,7 @@ export interface DbSnapshot {
 const COMPARED_COLUMNS = RESOURCE_COLUMNS.filter((c) => c !== "fetched_at");
 
 /** The mirror's comparable state, read through the harness (so on either store). */
-export function snapshot(h: Harness): DbSnapshot {
+export function snapshot(h: Pick<Harness, "query">): DbSnapshot {
   const all = (sql: string) => h.query<Record<string, unknown>>(sql);
   return {
     resources: all(
@@ -64,7 +67,7 @@ export function integrityOf(path: string): string {
  * per run; tombstones hold no content. On SQLite also `PRAGMA integrity_check` (a kill -9 must
  * not corrupt the file; PostgreSQL's own recovery is not ours to test). Returns the violations.
  */
-export function databaseProblems(h: Harness): string[] {
+export function databaseProblems(h: DatabaseReader): string[] {
   const problems: string[] = [];
   if (h.dialect === "sqlite") {
     const integrity = integrityOf(h.dbPath);
