@@ -19,7 +19,7 @@ const SCHEMA_FINGERPRINT = `SELECT md5(coalesce(string_agg(
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
   WHERE n.nspname = 'public' AND a.attnum > 0`;
 
-/** The template's fingerprint, read from this process's first fresh clone. */
+/** The template's fingerprint, read from this process's first database. */
 let templateFingerprint: string | undefined;
 
 async function fingerprint(client: pg.Client): Promise<string> {
@@ -36,7 +36,7 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
   }
 }
 
-/** Remembers the schema of a database just cloned from the template (once per process). */
+/** Remembers the template's schema from a database no test has touched yet (once per process). */
 export async function learnTemplateSchema(url: string): Promise<void> {
   templateFingerprint ??= await withClient(url, fingerprint);
 }

@@ -159,18 +159,18 @@ export async function createTestDatabase(options: { empty?: boolean } = {}): Pro
   const runId = inject("postgresRunId");
   const name = `syncmirror_test_${runId ?? `p${process.pid}`}_${randomBytes(5).toString("hex")}`;
   const url = databaseUrl(name);
-  const fresh = await withAdmin(async (admin) => {
+  await withAdmin(async (admin) => {
     if (options.empty) {
       await admin.query(`CREATE DATABASE ${name}`);
-      return false;
+      return;
     }
-    if (runId !== undefined && (await claimFree(admin, runId, name))) return false;
+    if (runId !== undefined && (await claimFree(admin, runId, name))) return;
     const template = templateName();
     if (!(await databaseExists(admin, template))) await ensureTemplate();
     await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
-    return true;
   });
-  if (fresh) await learnTemplateSchema(url);
+  // A fresh clone, or a free one (emptied only when its schema was the template's): either shows it.
+  if (!options.empty) await learnTemplateSchema(url);
   const drop = () =>
     withAdmin((admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => {});
   return {
