@@ -104,7 +104,9 @@ async function copyInTransaction(
     return { rows, lastSeq };
   } catch (error) {
     await client.query("ROLLBACK").catch(() => {});
-    throw storeError(error, naming);
+    // A failure reading the SQLite file keeps its SQLITE_ code: the command names it as such.
+    const code = (error as { code?: unknown }).code;
+    throw typeof code === "string" && code.startsWith("SQLITE_") ? error : storeError(error, naming);
   }
 }
 
