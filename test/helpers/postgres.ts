@@ -114,9 +114,9 @@ export async function ensureTemplate(): Promise<string> {
         log: silentLogger(),
       });
       await store.close();
+      await admin.query(`ALTER DATABASE ${building} WITH ALLOW_CONNECTIONS false`);
+      await admin.query(`COMMENT ON DATABASE ${building} IS '${new Date().toISOString()}'`);
       await admin.query(`ALTER DATABASE ${building} RENAME TO ${template}`);
-      await admin.query(`ALTER DATABASE ${template} WITH ALLOW_CONNECTIONS false`);
-      await admin.query(`COMMENT ON DATABASE ${template} IS '${new Date().toISOString()}'`);
     } finally {
       await admin.query("SELECT pg_advisory_unlock($1)", [TEMPLATE_LOCK]);
     }
