@@ -1,11 +1,11 @@
 import pg from "pg";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 /**
- * Two projects: every suite on SQLite, and the mirror and consumer suites again on PostgreSQL (the same files,
- * with SYNCMIRROR_TEST_DIALECT=postgres; see test/helpers/dialect.ts). Where no PostgreSQL server
- * answers, the second project is left out with one line saying so, unless
- * SYNCMIRROR_REQUIRE_POSTGRES=1 (CI), which makes that a failure.
+ * Two projects: every suite on SQLite, and the mirror, consumer, reliability and daemon suites again on
+ * PostgreSQL (the same files, with SYNCMIRROR_TEST_DIALECT=postgres; see test/helpers/dialect.ts and
+ * test/README.md). Where no PostgreSQL server answers, the second project is left out with one line
+ * saying so, unless SYNCMIRROR_REQUIRE_POSTGRES=1 (CI), which makes that a failure.
  */
 const serverUrl = process.env.SYNCMIRROR_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -35,6 +35,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Builds the PostgreSQL template once and drops the run's leftover databases at the end.
+    globalSetup: ["test/helpers/postgres-global-setup.ts"],
     env: { SYNCMIRROR_POSTGRES_AVAILABLE: withPostgres ? "1" : "0" },
     // The JSON report lets .ci/run print a plain "N passed, N failed" closing line.
     reporters: ["default", "json"],
@@ -47,7 +49,18 @@ export default defineConfig({
               extends: true as const,
               test: {
                 name: "postgres",
-                include: ["test/integration/mirror/**/*.test.ts", "test/integration/consumers/**/*.test.ts"],
+                include: [
+                  "test/integration/mirror/**/*.test.ts",
+                  "test/integration/consumers/**/*.test.ts",
+                  "test/integration/reliability/**/*.test.ts",
+                  "test/integration/daemon/**/*.test.ts",
+                ],
+                // Nothing in these touches the store: the same run twice would prove nothing more.
+                exclude: [
+                  ...configDefaults.exclude,
+                  "test/integration/reliability/database-path.test.ts",
+                  "test/integration/daemon/demo-simulate.test.ts",
+                ],
                 env: { SYNCMIRROR_TEST_DIALECT: "postgres" },
               },
             },

@@ -43,6 +43,7 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   reindex: async () => (await import("./commands/reindex.js")).reindex,
   plan: async () => (await import("./commands/plan.js")).plan,
   apply: async () => (await import("./commands/apply.js")).apply,
+  "copy-store": async () => (await import("./commands/copy-store.js")).copyStore,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -86,8 +86,9 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       if (io.signal.aborted) return;
       runtime = await openWhenFree(config, io, log, metrics);
       if (runtime === undefined) return;
-      connected = true;
+      // Ready only once the gauges are back: the first scrape after ready shows the stored state.
       await restoreMetrics(runtime, metrics);
+      connected = true;
       const rt = runtime;
       const { leaseSeconds } = config.database;
       const sched = createScheduler({

@@ -230,6 +230,19 @@ export class SchemaTooNewError extends SyncmirrorError {
   }
 }
 
+/** `copy-store` found rows in the PostgreSQL database it was to fill: it copies into an empty one only. */
+export class TargetNotEmptyError extends SyncmirrorError {
+  readonly code = "COPY_TARGET_NOT_EMPTY" as const;
+  constructor(
+    readonly database: string,
+    readonly tables: readonly { table: string; rows: number }[],
+  ) {
+    super(
+      `${database} is not empty (${tables.map((t) => `${t.table}: ${t.rows} rows`).join(", ")}): copy-store fills an empty database only, so nothing was copied. Create a new database (createdb) and point database.url_env at it`,
+    );
+  }
+}
+
 /** The work was stopped by an AbortSignal (shutdown), or lost its lease (LeaseLostError). */
 export class AbortedError extends SyncmirrorError {
   readonly code: "ABORTED" | "LEASE_LOST" = "ABORTED";

@@ -16,7 +16,8 @@ export type CommandName =
   | "search"
   | "reindex"
   | "plan"
-  | "apply";
+  | "apply"
+  | "copy-store";
 
 interface CommandHelp {
   summary: string;
@@ -178,6 +179,21 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     ],
     exit: "0 done; 1 problems (a mirror refused: pass in flight, name taken, the service's 400); 2 bad usage or config",
     example: "syncmirror apply --adopt",
+  },
+  "copy-store": {
+    summary: "copy a SQLite mirror into the configured, empty PostgreSQL database (stop its daemon first)",
+    usage: "syncmirror copy-store --from SQLITE_PATH [--config FILE]",
+    flags: [
+      ["--from SQLITE_PATH", "the SQLite mirror to copy: its database.path (required)"],
+      [
+        "--config FILE",
+        "the config naming the target with database.url_env (default: $SYNCMIRROR_CONFIG, then config/syncmirror.yaml)",
+      ],
+      HELP_FLAG,
+    ],
+    exit: "0 copied; 1 the target is not empty (nothing copied), the SQLite mirror is in use, or a database error; 2 bad usage, a config without database.url_env, no file at --from",
+    example:
+      "SYNCMIRROR_DATABASE_URL=postgres://... syncmirror copy-store --from /data/mirror.db --config pg.yaml",
   },
 };
 

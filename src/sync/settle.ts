@@ -186,8 +186,10 @@ async function closeTrigger(
   });
   summary.pairs_awaiting_baseline = await ctx.store.pairs.countAwaitingBaseline(mirror.name);
   if (c.dryRun) return;
+  // Gauges first: a scrape that sees the pass counted sees its state too (on PostgreSQL reading
+  // them back takes a few round trips).
+  await refreshMirrorGauges(ctx.store, ctx.metrics, mirror.name);
   const labels = { mirror: mirror.name, mode: summary.mode };
   ctx.metrics.triggers.inc({ ...labels, outcome });
   ctx.metrics.syncDuration.observe(labels, summary.duration_seconds);
-  await refreshMirrorGauges(ctx.store, ctx.metrics, mirror.name);
 }

@@ -5,7 +5,7 @@
  */
 import type { MirrorConfig } from "../config.js";
 import type { Store } from "../store/store.js";
-import type { Lease, Mode } from "../store/types.js";
+import type { Lease, Mode, Run, Trigger } from "../store/types.js";
 import { planPass } from "./plan.js";
 
 export interface MirrorStatus {
@@ -69,7 +69,7 @@ async function mirrorStatus(
   const managed = await store.syncConfigs.find(mirror.name);
   // A changed sync config owes a full pass, whatever the schedule says (sync/sync-mirror.ts).
   const plan = planPass(pairs, mirror, managed?.fullPendingAfter != null);
-  const trigger = await store.triggers.findInFlight(mirror.name);
+  const inFlight = await inFlightWithRuns(store, mirror.name);
   return {
     mirror: mirror.name,
     sync_config_id: mirror.syncConfigId ?? managed?.syncConfigId ?? null,
@@ -89,13 +89,13 @@ async function mirrorStatus(
     last_message: state?.lastMessage ?? null,
     next_since: plan.since,
     next_mode: plan.mode,
-    in_flight: trigger
+    in_flight: inFlight
       ? {
-          trigger_id: trigger.triggerId,
-          mode: trigger.mode,
-          state: trigger.state,
-          since: trigger.since,
-          runs: (await store.runs.ofTrigger(trigger.id)).map((r) => ({
+          trigger_id: inFlight.trigger.triggerId,
+          mode: inFlight.trigger.mode,
+          state: inFlight.trigger.state,
+          since: inFlight.trigger.since,
+          runs: inFlight.runs.map((r) => ({
             sync_id: r.syncId,
             user_email: r.userEmail,
             status: r.status,
@@ -119,4 +119,28 @@ async function mirrorStatus(
     lease_expires_at: lease?.expiresAt ?? null,
     lease_epoch: lease?.epoch ?? null,
   };
+}
+
+const SETTLED_READS = 5;
+
+/**
+ * The trigger in flight and its runs as of one moment. A trigger's runs are written in the
+ * transaction that gives it its trigger_id, but on PostgreSQL each read sees the latest commit,
+ * so a trigger read before that commit and runs read after it made /status show runs under a
+ * trigger without an id. The trigger is read again after its runs; when it moved meanwhile, the
+ * pair is read again.
+ */
+async function inFlightWithRuns(
+  store: Store,
+  mirror: string,
+): Promise<{ trigger: Trigger; runs: Run[] } | undefined> {
+  for (let read = 1; ; read++) {
+    const trigger = await store.triggers.findInFlight(mirror);
+    if (!trigger) return undefined;
+    const runs = await store.runs.ofTrigger(trigger.id);
+    const again = await store.triggers.findInFlight(mirror);
+    const settled =
+      again?.id === trigger.id && again.state === trigger.state && again.triggerId === trigger.triggerId;
+    if (settled || read === SETTLED_READS) return { trigger, runs };
+  }
 }

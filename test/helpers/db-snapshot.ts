@@ -13,6 +13,9 @@ import Database from "better-sqlite3";
 import { RESOURCE_COLUMNS } from "../../src/store/types.js";
 import type { Harness } from "./mirror-harness.js";
 
+/** What the helpers read through: a harness, or any database read like one (copy-store's target). */
+export type DatabaseReader = Pick<Harness, "dialect" | "dbPath" | "query">;
+
 export interface DbSnapshot {
   resources: Record<string, unknown>[];
   access: Record<string, unknown>[];
@@ -25,7 +28,7 @@ export interface DbSnapshot {
 const COMPARED_COLUMNS = RESOURCE_COLUMNS.filter((c) => c !== "fetched_at");
 
 /** The mirror's comparable state, read through the harness (so on either store). */
-export function snapshot(h: Harness): DbSnapshot {
+export function snapshot(h: Pick<Harness, "query">): DbSnapshot {
   const all = (sql: string) => h.query<Record<string, unknown>>(sql);
   return {
     resources: all(
@@ -61,37 +64,42 @@ export function integrityOf(path: string): string {
  * Invariants that hold after every committed transaction, crashed or not: a pair's watermark is
  * the created_at of one of its user's runs that was ingested to the end; a run whose checkpoint says
  * "done" has no next offset; every access row points at a resource row; at most one change per key
- * per run. Returns the violations (empty when consistent).
+ * per run; tombstones hold no content. On SQLite also `PRAGMA integrity_check` (a kill -9 must
+ * not corrupt the file; PostgreSQL's own recovery is not ours to test). Returns the violations.
  */
-export function consistencyProblems(path: string): string[] {
-  const db = new Database(path, { readonly: true });
-  try {
-    const problems: string[] = [];
-    const q = (sql: string) => db.prepare(sql).all() as Record<string, unknown>[];
-    for (const r of q(
-      `SELECT p.user_email, p.watermark FROM pairs p WHERE p.watermark IS NOT NULL AND NOT EXISTS (
-         SELECT 1 FROM runs r WHERE r.mirror = p.mirror AND r.user_email = p.user_email
-           AND r.created_at = p.watermark AND r.ingest = 'done')`,
-    ))
-      problems.push(`watermark ahead of ingest: ${JSON.stringify(r)}`);
-    for (const r of q("SELECT sync_id FROM runs WHERE ingest = 'done' AND next_offset IS NOT NULL"))
-      problems.push(`run done with a next offset: ${JSON.stringify(r)}`);
-    for (const r of q(
-      "SELECT a.key FROM resource_access a LEFT JOIN resources r ON r.key = a.key WHERE r.key IS NULL",
-    ))
-      problems.push(`access without a resource: ${JSON.stringify(r)}`);
-    for (const r of q(
-      "SELECT sync_id, key, count(*) AS n FROM changes WHERE sync_id IS NOT NULL GROUP BY sync_id, key HAVING n > 1",
-    ))
-      problems.push(`key changed twice in one run: ${JSON.stringify(r)}`);
-    for (const r of q(
-      "SELECT key FROM resources WHERE deleted_at IS NOT NULL AND (content_text IS NOT NULL OR fields IS NOT NULL)",
-    ))
-      problems.push(`tombstone with content: ${JSON.stringify(r)}`);
-    return problems;
-  } finally {
-    db.close();
+export function databaseProblems(h: DatabaseReader): string[] {
+  const problems: string[] = [];
+  if (h.dialect === "sqlite") {
+    const integrity = integrityOf(h.dbPath);
+    if (integrity !== "ok") problems.push(`integrity check: ${integrity}`);
   }
+  const found = (what: string, sql: string) => {
+    for (const r of h.query(sql)) problems.push(`${what}: ${JSON.stringify(r)}`);
+  };
+  found(
+    "watermark ahead of ingest",
+    `SELECT p.user_email, p.watermark FROM pairs p WHERE p.watermark IS NOT NULL AND NOT EXISTS (
+       SELECT 1 FROM runs r WHERE r.mirror = p.mirror AND r.user_email = p.user_email
+         AND r.created_at = p.watermark AND r.ingest = 'done')`,
+  );
+  found(
+    "run done with a next offset",
+    "SELECT sync_id FROM runs WHERE ingest = 'done' AND next_offset IS NOT NULL",
+  );
+  found(
+    "access without a resource",
+    "SELECT a.key FROM resource_access a LEFT JOIN resources r ON r.key = a.key WHERE r.key IS NULL",
+  );
+  found(
+    "key changed twice in one run",
+    `SELECT sync_id, key, count(*) AS n FROM changes WHERE sync_id IS NOT NULL
+     GROUP BY sync_id, key HAVING count(*) > 1`,
+  );
+  found(
+    "tombstone with content",
+    "SELECT key FROM resources WHERE deleted_at IS NOT NULL AND (content_text IS NOT NULL OR fields IS NOT NULL)",
+  );
+  return problems;
 }
 
 /**
@@ -143,10 +151,18 @@ function trim(s: string): string {
 
 /**
  * Text cells whose bytes are not UTF-8 (SQLite takes whatever bytes it is given; a reader in
- * another language then fails on the row). Returns "table.column key" for each.
+ * another language then fails on the row). Returns "table.column key" for each. PostgreSQL checks
+ * every text value against the database's encoding on the way in, so there the database must be
+ * UTF8 (a SQL_ASCII database would take any bytes).
  */
-export function invalidUtf8Cells(path: string): string[] {
-  const db = new Database(path, { readonly: true });
+export function invalidUtf8Cells(h: Harness): string[] {
+  if (h.dialect === "postgres") {
+    const [row] = h.query<{ encoding: string }>(
+      "SELECT pg_encoding_to_char(encoding) AS encoding FROM pg_database WHERE datname = current_database()",
+    );
+    return row?.encoding === "UTF8" ? [] : [`database encoding ${row?.encoding}`];
+  }
+  const db = new Database(h.dbPath, { readonly: true });
   const decoder = new TextDecoder("utf-8", { fatal: true });
   const bad: string[] = [];
   try {

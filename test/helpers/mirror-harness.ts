@@ -22,10 +22,12 @@ import { syncMirror } from "../../src/sync/sync-mirror.js";
 import { bindMirror } from "../../src/sync-configs/bind.js";
 import { spawnCli } from "./daemon.js";
 import { queryPostgres, TEST_DIALECT, type TestDialect } from "./dialect.js";
+import { closeSync } from "./pg-sync.js";
 import { createTestDatabase } from "./postgres.js";
 
 export const TOKEN_ENV = "SYNCMIRROR_TEST_TOKEN";
-const DATABASE_URL_ENV = "SYNCMIRROR_TEST_MIRROR_DATABASE_URL";
+/** On PostgreSQL, the config's `database.url_env`: the harness sets it in `env`. */
+export const DATABASE_URL_ENV = "SYNCMIRROR_TEST_MIRROR_DATABASE_URL";
 
 export interface HarnessOptions {
   /** The store; default: the suite's (TEST_DIALECT). */
@@ -43,6 +45,7 @@ export interface HarnessOptions {
 }
 
 export interface Harness {
+  dialect: TestDialect;
   sim: Simulator;
   dir: string;
   /** The SQLite file (unused when the suite runs against PostgreSQL). */
@@ -82,8 +85,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     LOG_LEVEL: "warn",
   };
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-  const pgDatabase =
-    (options.dialect ?? TEST_DIALECT) === "postgres" ? await createTestDatabase() : undefined;
+  const dialect = options.dialect ?? TEST_DIALECT;
+  const pgDatabase = dialect === "postgres" ? await createTestDatabase() : undefined;
   if (pgDatabase) env[DATABASE_URL_ENV] = pgDatabase.url;
   const writeConfig = () =>
     writeFileSync(
@@ -113,6 +116,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   };
 
   return {
+    dialect,
     sim,
     dir,
     dbPath,
@@ -161,7 +165,10 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     },
     async close() {
       await sim.close();
-      await pgDatabase?.drop();
+      if (pgDatabase) {
+        closeSync(pgDatabase.url);
+        await pgDatabase.release();
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -79,7 +79,7 @@ const postgres: StoreDialect = {
       async close() {
         await reader.end();
         await store.close();
-        await database.drop();
+        await database.release();
       },
     };
   },

@@ -93,6 +93,12 @@ const TABLE: readonly Row[] = [
     args: ["the database", 9, 7, "0007_x"],
     fields: { database: "the database", databaseMigrations: 9, binaryMigrations: 7, binaryTag: "0007_x" },
   },
+  {
+    cls: errors.TargetNotEmptyError,
+    code: "COPY_TARGET_NOT_EMPTY",
+    args: ["$SYNCMIRROR_DATABASE_URL", [{ table: "resources", rows: 3 }]],
+    fields: { database: "$SYNCMIRROR_DATABASE_URL", tables: [{ table: "resources", rows: 3 }] },
+  },
   plain(errors.AbortedError, "ABORTED"),
   {
     cls: errors.LeaseLostError,

@@ -1,6 +1,7 @@
 /**
  * `syncmirror demo` and `syncmirror simulate` as child processes: demo runs its passes and exits 0;
- * simulate serves a workspace with its printed base URL and token until SIGTERM.
+ * simulate serves a workspace with its printed base URL and token until SIGTERM. Neither reads the
+ * configured store (demo uses a temporary SQLite file), so the postgres project leaves this file out.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

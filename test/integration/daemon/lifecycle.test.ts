@@ -1,10 +1,12 @@
 /**
- * `syncmirror run` as a child process: readiness behind the database lock, ticks skipped while a
- * trigger is in flight, SIGTERM drains and exits 0, a restarted daemon finishes the same trigger.
+ * `syncmirror run` as a child process: readiness behind the database lock (SQLite) or beside a
+ * `sync` (PostgreSQL), ticks skipped while a trigger is in flight, SIGTERM drains and exits 0, a
+ * restarted daemon finishes the same trigger.
  */
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../../src/store/sqlite/open.js";
 import { type DaemonProcess, parseLogLines, until } from "../../helpers/daemon.js";
+import { onPostgres } from "../../helpers/dialect.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
@@ -19,7 +21,7 @@ function expectMirrorMatchesSimulator(harness: Harness): void {
     expect(visibleKeys(harness, user)).toEqual(expectedKeys(harness.sim, user));
 }
 
-describe("syncmirror run", () => {
+describe.skipIf(onPostgres)("SQLite only (the database file's writer lock): syncmirror run", () => {
   it("answers /readyz 503 while another process holds the database, 200 once it is free", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     const lock = openDatabase(h.dbPath, { lock: true });
@@ -61,7 +63,22 @@ describe("syncmirror run", () => {
     expect((await d.get("/readyz")).status).toBe(200);
     expect((await d.stop()).code).toBe(0);
   });
+});
 
+describe.runIf(onPostgres)("syncmirror run beside a sync on PostgreSQL", () => {
+  it("lets a sync run the mirror between the daemon's passes: one database, no lock between them", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    const d = await daemon(h);
+    const synced = await h.cli(["sync"]);
+    expect(synced.code, synced.stdout + synced.stderr).toBe(0);
+    expect(triggerPosts(h)).toBe(1);
+    expectMirrorMatchesSimulator(h);
+    expect((await d.get("/readyz")).status).toBe(200);
+    expect((await d.stop()).code).toBe(0);
+  });
+});
+
+describe("syncmirror run", () => {
   it("skips and counts ticks while its trigger is in flight, and POSTs /sync-task once", async () => {
     const h = suite.use(
       await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),

@@ -1,17 +1,29 @@
 /**
  * Contention and storage failures: two processes on one database, a read-only database file. Each
- * ends in a clear error or a clean refusal, never in a corrupt or half-written mirror. (A disk that
- * fills mid-pass, and its PostgreSQL twin, is mirror/database-fault.test.ts.)
+ * ends in a clear error or a clean refusal, never in a corrupt or half-written mirror. On SQLite the
+ * second process meets the file's writer lock; on PostgreSQL it meets the mirror's lease. The
+ * read-only file is SQLite's alone; a disk that fills mid-pass, and its PostgreSQL twin, is
+ * mirror/database-fault.test.ts.
  */
 import { spawnSync } from "node:child_process";
 import { chmodSync } from "node:fs";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { httpGet, spawnCli, waitForPort } from "../../helpers/daemon.js";
-import { consistencyProblems, integrityOf, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { httpGet, spawnCli, sumSeries, waitForPort } from "../../helpers/daemon.js";
+import { databaseProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { onPostgres } from "../../helpers/dialect.js";
+import type { Harness } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { createTwins, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
+
+/** A `sync` whose runs are held upstream, once its trigger arrived (it holds the database or the lease by then). */
+async function heldSync(h: Harness): Promise<{ exited: ReturnType<Harness["cli"]> }> {
+  h.sim.runs.hold();
+  const exited = h.cli(["sync"]);
+  await vi.waitFor(() => expect(triggerPosts(h)).toBe(1), { timeout: 30_000, interval: 20 });
+  return { exited };
+}
 let cleanup: (() => void) | undefined;
 afterEach(async () => {
   cleanup?.();
@@ -20,15 +32,12 @@ afterEach(async () => {
   twins = undefined;
 });
 
-describe("two processes on one database", () => {
+describe.skipIf(onPostgres)("SQLite only (the file's writer lock): two processes on one database", () => {
   it("refuses the second writer with a clear message while the first finishes untouched", async () => {
     twins = await createTwins({ sim: { docs: 40 } });
     const { clean, hurt } = twins;
     await clean.sync();
-    hurt.sim.runs.hold();
-    const first = hurt.cli(["sync"]);
-    // The first process holds the lock before it triggers: wait for its trigger to arrive.
-    await vi.waitFor(() => expect(triggerPosts(hurt)).toBe(1), { timeout: 30_000, interval: 20 });
+    const first = await heldSync(hurt);
 
     const second = await hurt.cli(["sync"]);
     expect(second.code).toBe(1);
@@ -37,17 +46,15 @@ describe("two processes on one database", () => {
     expect(triggerPosts(hurt)).toBe(1);
 
     hurt.sim.runs.release();
-    expect((await first).code).toBe(0);
-    expect(integrityOf(hurt.dbPath)).toBe("ok");
+    expect((await first.exited).code).toBe(0);
+    expect(databaseProblems(hurt)).toEqual([]);
     expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 
   it("a daemon started beside a running sync waits for the lock, not ready, then takes over", async () => {
     twins = await createTwins({ sim: { docs: 20 } });
     const { hurt } = twins;
-    hurt.sim.runs.hold();
-    const first = hurt.cli(["sync"]);
-    await vi.waitFor(() => expect(triggerPosts(hurt)).toBe(1), { timeout: 30_000, interval: 20 });
+    const first = await heldSync(hurt);
 
     const daemon = spawnCli(["run", "--config", hurt.configPath], { ...hurt.env, LOG_LEVEL: "info" });
     cleanup = () => daemon.child.kill("SIGKILL");
@@ -63,7 +70,7 @@ describe("two processes on one database", () => {
     expect((await httpGet(port, "/healthz")).status).toBe(200);
 
     hurt.sim.runs.release();
-    expect((await first).code).toBe(0);
+    expect((await first.exited).code).toBe(0);
     await vi.waitFor(async () => expect((await httpGet(port, "/readyz")).status).toBe(200), {
       timeout: 30_000,
       interval: 50,
@@ -71,8 +78,58 @@ describe("two processes on one database", () => {
     daemon.child.kill("SIGTERM");
     expect((await daemon.exited).code).toBe(0);
     cleanup = undefined;
-    expect(integrityOf(hurt.dbPath)).toBe("ok");
-    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    expect(databaseProblems(hurt)).toEqual([]);
+  });
+});
+
+describe.runIf(onPostgres)("two processes on one PostgreSQL database (the mirror's lease)", () => {
+  it("a second sync while the first runs the mirror does nothing, exits 1 naming why; the first finishes untouched", async () => {
+    twins = await createTwins({ sim: { docs: 40 } });
+    const { clean, hurt } = twins;
+    await clean.sync();
+    const first = await heldSync(hurt);
+
+    const second = await hurt.cli(["sync"]);
+    expect(second.code).toBe(1);
+    expect(second.stdout).toMatch(
+      /another syncmirror process .* is running this mirror's pass; nothing was done/,
+    );
+    expect(triggerPosts(hurt)).toBe(1);
+
+    hurt.sim.runs.release();
+    expect((await first.exited).code).toBe(0);
+    expect(databaseProblems(hurt)).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
+  });
+
+  it("a daemon started beside a running sync is ready at once and leaves the mirror to it", async () => {
+    twins = await createTwins({ sim: { docs: 20 }, defaults: { incremental_cron: "*/1 * * * * *" } });
+    const { hurt } = twins;
+    const first = await heldSync(hurt);
+
+    const daemon = spawnCli(["run", "--config", hurt.configPath], { ...hurt.env, LOG_LEVEL: "info" });
+    cleanup = () => daemon.child.kill("SIGKILL");
+    const port = await waitForPort(daemon);
+    await vi.waitFor(async () => expect((await httpGet(port, "/readyz")).status).toBe(200), {
+      timeout: 30_000,
+      interval: 50,
+    });
+    // Ticks come every second; none may trigger while the sync holds the mirror.
+    await vi.waitFor(
+      async () =>
+        expect(
+          sumSeries((await httpGet(port, "/metrics")).body, "syncmirror_ticks_skipped_total"),
+        ).toBeGreaterThan(0),
+      { timeout: 30_000, interval: 50 },
+    );
+    expect(triggerPosts(hurt)).toBe(1);
+
+    hurt.sim.runs.release();
+    expect((await first.exited).code).toBe(0);
+    daemon.child.kill("SIGTERM");
+    expect((await daemon.exited).code).toBe(0);
+    cleanup = undefined;
+    expect(databaseProblems(hurt)).toEqual([]);
   });
 });
 
@@ -94,7 +151,7 @@ function run(cmd: string, args: string[]): void {
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed: ${r.stderr}`);
 }
 
-describe("storage failures", () => {
+describe.skipIf(onPostgres)("SQLite only (the database file's mode and size): storage failures", () => {
   it("a read-only database file: exit 2 naming the file and what to do, nothing changed, nothing triggered", async () => {
     twins = await createTwins({ sim: { docs: 30 } });
     const { hurt } = twins;

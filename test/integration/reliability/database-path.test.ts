@@ -1,7 +1,8 @@
 /**
  * A `database.path` that cannot be created or opened ends at once in exit 2 with one line naming
  * the path and the reason, for `sync` and `run`; `check` reports it as a problem. Before, a path
- * under /proc made a recursive mkdir spin forever, deaf to SIGTERM.
+ * under /proc made a recursive mkdir spin forever, deaf to SIGTERM. SQLite only (`database.path`):
+ * the postgres project leaves this file out (vitest.config.ts).
  */
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";

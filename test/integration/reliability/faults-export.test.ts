@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { exitCodeFor } from "../../../src/sync/outcome.js";
-import { consistencyProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { databaseProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
 import { counterValue, createTwins, ghostTrigger, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
@@ -28,7 +28,7 @@ describe("export quirks", () => {
     expect(summary.outcome).toBe("succeeded");
     expect(summary.counts.upserted).toBe(reference.counts.upserted);
     expect(summary.counts.unchanged).toBe(reference.counts.unchanged + 1);
-    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    expect(databaseProblems(hurt)).toEqual([]);
     expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 
@@ -47,7 +47,7 @@ describe("export quirks", () => {
       { engine_version: "2", n: 250 },
       { engine_version: "3", n: expect.any(Number) },
     ]);
-    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    expect(databaseProblems(hurt)).toEqual([]);
 
     // The service stays on the new engine: a full pass rewrites what page one stored under the old.
     clean.sim.setExportVersions({ engine_version: 3 });

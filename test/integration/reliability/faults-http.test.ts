@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Fault } from "../../../src/simulator/index.js";
 import { exitCodeFor } from "../../../src/sync/outcome.js";
-import { consistencyProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { databaseProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { counterValue, createTwins, type Twins } from "../../helpers/twins.js";
 
@@ -144,7 +144,7 @@ describe("HTTP faults a pass recovers from on its own", () => {
       new Set(hurt.sim.runs.list().map((r) => r.trigger_id)).size,
       "exactly one trigger's runs were created",
     ).toBe(1);
-    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    expect(databaseProblems(hurt)).toEqual([]);
     expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 });
@@ -237,7 +237,7 @@ describe("HTTP faults that end a pass with a clear error, and the pass that reco
     expect(exitCodeFor([summary.outcome])).toBe(1);
     const said = [summary.message, ...summary.errors.map((e) => e.error)].join("\n");
     expect(said).toMatch(c.says);
-    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    expect(databaseProblems(hurt)).toEqual([]);
     const [method, route] = c.route.split(" ") as [string, string];
     expect(await counterValue(hurt.metrics.apiRequests, { method, route })).toBeGreaterThan(0);
     const inFlight = hurt.query("SELECT 1 FROM triggers WHERE state != 'done'").length;
@@ -250,7 +250,7 @@ describe("HTTP faults that end a pass with a clear error, and the pass that reco
     if (full) expect((await clean.sync({ full })).outcome).toBe("succeeded");
     expect((await hurt.sync({ full })).outcome).toBe("succeeded");
     expect(new Set(hurt.sim.runs.list().map((r) => r.trigger_id)).size).toBe(full ? 2 : 1);
-    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    expect(databaseProblems(hurt)).toEqual([]);
     expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 

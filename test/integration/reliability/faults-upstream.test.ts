@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { exitCodeFor } from "../../../src/sync/outcome.js";
-import { consistencyProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { databaseProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
 import type { Harness } from "../../helpers/mirror-harness.js";
 import { expectedKeys, visibleKeys } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
@@ -117,11 +117,11 @@ describe("things that vanish upstream", () => {
       hurt.query("SELECT user_email FROM pairs WHERE watermark IS NOT NULL GROUP BY user_email"),
     ).toEqual([{ user_email: "user1@example.com" }, { user_email: "user3@example.com" }]);
     expect(visibleKeys(hurt, "user2@example.com")).toEqual([]);
-    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    expect(databaseProblems(hurt)).toEqual([]);
 
     expect((await hurt.sync({ full: true })).outcome).toBe("succeeded");
     for (const user of hurt.sim.users) expect(visibleKeys(hurt, user)).toEqual(expectedKeys(hurt.sim, user));
-    expect(consistencyProblems(hurt.dbPath)).toEqual([]);
+    expect(databaseProblems(hurt)).toEqual([]);
   });
 
   it("the remote sync config deleted: failed naming mirrors[].sync_config_id, nothing revoked or deleted", async () => {

@@ -1,17 +1,18 @@
 /**
- * Security: the token never appears in logs, stdout, the database files, /status or /metrics; the
- * database and its -wal / -shm / lock files are 0600 even under umask 000; the HTTP endpoints
- * serve no document content. The daemon (`run`) and the one-shot commands run as real processes
- * with debug logging, so every log line they can write is scanned.
+ * Security: the token never appears in logs, stdout, the database, /status or /metrics, nor does
+ * the database URL's password on PostgreSQL; the HTTP endpoints serve no document content; on
+ * SQLite the database and its -wal / -shm / lock files are 0600 even under umask 000. The daemon
+ * (`run`) and the one-shot commands run as real processes with debug logging, so every log line
+ * they can write is scanned.
  */
 import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
-import { httpGet, spawnCli, waitForPort } from "../../helpers/daemon.js";
-import { createHarness, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
+import { type CliProcess, httpGet, spawnCli, waitForPort } from "../../helpers/daemon.js";
+import { onPostgres } from "../../helpers/dialect.js";
+import { createHarness, DATABASE_URL_ENV, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
 
 let h: Harness | undefined;
 let daemon: ChildProcess | undefined;
@@ -26,66 +27,88 @@ afterEach(async () => {
 const start = (args: string[], configPath: string, env: Record<string, string | undefined>) =>
   spawnCli([...args, "--config", configPath], { ...env, LOG_LEVEL: "debug" }, { prelude: "umask 000" });
 
-/** Every file beside the database, as bytes. */
+/** A password the server ignores (trust auth) but the URL carries, as a real one would. */
+const DB_PASSWORD = "pg-pw-7c1e9a0b44";
+
+/** On PostgreSQL, gives the harness's database URL a password, as a real one would carry. */
+function withDatabasePassword(harness: Harness): void {
+  if (harness.dialect === "sqlite") return;
+  const url = new URL(harness.env[DATABASE_URL_ENV] as string);
+  url.password = DB_PASSWORD;
+  harness.env[DATABASE_URL_ENV] = url.toString();
+}
+
+/** Starts `run` under umask 000 and waits for its first pass to succeed. */
+async function daemonAfterOnePass(
+  harness: Harness,
+  configPath: string,
+): Promise<{ run: CliProcess; port: number }> {
+  const run = start(["run"], configPath, harness.env);
+  daemon = run.child;
+  const port = await waitForPort(run);
+  await vi.waitFor(
+    async () =>
+      expect(JSON.parse((await httpGet(port, "/status")).body).mirrors[0].last_outcome).toBe("succeeded"),
+    { timeout: 30_000, interval: 50 },
+  );
+  return { run, port };
+}
+
+/** Every file beside the SQLite database, as bytes. */
 function databaseFiles(dir: string): Map<string, Buffer> {
   return new Map(readdirSync(dir).map((f) => [f, readFileSync(join(dir, f))]));
 }
 
-describe("secrets and file modes", () => {
-  it("the daemon and the commands never show the token, keep files 0600, and serve no content", async () => {
+/** Tables whose rows, as text, contain `secret` (PostgreSQL; on SQLite the files are scanned). */
+function tablesHolding(harness: Harness, secret: string): string[] {
+  const tables = harness
+    .query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'")
+    .map((t) => t.name);
+  return tables.filter(
+    (t) => harness.query(`SELECT 1 FROM ${t} x WHERE strpos(x::text, ?) > 0 LIMIT 1`, secret).length > 0,
+  );
+}
+
+describe("secrets", () => {
+  it("the daemon and the commands never show the token or the database password, and serve no content", async () => {
     h = await createHarness({ sim: { docs: 30 }, mirror: { incremental_cron: "* * * * * *" } });
-    const token = h.sim.token;
-    const dataDir = join(h.dir, "data");
-    const config = parse(readFileSync(h.configPath, "utf8"));
-    config.database.path = join(dataDir, "mirror.db");
-    const configPath = join(h.dir, "daemon.yaml");
-    writeFileSync(configPath, stringify(config));
-
-    const run = start(["run"], configPath, h.env);
-    daemon = run.child;
-    const port = await waitForPort(run);
-    const get = (path: string) => httpGet(port, path);
-    await vi.waitFor(
-      async () => expect(JSON.parse((await get("/status")).body).mirrors[0].last_outcome).toBe("succeeded"),
-      { timeout: 30_000, interval: 50 },
+    const harness = h;
+    const secrets = [h.sim.token, DB_PASSWORD];
+    withDatabasePassword(h);
+    const { run, port } = await daemonAfterOnePass(h, h.configPath);
+    const bodies = await Promise.all(
+      ["/metrics", "/status", "/healthz", "/readyz", "/nope"].map((path) => httpGet(port, path)),
     );
-
-    const bodies = await Promise.all(["/metrics", "/status", "/healthz", "/readyz", "/nope"].map(get));
-    const modes = readdirSync(dataDir).map((f) => [f, statSync(join(dataDir, f)).mode & 0o777]);
-    const filesWhileRunning = databaseFiles(dataDir);
+    const filesWhileRunning = h.dialect === "sqlite" ? databaseFiles(h.dir) : new Map();
     run.child.kill("SIGTERM");
     expect((await run.exited).code).toBe(0);
 
-    const db = new Database(join(dataDir, "mirror.db"), { readonly: true });
-    const titles = (db.prepare("SELECT title FROM resources").all() as { title: string }[]).map(
-      (r) => r.title,
-    );
-    db.close();
+    const titles = h.query<{ title: string }>("SELECT title FROM resources").map((r) => r.title);
     expect(titles.length).toBeGreaterThan(0);
     for (const { body } of bodies) {
-      expect(body).not.toContain(token);
+      for (const secret of secrets) expect(body).not.toContain(secret);
       for (const t of titles) expect(body).not.toContain(t);
     }
     expect(bodies.map((b) => b.status)).toEqual([200, 200, 200, 200, 404]);
-    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
-    expect(modes.map(([f]) => f)).toEqual(
-      expect.arrayContaining(["mirror.db", "mirror.db-shm", "mirror.db-wal", "mirror.db.lock"]),
-    );
-    for (const [file, mode] of modes) expect(mode, `${file} mode`).toBe(0o600);
 
-    const sync = start(["sync", "--full", "--json"], configPath, h.env);
+    const sync = start(["sync", "--full", "--json"], h.configPath, h.env);
     expect((await sync.exited).code).toBe(0);
-    const status = start(["status", "--json"], configPath, h.env);
+    const status = start(["status", "--json"], h.configPath, h.env);
     expect((await status.exited).code).toBe(0);
-    const check = start(["check"], configPath, h.env);
+    const check = start(["check"], h.configPath, h.env);
     await check.exited;
-    for (const files of [filesWhileRunning, databaseFiles(dataDir)]) {
-      for (const [file, bytes] of files) expect(bytes.includes(token), `${file} holds the token`).toBe(false);
-    }
+    if (h.dialect === "sqlite") {
+      for (const files of [filesWhileRunning, databaseFiles(h.dir)]) {
+        for (const [file, bytes] of files)
+          expect(bytes.includes(h.sim.token), `${file} holds the token`).toBe(false);
+      }
+    } else expect(tablesHolding(harness, h.sim.token)).toEqual([]);
     for (const out of [run, sync, status, check].map((p) => ({ stdout: p.stdout(), stderr: p.stderr() }))) {
       expect(out.stderr.length + out.stdout.length).toBeGreaterThan(0);
-      expect(out.stdout).not.toContain(token);
-      expect(out.stderr).not.toContain(token);
+      for (const secret of secrets) {
+        expect(out.stdout).not.toContain(secret);
+        expect(out.stderr).not.toContain(secret);
+      }
     }
     expect(run.stderr()).toContain('"level":20');
   });
@@ -97,6 +120,29 @@ describe("secrets and file modes", () => {
     expect(r.code).toBe(1);
     expect(`${r.stdout}${r.stderr}`).toContain(`$${TOKEN_ENV}`);
     expect(`${r.stdout}${r.stderr}`).not.toContain(wrong);
-    for (const [file, bytes] of databaseFiles(h.dir)) expect(bytes.includes(wrong), file).toBe(false);
+    if (h.dialect === "sqlite")
+      for (const [file, bytes] of databaseFiles(h.dir)) expect(bytes.includes(wrong), file).toBe(false);
+    else expect(tablesHolding(h, wrong)).toEqual([]);
+  });
+});
+
+describe.skipIf(onPostgres)("SQLite only (file modes; PostgreSQL keeps its files): file modes", () => {
+  it("keeps the database directory 0700 and the database, -wal, -shm and lock files 0600 under umask 000", async () => {
+    h = await createHarness({ sim: { docs: 10 }, mirror: { incremental_cron: "* * * * * *" } });
+    // In a directory the daemon creates.
+    const dataDir = join(h.dir, "data");
+    const config = parse(readFileSync(h.configPath, "utf8"));
+    config.database.path = join(dataDir, "mirror.db");
+    const configPath = join(h.dir, "daemon.yaml");
+    writeFileSync(configPath, stringify(config));
+    const { run } = await daemonAfterOnePass(h, configPath);
+    const modes = readdirSync(dataDir).map((f) => [f, statSync(join(dataDir, f)).mode & 0o777] as const);
+    run.child.kill("SIGTERM");
+    expect((await run.exited).code).toBe(0);
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    expect(modes.map(([f]) => f)).toEqual(
+      expect.arrayContaining(["mirror.db", "mirror.db-shm", "mirror.db-wal", "mirror.db.lock"]),
+    );
+    for (const [file, mode] of modes) expect(mode, `${file} mode`).toBe(0o600);
   });
 });

@@ -26,7 +26,8 @@ async function rows<T extends pg.QueryResultRow>(url: string, sql: string): Prom
 describe.runIf(await postgresForTests())("opening the PostgreSQL store", () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   beforeAll(async () => {
-    database = await createTestDatabase();
+    // Empty, not cloned from the migrated template: the first test migrates it.
+    database = await createTestDatabase({ empty: true });
   });
   afterAll(async () => {
     await database?.drop();

@@ -37,7 +37,7 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
   afterAll(async () => {
     await other?.end();
     await store?.close();
-    await database?.drop();
+    await database?.release();
   });
 
   it("retries a transaction that lost a deadlock to another replica, from the start", async () => {

@@ -1,0 +1,169 @@
+/**
+ * `copy-store`: a SQLite mirror copied into an empty PostgreSQL database (SPEC "Commands"), so a
+ * mirror that outgrows SQLite moves without a fresh full sync.
+ *
+ * - The SQLite file is opened with its writer lock, so no daemon or `sync` writes it meanwhile
+ *   (one that runs makes the copy refuse: stop it first). Its pending migrations are applied, as
+ *   any syncmirror command does, so its columns are the binary's.
+ * - The target is migrated, then everything is copied in one PostgreSQL transaction, after the
+ *   copied tables are locked and found empty: a copy that fails or is stopped leaves the target
+ *   empty, and a second copy into a filled database is refused naming what is there.
+ * - Rows are read with an iterator and written in batches (at most BATCH_ROWS rows or BATCH_BYTES
+ *   of text), so memory is bounded by the batch, not by the mirror.
+ * - `changes` keep their seq (a consumer's saved position stays valid) and `triggers` their ids
+ *   (runs point at them); each identity sequence continues after the largest copied value.
+ * - A trigger in flight is copied with its runs' checkpoints: the next pass on PostgreSQL resumes
+ *   it, as it would resume one a stopped daemon left, never POSTing it again.
+ */
+import { existsSync } from "node:fs";
+import type pg from "pg";
+import { AbortedError, DatabaseLockedError, TargetNotEmptyError, UsageError } from "../errors.js";
+import { COPIED_TABLES, type CopiedTable, describeTable, insertSql, toPostgres } from "./copy-tables.js";
+import { createNaming, createPool, migrateUnderLock, type Naming, storeError } from "./postgres/open.js";
+import { type OpenDatabase, openDatabase } from "./sqlite/open.js";
+
+const BATCH_ROWS = 500;
+const BATCH_BYTES = 8 * 1024 * 1024;
+
+export interface CopyStoreOptions {
+  sqlitePath: string;
+  url: string;
+  /** Named in messages instead of the URL, which carries a password. */
+  urlEnv: string;
+  signal: AbortSignal;
+  /** Called as each table is done. */
+  onTable?: (table: string, rows: number) => void;
+}
+
+export interface CopyStoreResult {
+  rows: Record<string, number>;
+  /** The largest `changes.seq` copied: the PostgreSQL feed continues after it (0: no change yet). */
+  lastSeq: number;
+}
+
+export async function copyStore(options: CopyStoreOptions): Promise<CopyStoreResult> {
+  const source = openSource(options.sqlitePath);
+  try {
+    const naming = createNaming(options.url, options.urlEnv);
+    const pool = createPool(options.url, 1, naming);
+    try {
+      await migrateUnderLock(pool, naming);
+      const client = await pool.connect();
+      try {
+        return await copyInTransaction(source, client, naming, options);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pool.end();
+    }
+  } finally {
+    source.close();
+  }
+}
+
+function openSource(path: string): OpenDatabase {
+  // openDatabase creates a missing file: a path with no mirror at it is a usage error, not an empty copy.
+  if (!existsSync(path))
+    throw new UsageError(`no SQLite mirror at ${path}: --from names the database.path of the mirror to copy`);
+  try {
+    return openDatabase(path, { lock: true });
+  } catch (error) {
+    if (error instanceof DatabaseLockedError) {
+      throw new DatabaseLockedError(
+        path,
+        `${error.holder}; a daemon or sync is using it: stop it, then copy (a pass it leaves in flight is copied and resumed)`,
+      );
+    }
+    throw error;
+  }
+}
+
+async function copyInTransaction(
+  source: OpenDatabase,
+  client: pg.PoolClient,
+  naming: Naming,
+  options: CopyStoreOptions,
+): Promise<CopyStoreResult> {
+  const tables = COPIED_TABLES.map(describeTable);
+  try {
+    await client.query("BEGIN");
+    // Writers of a replica started meanwhile wait for the copy; a second copy waits, then refuses.
+    await client.query(`LOCK TABLE ${tables.map((t) => t.name).join(", ")} IN SHARE ROW EXCLUSIVE MODE`);
+    await refuseNonEmpty(client, tables, naming);
+    const rows: Record<string, number> = {};
+    for (const table of tables) {
+      rows[table.name] = await copyTable(source, client, table, options.signal);
+      if (table.identity !== undefined) await continueIdentity(client, table.name, table.identity);
+      options.onTable?.(table.name, rows[table.name] ?? 0);
+    }
+    const lastSeq = Number(
+      (await client.query<{ n: string | null }>("SELECT max(seq) AS n FROM changes")).rows[0]?.n ?? 0,
+    );
+    await client.query("COMMIT");
+    return { rows, lastSeq };
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    // A failure reading the SQLite file keeps its SQLITE_ code: the command names it as such.
+    const code = (error as { code?: unknown }).code;
+    throw typeof code === "string" && code.startsWith("SQLITE_") ? error : storeError(error, naming);
+  }
+}
+
+async function refuseNonEmpty(client: pg.PoolClient, tables: CopiedTable[], naming: Naming): Promise<void> {
+  const filled: { table: string; rows: number }[] = [];
+  for (const { name } of tables) {
+    const { rows } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${name}`);
+    const n = Number(rows[0]?.n ?? 0);
+    if (n > 0) filled.push({ table: name, rows: n });
+  }
+  if (filled.length > 0) throw new TargetNotEmptyError(naming.database, filled);
+}
+
+/** Streams one table from SQLite into PostgreSQL in batches; returns how many rows. */
+async function copyTable(
+  source: OpenDatabase,
+  client: pg.PoolClient,
+  table: CopiedTable,
+  signal: AbortSignal,
+): Promise<number> {
+  const sql = insertSql(table);
+  const select = source.sqlite.prepare(
+    `SELECT ${table.columns.map((c) => `"${c.name}"`).join(", ")} FROM "${table.name}"`,
+  );
+  let batch: unknown[][] = table.columns.map(() => []);
+  let batchRows = 0;
+  let batchBytes = 0;
+  let total = 0;
+  const flush = async () => {
+    if (batchRows === 0) return;
+    if (signal.aborted)
+      throw new AbortedError(
+        "copy-store stopped: nothing was copied (the transaction rolled back); run it again",
+      );
+    await client.query(sql, batch);
+    total += batchRows;
+    batch = table.columns.map(() => []);
+    batchRows = 0;
+    batchBytes = 0;
+  };
+  for (const row of select.iterate() as IterableIterator<Record<string, unknown>>) {
+    table.columns.forEach((c, i) => {
+      const value = row[c.name];
+      if (typeof value === "string") batchBytes += value.length;
+      batch[i]?.push(toPostgres(c.kind, value));
+    });
+    batchRows += 1;
+    if (batchRows >= BATCH_ROWS || batchBytes >= BATCH_BYTES) await flush();
+  }
+  await flush();
+  return total;
+}
+
+/** The identity sequence continues after the largest copied value (left alone when nothing was copied). */
+async function continueIdentity(client: pg.PoolClient, table: string, column: string): Promise<void> {
+  await client.query(
+    `SELECT setval(pg_get_serial_sequence($1, $2), max(${column})) FROM ${table} HAVING max(${column}) IS NOT NULL`,
+    [table, column],
+  );
+}

@@ -1,0 +1,250 @@
+/**
+ * `syncmirror copy-store` through the real CLI and simulator (SPEC "Commands"): a SQLite mirror
+ * synced for a while (full, incremental, a full that tombstones and revokes) is copied into
+ * PostgreSQL, passes go on there, and the result equals a PostgreSQL-only twin that ran the same
+ * passes over an identical simulator. "Equal": db-snapshot's comparison (every public column but
+ * local-clock ones, access with its miss counts, pairs with their watermarks), and the change
+ * feed keeps every copied seq as it was, numbers later changes after them, and holds for each key
+ * the same ops in the same order as the twin's (seq values themselves differ where the twins'
+ * concurrent runs committed pages in another order).
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
+import { canonicalJson } from "../../../src/simulator/canonical-json.js";
+import { openDatabase } from "../../../src/store/sqlite/open.js";
+import { spawnCli } from "../../helpers/daemon.js";
+import {
+  type DatabaseReader,
+  type DbSnapshot,
+  databaseProblems,
+  snapshot,
+  snapshotDiff,
+} from "../../helpers/db-snapshot.js";
+import { queryPostgres } from "../../helpers/dialect.js";
+import { pickDocs } from "../../helpers/mirror-db.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { closeSync } from "../../helpers/pg-sync.js";
+import { createTestDatabase, postgresForTests, type TestDatabase } from "../../helpers/postgres.js";
+import { triggerPosts } from "../../helpers/requests.js";
+import { CLOCK_START } from "../../helpers/twins.js";
+import { buildOnce } from "../daemon/setup.js";
+
+const TARGET_URL_ENV = "SYNCMIRROR_COPY_TARGET_URL";
+
+interface Setup {
+  /** Synced on SQLite, then copied and synced on PostgreSQL through `pgConfig`. */
+  moved: Harness;
+  /** The same passes on PostgreSQL from the start. */
+  twin: Harness;
+  target: TestDatabase;
+  pgConfig: string;
+  /** The target, read like a harness. */
+  copied: DatabaseReader;
+}
+
+let setup: Setup | undefined;
+beforeAll(buildOnce);
+afterEach(async () => {
+  if (!setup) return;
+  await setup.moved.close();
+  await setup.twin.close();
+  closeSync(setup.target.url);
+  await setup.target.release();
+  setup = undefined;
+});
+
+async function createSetup(sim: Record<string, unknown>, target?: TestDatabase): Promise<Setup> {
+  const options = { sim: { seed: 7, clock: { start: CLOCK_START }, ...sim } };
+  const moved = await createHarness({ ...options, dialect: "sqlite" });
+  const twin = await createHarness({ ...options, dialect: "postgres" });
+  const db = target ?? (await createTestDatabase());
+  const config = parse(readFileSync(moved.configPath, "utf8"));
+  config.database = { url_env: TARGET_URL_ENV };
+  const pgConfig = join(moved.dir, "postgres.yaml");
+  writeFileSync(pgConfig, stringify(config));
+  moved.env[TARGET_URL_ENV] = db.url;
+  setup = {
+    moved,
+    twin,
+    target: db,
+    pgConfig,
+    copied: {
+      dialect: "postgres",
+      dbPath: "",
+      query: (sql, ...params) => queryPostgres(db.url, sql, params),
+    },
+  };
+  return setup;
+}
+
+/** The CLI on the moved mirror's PostgreSQL config. */
+async function cliWith(
+  s: Setup,
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = spawnCli([...args, "--config", s.pgConfig], s.moved.env);
+  const { code } = await p.exited;
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+/** One pass through the CLI; it must succeed. */
+async function pass(run: () => Promise<{ code: number | null; stdout: string; stderr: string }>) {
+  const r = await run();
+  expect(r.code, r.stdout + r.stderr).toBe(0);
+}
+
+/** The same upstream change on both simulators: edits, removals, an addition, and a user who leaves. */
+function changeUpstream(h: Harness, round: number, leaver?: string): void {
+  const docs = pickDocs(h, 6 + round, () => true).slice(round);
+  for (const d of docs.slice(0, 3)) h.sim.docs.edit(d.docId);
+  for (const d of docs.slice(3, 5)) h.sim.docs.remove(d.docId);
+  const server = h.sim.servers[0]?.server_instance_id as string;
+  h.sim.docs.add({
+    server_instance_id: server,
+    visibleTo: [h.sim.users[0] as string],
+    title: `added ${round}`,
+  });
+  if (leaver) h.sim.people.leaveProject(leaver);
+}
+
+/** For each key, its ops in feed order. */
+function opsByKey(reader: Pick<Harness, "query">): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const r of reader.query<{ key: string; op: string }>("SELECT key, op FROM changes ORDER BY seq"))
+    out[r.key] = [...(out[r.key] ?? []), r.op];
+  return out;
+}
+
+const JSON_COLUMNS = ["fields", "metadata", "relations", "attachments", "provenance"];
+
+/**
+ * A snapshot with the two stores' spellings made one: jsonb orders object keys its own way, and
+ * PostgreSQL keeps an export time as a time (`...:13Z` and `...:13.000Z` are one instant).
+ */
+function sameSpelling(snap: DbSnapshot): DbSnapshot {
+  const resources = snap.resources.map((row) => {
+    const out = { ...row };
+    for (const c of JSON_COLUMNS)
+      if (typeof out[c] === "string") out[c] = canonicalJson(JSON.parse(out[c] as string));
+    if (typeof out.modified_at === "string") out.modified_at = new Date(out.modified_at).toISOString();
+    return out;
+  });
+  return { ...snap, resources };
+}
+
+const feed = (reader: Pick<Harness, "query">, afterSeq = 0) =>
+  reader.query<{ seq: number; key: string; op: string; at: string }>(
+    "SELECT seq, key, op, at FROM changes WHERE seq > ? ORDER BY seq",
+    afterSeq,
+  );
+
+describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
+  it("moves a SQLite mirror to PostgreSQL: later passes there end equal to a PostgreSQL-only twin, the feed's positions kept", async () => {
+    const s = await createSetup({ docs: 80 });
+    const { moved, twin } = s;
+    const [, , leaver] = moved.sim.users;
+    // The mirror that moves runs the real CLI; its twin runs the same passes in this process.
+    const both = async (args: string[], before?: (h: Harness) => void) => {
+      before?.(moved);
+      before?.(twin);
+      await pass(() => moved.cli(args));
+      expect((await twin.sync({ full: args.includes("--full") })).outcome).toBe("succeeded");
+    };
+    await both(["sync"]);
+    await both(["sync"], (h) => changeUpstream(h, 0, leaver));
+    await both(["sync", "--full"]);
+    await both(["sync"], (h) => changeUpstream(h, 1));
+    const sqliteFeed = feed(moved);
+    expect(sqliteFeed.map((c) => c.op)).toEqual(expect.arrayContaining(["upsert", "access", "delete"]));
+
+    const copy = await cliWith(s, ["copy-store", "--from", moved.dbPath]);
+    expect(copy.code, copy.stderr).toBe(0);
+    const lastSeq = sqliteFeed.at(-1)?.seq ?? 0;
+    expect(copy.stdout).toContain(`the change feed continues after seq ${lastSeq}`);
+    // The copy is the SQLite mirror: its feed row for row, its state, its schedule.
+    expect(feed(s.copied)).toEqual(sqliteFeed);
+    expect(snapshotDiff(sameSpelling(snapshot(s.copied)), sameSpelling(snapshot(moved)))).toEqual([]);
+    expect(databaseProblems(s.copied)).toEqual([]);
+    const sqliteStatus = JSON.parse((await moved.cli(["status", "--json"])).stdout);
+    const pgStatus = JSON.parse((await cliWith(s, ["status", "--json"])).stdout);
+    expect(pgStatus).toEqual(sqliteStatus);
+
+    // Passes go on on PostgreSQL: an incremental, then a full that sweeps what the copy carried.
+    for (const h of [moved, twin]) changeUpstream(h, 2);
+    await pass(() => cliWith(s, ["sync"]));
+    expect((await twin.sync()).outcome).toBe("succeeded");
+    await pass(() => cliWith(s, ["sync", "--full"]));
+    expect((await twin.sync({ full: true })).outcome).toBe("succeeded");
+
+    expect(databaseProblems(s.copied)).toEqual([]);
+    expect(snapshotDiff(snapshot(s.copied), snapshot(twin))).toEqual([]);
+    expect(opsByKey(s.copied)).toEqual(opsByKey(twin));
+    const after = feed(s.copied, lastSeq);
+    expect(after.length).toBeGreaterThan(0);
+    expect(feed(s.copied).slice(0, sqliteFeed.length)).toEqual(sqliteFeed);
+    expect(after.every((c, i) => c.seq > (after[i - 1]?.seq ?? lastSeq))).toBe(true);
+  });
+
+  it("copies a pass left in flight (an empty, never migrated target); the next sync on PostgreSQL resumes it without a second trigger", async () => {
+    const s = await createSetup({ docs: 1000 }, await createTestDatabase({ empty: true }));
+    const { moved, twin } = s;
+    const crashed = await moved.cli(["sync"], { SYNCMIRROR_CRASH_AT: "between-pages:2" });
+    expect(crashed.code, crashed.stderr).toBeNull();
+    expect(moved.query("SELECT state FROM triggers")).toEqual([{ state: "active" }]);
+
+    const copy = await cliWith(s, ["copy-store", "--from", moved.dbPath]);
+    expect(copy.code, copy.stderr).toBe(0);
+    await pass(() => cliWith(s, ["sync"]));
+    expect((await twin.sync()).outcome).toBe("succeeded");
+
+    expect(triggerPosts(moved)).toBe(1);
+    expect(s.copied.query("SELECT state FROM triggers")).toEqual([{ state: "done" }]);
+    expect(databaseProblems(s.copied)).toEqual([]);
+    expect(snapshotDiff(snapshot(s.copied), snapshot(twin))).toEqual([]);
+  });
+
+  it("refuses a target that is not empty (exit 1, naming what is there) and leaves it as it was", async () => {
+    const s = await createSetup({ docs: 20 });
+    await pass(() => s.moved.cli(["sync"]));
+    await pass(() => cliWith(s, ["copy-store", "--from", s.moved.dbPath]));
+    const before = snapshot(s.copied);
+
+    const again = await cliWith(s, ["copy-store", "--from", s.moved.dbPath]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(
+      /the PostgreSQL database in \$SYNCMIRROR_COPY_TARGET_URL is not empty \(resources: \d+ rows, resource_access: \d+ rows, changes: \d+ rows/,
+    );
+    expect(again.stderr).toMatch(/nothing was copied\. Create a new database \(createdb\)/);
+    expect(again.stderr).not.toContain(s.target.url);
+    expect(snapshotDiff(snapshot(s.copied), before)).toEqual([]);
+  });
+
+  it("refuses bad usage with exit 2: a SQLite config, no --from, no file at --from; exit 1 while the SQLite mirror is in use", async () => {
+    const s = await createSetup({ docs: 5 });
+    await pass(() => s.moved.cli(["sync"]));
+
+    const sqliteConfig = await s.moved.cli(["copy-store", "--from", s.moved.dbPath]);
+    expect(sqliteConfig.code).toBe(2);
+    expect(sqliteConfig.stderr).toMatch(
+      /names a SQLite database \(database\.path\): copy-store copies into PostgreSQL/,
+    );
+    const noFrom = await cliWith(s, ["copy-store"]);
+    expect(noFrom.code).toBe(2);
+    expect(noFrom.stderr).toContain("--from SQLITE_PATH is required");
+    const missing = await cliWith(s, ["copy-store", "--from", join(s.moved.dir, "nothing-here.db")]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`no SQLite mirror at ${join(s.moved.dir, "nothing-here.db")}`);
+
+    const held = openDatabase(s.moved.dbPath, { lock: true });
+    try {
+      const busy = await cliWith(s, ["copy-store", "--from", s.moved.dbPath]);
+      expect(busy.code).toBe(1);
+      expect(busy.stderr).toMatch(/is in use by another syncmirror process .*stop it, then copy/);
+    } finally {
+      held.close();
+    }
+    expect(s.copied.query("SELECT 1 FROM resources")).toEqual([]);
+  });
+});
