@@ -4,7 +4,6 @@
  * `store/copy-store.ts`; this wires the config and reports.
  */
 import { resolve } from "node:path";
-import { requireDatabaseUrl } from "../config.js";
 import { UsageError } from "../errors.js";
 import { copyStore as copy } from "../store/copy-store.js";
 import type { Command } from "./command.js";
@@ -19,22 +18,16 @@ export const copyStore: Command = (args, io) =>
         `--from SQLITE_PATH is required: the SQLite mirror to copy\n${usageHint("copy-store")}`,
       );
     const config = loadCommandConfig(values.config, io);
-    const db = config.database;
-    if (db.kind !== "postgres")
-      throw new UsageError(
-        `${config.file} names a SQLite database (database.path): copy-store copies into PostgreSQL, so give it a config whose database.url_env names the target, and the SQLite file with --from`,
-      );
     const from = resolve(values.from);
     const result = await copy({
       sqlitePath: from,
-      url: requireDatabaseUrl(config, db),
-      urlEnv: db.urlEnv,
+      config,
       signal: io.signal,
       onTable: (table, rows) => io.stdout.write(`${table}: ${rows} rows\n`),
     });
     const total = Object.values(result.rows).reduce((sum, n) => sum + n, 0);
     io.stdout.write(
-      `copied ${from} into the PostgreSQL database in $${db.urlEnv}: ${total} rows; the change feed continues after seq ${result.lastSeq}. Run syncmirror with ${config.file} from now on (a pass left in flight resumes).\n`,
+      `copied ${from} into ${result.target}: ${total} rows; the change feed continues after seq ${result.lastSeq}. Run syncmirror with ${config.file} from now on (a pass left in flight resumes).\n`,
     );
     return 0;
   });

@@ -17,6 +17,7 @@
  */
 import { existsSync } from "node:fs";
 import type pg from "pg";
+import { type Config, requireDatabaseUrl } from "../config.js";
 import { AbortedError, DatabaseLockedError, TargetNotEmptyError, UsageError } from "../errors.js";
 import { COPIED_TABLES, type CopiedTable, describeTable, insertSql, toPostgres } from "./copy-tables.js";
 import { createNaming, createPool, migrateUnderLock, type Naming, storeError } from "./postgres/open.js";
@@ -27,30 +28,39 @@ const BATCH_BYTES = 8 * 1024 * 1024;
 
 export interface CopyStoreOptions {
   sqlitePath: string;
-  url: string;
-  /** Named in messages instead of the URL, which carries a password. */
-  urlEnv: string;
+  /** Its `database` is the target: it must name a PostgreSQL database (`database.url_env`). */
+  config: Config;
   signal: AbortSignal;
   /** Called as each table is done. */
   onTable?: (table: string, rows: number) => void;
 }
 
 export interface CopyStoreResult {
+  /** The target as messages name it (never its URL, which carries a password). */
+  target: string;
   rows: Record<string, number>;
   /** The largest `changes.seq` copied: the PostgreSQL feed continues after it (0: no change yet). */
   lastSeq: number;
 }
 
 export async function copyStore(options: CopyStoreOptions): Promise<CopyStoreResult> {
+  const { config } = options;
+  const db = config.database;
+  if (db.kind !== "postgres")
+    throw new UsageError(
+      `${config.file} names a SQLite database (database.path): copy-store copies into PostgreSQL, so give it a config whose database.url_env names the target, and the SQLite file with --from`,
+    );
+  const url = requireDatabaseUrl(config, db);
   const source = openSource(options.sqlitePath);
   try {
-    const naming = createNaming(options.url, options.urlEnv);
-    const pool = createPool(options.url, 1, naming);
+    const naming = createNaming(url, db.urlEnv);
+    const pool = createPool(url, 1, naming);
     try {
       await migrateUnderLock(pool, naming);
       const client = await pool.connect();
       try {
-        return await copyInTransaction(source, client, naming, options);
+        const copied = await copyInTransaction(source, client, naming, options);
+        return { ...copied, target: `the PostgreSQL database in $${db.urlEnv}` };
       } finally {
         client.release();
       }
@@ -84,7 +94,7 @@ async function copyInTransaction(
   client: pg.PoolClient,
   naming: Naming,
   options: CopyStoreOptions,
-): Promise<CopyStoreResult> {
+): Promise<Omit<CopyStoreResult, "target">> {
   const tables = COPIED_TABLES.map(describeTable);
   try {
     await client.query("BEGIN");
