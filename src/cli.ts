@@ -43,6 +43,9 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   reindex: async () => (await import("./commands/reindex.js")).reindex,
   plan: async () => (await import("./commands/plan.js")).plan,
   apply: async () => (await import("./commands/apply.js")).apply,
+  pause: async () => (await import("./commands/pause.js")).pause,
+  resume: async () => (await import("./commands/resume.js")).resume,
+  trigger: async () => (await import("./commands/trigger.js")).trigger,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -299,11 +299,6 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     ).toMatchObject({ epoch: 2, tookOver: null });
     expect(await leases.renew({ mirror, holder: a.id, epoch: 1 }, 60)).toBe(false);
     expect(await leases.renew({ mirror, holder: b.id, epoch: 2 }, 60)).toBe(true);
-
-    expect(await leases.claimTick(mirror, "incremental", T1, "a")).toBe(true);
-    expect(await leases.claimTick(mirror, "incremental", T1, "b")).toBe(false);
-    expect(await leases.claimTick(mirror, "full", T1, "b")).toBe(true);
-    expect(await leases.claimTick(mirror, "incremental", T2, "b")).toBe(true);
   });
 
   it("increments the epoch at every takeover and fences the old holder out, even once the new lease expired", async () => {
