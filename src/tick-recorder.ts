@@ -21,9 +21,6 @@ import { newSchedule, recordTick, type TickOutcome } from "./store/schedule-rule
 import { isDatabaseError, type Store, type StoreOps } from "./store/store.js";
 import { type MirrorSchedule, MODES, type Mode } from "./store/types.js";
 
-/** A time recorded later than this after it fell is a catch-up (it fell while nothing could record it). */
-export const CATCH_UP_AFTER_MS = 60_000;
-
 export interface TickRecorderDeps {
   mirrors: readonly MirrorConfig[];
   store: Store;
@@ -57,6 +54,8 @@ const RECOMPUTE_EMPTY_MS = 86_400_000;
 
 export function createTickRecorder(deps: TickRecorderDeps): TickRecorder {
   const { store, log, metrics } = deps;
+  /** This process's first look: a time that fell before it is a catch-up (no process of ours ran). */
+  let startedMs: number | undefined;
   const timelines: Timeline[] = deps.mirrors.flatMap((m) =>
     MODES.map((mode) => ({
       mirror: m.name,
@@ -81,7 +80,9 @@ export function createTickRecorder(deps: TickRecorderDeps): TickRecorder {
   async function recordOne(t: Timeline, now: Date): Promise<void> {
     const at = t.previous;
     if (at === null || at.getTime() <= t.recordedMs) return;
-    const reason = now.getTime() - at.getTime() > CATCH_UP_AFTER_MS ? "catch-up" : "schedule";
+    // It fell before this process looked, or while the database could not be reached.
+    const missed = at.getTime() < (startedMs ?? 0) || at.getTime() === t.unreachableMs;
+    const reason = missed ? "catch-up" : "schedule";
     let outcome: TickOutcome;
     try {
       outcome = await store.transaction(async (tx) => {
@@ -161,6 +162,7 @@ export function createTickRecorder(deps: TickRecorderDeps): TickRecorder {
 
   return {
     async record(now) {
+      startedMs ??= now.getTime();
       for (const t of timelines) advance(t, now);
       // Fulls first: an incremental falling at the same time is then coalesced into the due full.
       for (const mode of ["full", "incremental"] as const)

@@ -1,5 +1,5 @@
 /**
- * `syncmirror run` as a child process: readiness behind the database lock, ticks skipped while a
+ * `syncmirror run` as a child process: readiness behind the database lock, ticks coalesced while a
  * trigger is in flight, SIGTERM drains and exits 0, a restarted daemon finishes the same trigger.
  */
 import { describe, expect, it } from "vitest";
@@ -7,7 +7,7 @@ import { openDatabase } from "../../../src/store/sqlite/open.js";
 import { type DaemonProcess, parseLogLines, until } from "../../helpers/daemon.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
-import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
+import { daemonSuite, EVERY_SECOND, NEVER } from "./setup.js";
 
 const EXPORT = "GET /sync-task/{sync_id}/export";
 
@@ -62,7 +62,7 @@ describe("syncmirror run", () => {
     expect((await d.stop()).code).toBe(0);
   });
 
-  it("skips and counts ticks while its trigger is in flight, and POSTs /sync-task once", async () => {
+  it("coalesces and counts ticks while its pass runs, and POSTs /sync-task once meanwhile", async () => {
     const h = suite.use(
       await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
     );
@@ -71,8 +71,9 @@ describe("syncmirror run", () => {
     const harness = h;
     await until(() => triggerPosts(harness) > 0, "the trigger POST");
     await until(
-      async () => (await d.metric("syncmirror_ticks_skipped_total", { mirror: "main" })) >= 2,
-      "two skipped ticks",
+      async () =>
+        (await d.metric("syncmirror_ticks_skipped_total", { mirror: "main", reason: "running" })) >= 2,
+      "two ticks coalesced into the pass due after the running one",
     );
     expect(triggerPosts(h)).toBe(1);
     h.sim.runs.release();
@@ -85,12 +86,13 @@ describe("syncmirror run", () => {
   });
 
   it("exits 0 on SIGTERM while the runs are held; the restarted daemon finishes that trigger", async () => {
-    const h = suite.use(
-      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
-    );
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     const harness = h;
     h.sim.runs.hold();
     const first = await daemon(h);
+    expect((await h.cli(["trigger", "--mirror", "main"])).code, "a pass asked for, taken by the daemon").toBe(
+      0,
+    );
     await until(() => h?.query("SELECT 1 FROM runs").length, "runs recorded in the database");
     const stopped = await first.stop();
     expect(stopped.code).toBe(0);
@@ -99,7 +101,6 @@ describe("syncmirror run", () => {
     // A drain is not a failure: nothing at error level, so alerts on error logs stay quiet.
     expect(parseLogLines(first.stderr()).filter((l) => Number(l.level) >= 50)).toEqual([]);
 
-    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
     const second = await daemon(h);
     h.sim.runs.release();
     await until(
@@ -117,12 +118,13 @@ describe("syncmirror run", () => {
     const h = suite.use(
       await createHarness({
         sim: { users: 1, docs: 1100, serversPerType: { notion: 1 } },
-        defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER },
+        defaults: { incremental_cron: NEVER, full_cron: NEVER },
       }),
     );
     const harness = h;
     h.sim.faults.inject(EXPORT, { kind: "delay", ms: 1500, times: Number.POSITIVE_INFINITY });
     const first = await daemon(h);
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
     await until(() => harness.query("SELECT 1 FROM resources LIMIT 1").length, "the first page to commit");
     const committed = h.query<{ n: number }>("SELECT count(*) AS n FROM resources")[0]?.n;
     const stopped = await first.stop();
@@ -136,7 +138,6 @@ describe("syncmirror run", () => {
     );
 
     h.sim.faults.clear();
-    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
     const second = await daemon(h);
     await until(
       () => harness.query("SELECT 1 FROM triggers WHERE state = 'done'").length,
