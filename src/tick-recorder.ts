@@ -77,7 +77,7 @@ export function createTickRecorder(deps: TickRecorderDeps): TickRecorder {
     t.computedMs = now.getTime();
   }
 
-  async function recordOne(t: Timeline, now: Date): Promise<void> {
+  async function recordOne(t: Timeline): Promise<void> {
     const at = t.previous;
     if (at === null || at.getTime() <= t.recordedMs) return;
     // It fell before this process looked, or while the database could not be reached.
@@ -166,7 +166,7 @@ export function createTickRecorder(deps: TickRecorderDeps): TickRecorder {
       for (const t of timelines) advance(t, now);
       // Fulls first: an incremental falling at the same time is then coalesced into the due full.
       for (const mode of ["full", "incremental"] as const)
-        for (const t of timelines) if (t.mode === mode) await recordOne(t, now);
+        for (const t of timelines) if (t.mode === mode) await recordOne(t);
     },
     nextAt() {
       const times = timelines.flatMap((t) => (t.next ? [t.next.getTime()] : []));
