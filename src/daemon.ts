@@ -107,6 +107,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         mirrors: config.mirrors,
         maxConcurrentMirrors: config.maxConcurrentMirrors,
         store: rt.store,
+        holderId: holder.id,
         runPass: async (mirror, signal, started) => {
           await runOwedPass({ runtime: rt, holder }, mirror, signal, started);
         },

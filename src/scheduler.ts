@@ -26,6 +26,8 @@ export interface SchedulerDeps {
   mirrors: readonly MirrorConfig[];
   maxConcurrentMirrors: number;
   store: Store;
+  /** This process's instance id: a lease of its own that no pass here runs under is stale, not busy. */
+  holderId: string;
   /**
    * Runs what the mirror is owed under its lease. Calls `started(true)` as soon as it holds the
    * lease and there is work, `started(false)` when another process holds it or nothing is owed.
@@ -116,7 +118,10 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     const [schedules, holders] = await Promise.all([store.schedules.list(), store.leases.holders()]);
     for (const s of schedules)
       if (byName.has(s.mirror)) metrics.mirrorPaused.set({ mirror: s.mirror }, s.paused ? 1 : 0);
-    const free = deps.mirrors.filter((m) => !active.has(m.name) && !holders.has(m.name)).map((m) => m.name);
+    // A lease of this process's own with no pass running here was left by a pass that failed to release it.
+    const busy = (name: string) =>
+      active.has(name) || (holders.get(name)?.holder ?? deps.holderId) !== deps.holderId;
+    const free = deps.mirrors.filter((m) => !busy(m.name)).map((m) => m.name);
     const orphans: string[] = [];
     for (const name of free) if (await store.triggers.findInFlight(name)) orphans.push(name);
     const due = schedules

@@ -8,6 +8,8 @@ import type { PageWindow } from "./page-window.js";
 
 /** Named points where an env-guarded crash seam may kill the process (reliability tests only). */
 export type CrashPoint =
+  | "before-intent"
+  | "after-intent"
   | "after-trigger-post"
   | "mid-page"
   | "between-pages"

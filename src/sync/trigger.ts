@@ -14,7 +14,8 @@ import { serverTime } from "./time.js";
 export async function recordIntent({ mirror, ctx, options }: MirrorPass, plan: Plan): Promise<Trigger> {
   const knownBefore = await ctx.store.runs.newestCreatedAt(mirror.name);
   const intentAt = ctx.now().toISOString();
-  return ctx.store.transaction(async (tx) => {
+  ctx.crashPoint("before-intent");
+  const intent = await ctx.store.transaction(async (tx) => {
     const due = options.servesDue ? await takeDue(tx, mirror.name, plan.mode) : null;
     return tx.triggers.createIntent({
       mirror: mirror.name,
@@ -29,6 +30,8 @@ export async function recordIntent({ mirror, ctx, options }: MirrorPass, plan: P
       dueReason: due?.reason ?? null,
     });
   });
+  ctx.crashPoint("after-intent");
+  return intent;
 }
 
 /** The due this pass covers, off the schedule (a due full stays for a full pass). */

@@ -62,6 +62,7 @@ function schedulerFor(
     mirrors: names.map(mirror),
     maxConcurrentMirrors: max,
     store: s,
+    holderId: "this-process",
     runPass,
     log: silentLogger(),
     metrics: createMetrics(new Registry(), { defaultMetrics: false }),
