@@ -25,6 +25,7 @@ const READS = new Set([
   "triggers.findInFlight",
   "triggers.get",
   "triggers.lastFinished",
+  "triggers.lastIntentAt",
   "runs.newestCreatedAt",
   "runs.isKnown",
   "runs.ofTrigger",
@@ -33,6 +34,13 @@ const READS = new Set([
   "mirrors.get",
   "leases.isHeld",
   "leases.holders",
+  "syncConfigs.find",
+  "syncConfigs.list",
+  "schedules.find",
+  "schedules.list",
+  "schedules.lock",
+  "replicas.live",
+  "controls.list",
 ]);
 
 describe.each(await storeDialects())("a fenced store: $name", (dialect) => {
