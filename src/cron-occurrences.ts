@@ -32,8 +32,10 @@ interface LocalTime {
 }
 
 export function cronOccurrences(expression: string, timeZone: string): CronOccurrences {
-  // Never started: only its matcher is used.
+  // Only its matcher is used: never started, and destroyed at once, which takes it out of
+  // node-cron's process-wide registry (a `status` builds these on every call); `match` still works.
   const task = createTask(expression, () => undefined, { timezone: timeZone });
+  void task.destroy();
   const fields = parse(expression);
   const ascending = {
     hours: [...fields.hour].sort((a, b) => a - b),

@@ -2,6 +2,7 @@
  * Scheduled times of a cron expression in a time zone, as node-cron's matcher reads it: the first
  * after an instant and the latest at or before one (SPEC "Scheduling").
  */
+import { getTasks } from "node-cron";
 import { describe, expect, it } from "vitest";
 import { cronOccurrences } from "../../src/cron-occurrences.js";
 
@@ -36,6 +37,12 @@ describe("cronOccurrences", () => {
   it("matches a day of month and a day of week together, as node-cron does", () => {
     const firstMonday = cronOccurrences("0 3 1 * 1", "UTC");
     expect(iso(firstMonday.next(at("2026-01-01T00:00:00Z")))).toBe("2026-06-01T03:00:00.000Z");
+  });
+
+  it("leaves nothing in node-cron's process-wide registry", () => {
+    const before = getTasks().size;
+    cronOccurrences("*/15 * * * *", "UTC").next(new Date("2026-03-10T10:00:00Z"));
+    expect(getTasks().size).toBe(before);
   });
 
   it("looks back and ahead at most a year", () => {
