@@ -4,7 +4,7 @@
  * it: on SQLite the control is one short transaction beside it), and the reply printed.
  */
 import type { Config } from "../config.js";
-import { UsageError } from "../errors.js";
+import { DatabaseLockedError, UsageError } from "../errors.js";
 import { createLogger } from "../log.js";
 import { applyControl, type ControlReply, cliActor } from "../mirror-controls.js";
 import { openStore } from "../store/open-store.js";
@@ -47,17 +47,28 @@ export function parseControlArgs(
   };
 }
 
-/** Applies the control on a store opened for it; `then` reads more before it closes. */
+/**
+ * Applies the control on a store opened for it; `then` reads more before it closes. With
+ * `tryLock`, the store is opened with the writer lock when it is free (SQLite: no daemon holds the
+ * database, and the heartbeats a dead one left are cleared), `heldElsewhere` saying when it was not.
+ */
 export async function withControl<T>(
   parsed: ParsedControl,
   action: "pause" | "resume" | "trigger",
-  then: (reply: ControlReply, store: Store) => Promise<T>,
-  mode?: Mode,
+  then: (reply: ControlReply, store: Store, heldElsewhere: boolean) => Promise<T>,
+  options: { mode?: Mode; tryLock?: boolean } = {},
 ): Promise<T> {
-  const store = await openStore(parsed.config, {
-    lock: false,
-    log: createLogger({ level: "warn", name: "syncmirror" }),
-  });
+  const log = createLogger({ level: "warn", name: "syncmirror" });
+  let heldElsewhere = false;
+  let store: Store;
+  try {
+    store = await openStore(parsed.config, { lock: options.tryLock ?? false, log });
+  } catch (error) {
+    if (!(error instanceof DatabaseLockedError)) throw error;
+    heldElsewhere = true;
+    store = await openStore(parsed.config, { lock: false, log });
+  }
+  const { mode } = options;
   try {
     const reply = await applyControl(store, {
       mirror: parsed.mirror,
@@ -66,7 +77,7 @@ export async function withControl<T>(
       actor: cliActor(),
       now: new Date(),
     });
-    return await then(reply, store);
+    return await then(reply, store, heldElsewhere);
   } finally {
     await store.close();
   }

@@ -1,8 +1,8 @@
 /**
  * `syncmirror trigger --mirror NAME [--full] [--json]`: a pass of the mirror is due now (paused or
- * not: an operator asked for it). A daemon alive on the database (its heartbeat, `replicas`) takes
- * it with its first free slot; when none is, this process runs it, under the mirror's lease like a
- * replica would, and prints its outcome. Exit 0 once the request is recorded (the pass's outcome is
+ * not: an operator asked for it). A daemon alive on the database (its heartbeat, `replicas`; on
+ * SQLite, the writer lock held) takes it with its first free slot; when none is, this process runs
+ * it, under the mirror's lease like a replica would, and prints its outcome. Exit 0 once the request is recorded (the pass's outcome is
  * printed, not the exit code: `sync` is the command whose exit code follows the outcome); 2 bad usage.
  */
 import { DatabaseLockedError } from "../errors.js";
@@ -18,19 +18,16 @@ import { formatTable } from "./sync.js";
 export const trigger: Command = (args, io) =>
   withErrors(io, async () => {
     const parsed = parseControlArgs("trigger", args, io, true);
-    const { reply, daemons } = await withControl(
+    const { reply, daemons, heldElsewhere } = await withControl(
       parsed,
       "trigger",
-      async (r, store) => ({ reply: r, daemons: await store.replicas.live() }),
-      parsed.full ? "full" : "incremental",
+      async (r, store, held) => ({ reply: r, daemons: await store.replicas.live(), heldElsewhere: held }),
+      { mode: parsed.full ? "full" : "incremental", tryLock: true },
     );
-    if (daemons.length > 0) {
+    if (daemons.length > 0 || heldElsewhere) {
       const names = daemons.map((d) => d.name).join(", ");
-      printReply(io, parsed.json, {
-        ...reply,
-        pass: null,
-        message: `${reply.message} Daemons alive: ${names}.`,
-      });
+      const who = names ? `Daemons alive: ${names}.` : LOCKED_NOTE;
+      printReply(io, parsed.json, { ...reply, pass: null, message: `${reply.message} ${who}` });
       return 0;
     }
     const ran = await runHere(parsed, io);
@@ -39,6 +36,9 @@ export const trigger: Command = (args, io) =>
     if (!parsed.json && ran.summary) io.stdout.write(formatTable([ran.summary]));
     return 0;
   });
+
+const LOCKED_NOTE =
+  "Another syncmirror process holds the database: a daemon there takes it; a one-shot `sync` does not, and the pass stays due for the next daemon or trigger.";
 
 /** No daemon is alive: this process takes the pass, as a replica with a free slot would. */
 async function runHere(
@@ -50,9 +50,7 @@ async function runHere(
     runtime = await createRuntime(parsed.config, io, { lock: true });
   } catch (error) {
     if (!(error instanceof DatabaseLockedError)) throw error;
-    return {
-      note: "Another syncmirror process holds the database: a daemon starting there takes it; a one-shot `sync` does not, and the pass stays due for the next daemon or trigger.",
-    };
+    return { note: LOCKED_NOTE };
   }
   try {
     const mirror = parsed.config.mirrors.find((m) => m.name === parsed.mirror);
