@@ -19,7 +19,7 @@ export interface ReplicaRun {
   replicas: number;
   /** Cron tick to the last mirror's trigger `done`. */
   wallMs: number;
-  /** Triggers written (one per mirror per tick when the tick is taken once). */
+  /** Triggers written (one per mirror per scheduled time when each time runs once). */
   triggers: number;
   /** resource_access rows across every mirror. */
   rows: number;

@@ -44,6 +44,9 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   plan: async () => (await import("./commands/plan.js")).plan,
   apply: async () => (await import("./commands/apply.js")).apply,
   "copy-store": async () => (await import("./commands/copy-store.js")).copyStore,
+  pause: async () => (await import("./commands/pause.js")).pause,
+  resume: async () => (await import("./commands/resume.js")).resume,
+  trigger: async () => (await import("./commands/trigger.js")).trigger,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -4,28 +4,31 @@
  * process (or a replica that died) left in flight, and the schedules. `stop()` releases
  * everything last-opened-first.
  *
- * Replicas sharing a PostgreSQL store (SPEC "Scale-out") coordinate through it: a cron tick runs
- * where it was claimed, a pass runs under the mirror's lease, and a watcher resumes, within a
- * lease plus one poll interval, the in-flight trigger of a mirror whose holder stopped renewing.
+ * Replicas sharing a PostgreSQL store (SPEC "Scale-out", "Scheduling") coordinate through it: due
+ * passes are recorded there, a pass runs under the mirror's lease, and every poll interval the
+ * watcher checks the connection, renews this daemon's heartbeat and wakes the scheduler, which
+ * resumes, within a lease plus one poll interval, the trigger of a mirror whose holder stopped
+ * renewing, and starts what is due while slots are free.
  */
 import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Registry } from "prom-client";
 import type { CommandIo } from "./commands/command.js";
 import type { Config } from "./config.js";
 import { createConsumerRoutes } from "./consumers/http-routes.js";
-import { DatabaseLockedError, DatabaseUnavailableError, LeaseLostError } from "./errors.js";
+import { DatabaseLockedError, DatabaseUnavailableError } from "./errors.js";
+import { createControlRoutes } from "./http/control-routes.js";
 import { createHttpServer, isLoopback } from "./http-server.js";
 import type { Logger } from "./log.js";
 import { createMetrics, initMirrorSeries, type Metrics } from "./metrics.js";
 import { createLeaseHolder, withMirrorLease } from "./mirror-lease.js";
+import { reconcileDeps, runOwedPass } from "./mirror-pass.js";
 import { createIoLogger, createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import type { LeaseHolder } from "./store/types.js";
 import { refreshMirrorGauges } from "./sync/gauges.js";
 import { buildStatus } from "./sync/status-report.js";
-import { syncMirror } from "./sync/sync-mirror.js";
 import { checkBindings } from "./sync-configs/bind.js";
-import { preparePass, type ReconcileDeps, reconcileMirror } from "./sync-configs/reconcile.js";
+import { reconcileMirror } from "./sync-configs/reconcile.js";
 import { isDeclared } from "./sync-configs/resolve.js";
 
 const LOCK_RETRY_MS = 2000;
@@ -42,24 +45,35 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   const metrics = createMetrics(new Registry());
   for (const mirror of config.mirrors) initMirrorSeries(metrics, mirror.name, mirror.declared !== null);
   const holder = createLeaseHolder();
+  const startedAt = new Date().toISOString();
   let runtime: Runtime | undefined;
   let scheduler: Scheduler | undefined;
   let watcher: NodeJS.Timeout | undefined;
   // Readiness needs a working connection: the watcher pings the store each round.
   let connected = false;
+  const mirrors = config.mirrors.map((m) => m.name);
   const http = createHttpServer({
     registry: metrics.registry,
     isReady: () => runtime !== undefined && connected,
     getStatus: async () =>
       runtime ? await buildStatus(runtime.store, config.mirrors) : { mirrors: [], ready: false },
     token: config.http.token,
-    routes: createConsumerRoutes({
-      source: () => runtime?.store,
-      token: config.http.token,
-      mirrors: config.mirrors.map((m) => m.name),
-      searchEnabled: config.search.enabled,
-      signal: io.signal,
-    }),
+    routes: [
+      createControlRoutes({
+        source: () => runtime?.store,
+        token: config.http.token,
+        mirrors,
+        // This replica looks at once; the others within one poll interval.
+        onChange: () => scheduler?.wake(),
+      }),
+      createConsumerRoutes({
+        source: () => runtime?.store,
+        token: config.http.token,
+        mirrors,
+        searchEnabled: config.search.enabled,
+        signal: io.signal,
+      }),
+    ],
     log,
   });
 
@@ -75,7 +89,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       const { port } = await http.listen(config.http.host, config.http.port, config.http.listenFrom);
       log.info(
         { host: config.http.host, port },
-        "http listening: /metrics /healthz /readyz /status /v1/changes /v1/search",
+        "http listening: /metrics /healthz /readyz /status /v1/changes /v1/search /v1/mirrors/{name}/(pause|resume|trigger)",
       );
       if (config.http.token === undefined && !isLoopback(config.http.host)) {
         log.warn(
@@ -90,53 +104,45 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       await restoreMetrics(runtime, metrics);
       connected = true;
       const rt = runtime;
-      const { leaseSeconds } = config.database;
       const sched = createScheduler({
         mirrors: config.mirrors,
         maxConcurrentMirrors: config.maxConcurrentMirrors,
-        runPass: async (mirror, mode, signal) => {
-          const leased = await withMirrorLease(
-            { store: rt.store, mirror: mirror.name, holder, leaseSeconds, signal, log, metrics },
-            async (passSignal, fence) => {
-              const bound = await preparePass(mirror, reconcileDeps(rt, passSignal));
-              if (!bound) return;
-              await syncMirror(bound, rt.syncContext(passSignal, fence), {
-                full: mode === "full",
-                allowMassDelete: false,
-                dryRun: false,
-              });
-            },
-          ).catch((error: unknown) => {
-            // Logged where it was found; the replica now holding the lease carries the pass on.
-            if (error instanceof LeaseLostError) return "lost" as const;
-            throw error;
-          });
-          if (leased !== "lost" && !leased.taken) {
-            metrics.ticksSkipped.inc({ mirror: mirror.name, mode, reason: "leased" });
-            log.info(
-              { mirror: mirror.name, mode },
-              "pass skipped: another replica holds this mirror's lease",
-            );
-          }
+        store: rt.store,
+        holderId: holder.id,
+        runPass: async (mirror, signal, started) => {
+          await runOwedPass({ runtime: rt, holder }, mirror, signal, started);
         },
-        claimTick: (mirror, mode, tickAt) => rt.store.leases.claimTick(mirror, mode, tickAt, holder.id),
         log,
         metrics,
       });
       scheduler = sched;
       if (config.manageSyncConfigs) await applyAtStart(rt, holder, io.signal);
       await checkBindings(config, rt.store);
-      await resumeOrphans(rt, sched, log);
-      sched.start();
+      const beat = () =>
+        rt.store.replicas.beat(
+          {
+            instanceId: holder.id,
+            name: holder.name,
+            startedAt,
+            slots: config.maxConcurrentMirrors,
+            running: sched.running(),
+          },
+          config.database.leaseSeconds,
+        );
+      await beat();
+      await sched.start();
       watcher = setInterval(() => {
         rt.store.ping().then(
           () => {
             connected = true;
-            return resumeOrphans(rt, sched, log);
+            sched.wake();
+            return beat().catch(() => {});
           },
           (error: unknown) => {
             if (connected) log.error({ err: (error as Error).message }, "database unreachable: not ready");
             connected = false;
+            // Scheduled times falling now are counted as db_unreachable, then caught up.
+            sched.wake();
           },
         );
       }, watchIntervalMs(config));
@@ -150,6 +156,8 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
     async stop() {
       clearInterval(watcher);
       await scheduler?.stop();
+      // Gone at once for `trigger` and `status`, rather than when the heartbeat expires.
+      await runtime?.store.replicas.leave(holder.id).catch(() => {});
       await http.close();
       await runtime?.close();
       log.info("daemon stopped");
@@ -196,25 +204,9 @@ async function openWhenFree(
 }
 
 /**
- * Mirrors with a trigger in flight that no live process holds (left by a previous process, or a
- * replica that died and stopped renewing its lease) are resumed here; the lease decides which
- * replica gets each one, and the resumed pass adopts the same trigger, never POSTing again.
+ * One poll interval: how soon a trigger orphaned by a dead replica is resumed after its lease
+ * expires, or a pass left due by another replica or by a control is started.
  */
-async function resumeOrphans(runtime: Runtime, scheduler: Scheduler, log: Logger): Promise<void> {
-  const { store, config } = runtime;
-  try {
-    const holders = await store.leases.holders();
-    for (const mirror of config.mirrors) {
-      if (holders.has(mirror.name) || scheduler.isBusy(mirror.name)) continue;
-      const inFlight = await store.triggers.findInFlight(mirror.name);
-      if (inFlight) void scheduler.resume(mirror.name, inFlight.mode);
-    }
-  } catch (error) {
-    log.warn({ err: (error as Error).message }, "could not look for triggers left in flight; trying again");
-  }
-}
-
-/** One poll interval: how soon a trigger orphaned by a dead replica is resumed after its lease expires. */
 function watchIntervalMs(config: Config): number {
   const seconds = Math.min(...config.mirrors.map((m) => m.pollInitialSeconds));
   return Math.max(250, seconds * 1000);
@@ -226,11 +218,6 @@ async function restoreMetrics(runtime: Runtime, metrics: Metrics): Promise<void>
     if (mirror.syncConfigId !== null) await runtime.store.mirrors.ensure(mirror.name, mirror.syncConfigId);
     await refreshMirrorGauges(runtime.store, metrics, mirror.name);
   }
-}
-
-function reconcileDeps(runtime: Runtime, signal: AbortSignal): ReconcileDeps {
-  const { config, store, api, log, metrics } = runtime;
-  return { config, store, api, log, metrics, signal, now: () => new Date() };
 }
 
 /**

@@ -1,8 +1,10 @@
 /**
- * The daemon's HTTP endpoints (SPEC "HTTP"): `/metrics`, `/healthz`, `/readyz`, `/status`.
- * Read-only and content-free: GET and HEAD only, nothing else is routed, and no response ever
- * carries an error message (it could name a file path or echo a secret). `/status` names users,
- * so it needs the bearer token, or, when none is configured, a loopback listener.
+ * The daemon's HTTP endpoints (SPEC "HTTP"): `/metrics`, `/healthz`, `/readyz`, `/status`, and the
+ * `/v1/` routes of other modules (consumers, controls), tried in order. GET and HEAD everywhere;
+ * POST only under `/v1/` (the controls), where every request needs the bearer token, even on
+ * loopback, before any route sees it. No response ever carries an internal error message (it
+ * could name a file path or echo a secret). `/status` names users, so it needs the bearer token,
+ * or, when none is configured, a loopback listener.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { type AddressInfo, isIPv4 } from "node:net";
@@ -19,10 +21,16 @@ export interface HttpServerDeps {
   getStatus: () => unknown | Promise<unknown>;
   /** Bearer token for `/status`; undefined when none is configured. */
   token: string | undefined;
-  /** More routes (the consumer endpoints): a reply, or undefined to fall through to these. */
-  routes?: (req: IncomingMessage) => Promise<Reply | undefined>;
+  /** Routes under `/v1/`, tried in order: each answers with a reply, or undefined for a path it does not serve. */
+  routes?: readonly Route[];
   log: Logger;
 }
+
+/** One module's routes: a reply for the paths it serves, undefined for any other. */
+export type Route = (req: IncomingMessage) => Promise<Reply | undefined>;
+
+/** The prefix of the API routes: bearer token always, and the only place POST is served. */
+export const API_PREFIX = "/v1/";
 
 /** The paths served here; deploy/ files are checked against them (liveness, readiness, scraping). */
 export const HTTP_PATHS = Object.freeze({
@@ -99,12 +107,12 @@ export function createHttpServer(deps: HttpServerDeps): HttpServer {
 }
 
 async function route(deps: HttpServerDeps, req: IncomingMessage, loopback: boolean): Promise<Reply> {
+  const path = pathOf(req);
+  if (path.startsWith(API_PREFIX)) return apiRoute(deps, req);
   if (req.method !== "GET" && req.method !== "HEAD") {
     return { ...text(405, "method not allowed"), headers: { Allow: "GET, HEAD" } };
   }
-  const extra = await deps.routes?.(req);
-  if (extra) return extra;
-  switch (pathOf(req)) {
+  switch (path) {
     case HTTP_PATHS.metrics:
       return { status: 200, contentType: deps.registry.contentType, body: await deps.registry.metrics() };
     case HTTP_PATHS.healthz:
@@ -120,6 +128,22 @@ async function route(deps: HttpServerDeps, req: IncomingMessage, loopback: boole
     default:
       return text(404, "not found");
   }
+}
+
+async function apiRoute(deps: HttpServerDeps, req: IncomingMessage): Promise<Reply> {
+  if (!isBearerAuthorized(req.headers.authorization, deps.token)) {
+    return { ...jsonReply(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
+  }
+  for (const r of deps.routes ?? []) {
+    const reply = await r(req);
+    if (reply) return reply;
+  }
+  return jsonReply(404, { error: "not found" });
+}
+
+/** A JSON reply, the shape every `/v1/` route answers with. */
+export function jsonReply(status: number, body: unknown): Reply {
+  return { status, contentType: JSON_TYPE, body: `${JSON.stringify(body)}\n` };
 }
 
 async function status(deps: HttpServerDeps): Promise<Reply> {

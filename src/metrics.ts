@@ -26,8 +26,10 @@ export interface Metrics {
   syncDuration: Histogram<"mirror" | "mode">;
   apiRequests: Counter<"method" | "route" | "code">;
   apiRequestDuration: Histogram<"method" | "route">;
-  /** Ticks a scheduler skipped because the mirror was still busy (not in SPEC's table: an addition). */
+  /** Scheduled times that started no pass of their own, by reason (`skip-reasons.ts`). */
   ticksSkipped: Counter<"mirror" | "mode" | "reason">;
+  /** 1 while the mirror is paused (SPEC "Operator console"), from the database. */
+  mirrorPaused: Gauge<"mirror">;
   /** 1 while the daemon could not apply a mirror's declared sync config (`manage_sync_configs`). */
   syncConfigDrift: Gauge<"mirror">;
   syncConfigApplyErrors: Counter<"mirror">;
@@ -142,8 +144,14 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     ticksSkipped: new Counter({
       name: "syncmirror_ticks_skipped_total",
-      help: "Scheduled ticks skipped: a pass of the mirror still running here (running, overlap), its trigger in flight elsewhere (in_flight), the tick taken by another replica (taken), or the mirror's lease held by another replica (leased)",
+      help: "Scheduled times that started no pass of their own, counted by the process that recorded them: paused, coalesced into the pass due after a running one (running) or after a dead replica's trigger in flight (in_flight) or into one waiting for a free slot (waiting), or the database unreachable when the time fell (db_unreachable)",
       labelNames: ["mirror", "mode", "reason"],
+      registers,
+    }),
+    mirrorPaused: new Gauge({
+      name: "syncmirror_mirror_paused",
+      help: "1 while the mirror is paused (its scheduled passes skipped), else 0",
+      labelNames: ["mirror"],
       registers,
     }),
     syncConfigDrift: new Gauge({
@@ -188,6 +196,7 @@ export function initMirrorSeries(metrics: Metrics, mirror: string, declared = fa
   metrics.sweepsHeld.inc(labels, 0);
   metrics.leaseTakeovers.inc(labels, 0);
   metrics.mirrorHeld.set(labels, 0);
+  metrics.mirrorPaused.set(labels, 0);
   for (const source_type of SOURCE_TYPES) {
     metrics.resourcesUpserted.inc({ ...labels, source_type }, 0);
     metrics.resourcesUnchanged.inc({ ...labels, source_type }, 0);

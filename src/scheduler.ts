@@ -1,274 +1,192 @@
 /**
- * Cron per mirror for `syncmirror run` (SPEC "One trigger per mirror at a time"). Each mirror has
- * an incremental and a full cron task in its time zone. The rules, in the order a tick meets them:
+ * The schedule of `syncmirror run` (SPEC "Scheduling"), the same on both stores. Due passes live in
+ * the database, not in a process: each look records the scheduled times that fell
+ * (`tick-recorder.ts`), then, while this process has a free slot (`max_concurrent_mirrors`), takes
+ * what is owed: first the triggers left in flight with no live holder (a dead replica's, or a
+ * previous process's), then the due passes, oldest first. Taking one means taking the mirror's
+ * lease (`runPass`), where the pass checks that it is still owed; it starts at once. Nothing is
+ * queued in memory: a pass nobody could start stays due for whichever process frees a slot first.
  *
- * - A tick for a mirror with a pass running here is skipped and counted (`ticksSkipped`), except
- *   a full arriving during an incremental: that full runs as soon as the incremental ends
- *   (the incremental finishes first, then the full triggers), keeping the mirror's slot.
- * - A tick for a mirror already waiting for a slot joins that wait; a full raises a waiting
- *   incremental to full (a full snapshot covers everything an incremental would bring).
- * - A tick for a mirror whose trigger the database records in flight (`isInFlight`: left by
- *   another process) is skipped and counted.
- * - When the incremental and the full cron fall due in the same second, the incremental is
- *   dropped and the full runs.
- * - At most `maxConcurrentMirrors` mirrors run passes at once; the others wait in FIFO order.
- *
- * node-cron's `noOverlap` adds a second guard: a cron task's callback lasts as long as the pass
- * it asked for, so the same task cannot fire again meanwhile (that is counted as a skip too).
+ * A process looks at start-up, at each scheduled time (a timer), whenever one of its passes ends,
+ * when asked (`wake`: a control, the daemon's watcher every poll interval), and so within one poll
+ * interval of another replica leaving something owed.
  */
-import { schedule as cronSchedule, type ScheduledTask, type TaskContext, type TaskOptions } from "node-cron";
-import type { Logger } from "pino";
 import type { MirrorConfig } from "./config.js";
-import { AbortedError } from "./errors.js";
+import { AbortedError, LeaseLostError } from "./errors.js";
+import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
-import type { SkipReason } from "./skip-reasons.js";
-import type { Mode } from "./store/types.js";
-import { cronLogger, tickIdentity } from "./tick.js";
+import { startableDue } from "./store/schedule-rules.js";
+import { isDatabaseError, type Store } from "./store/store.js";
+import { createTickRecorder } from "./tick-recorder.js";
 
-/** How late a tick may still run; cron expressions here have minute granularity. */
-const MISSED_TICK_TOLERANCE_MS = 60_000;
-export type TickOutcome = "started" | "skipped" | "queued";
-
-/** node-cron's `schedule`, narrowed to how the scheduler calls it (a seam for tests). */
-export type ScheduleFn = (
-  expression: string,
-  fn: (context: TaskContext) => unknown,
-  options: TaskOptions,
-) => ScheduledTask;
+/** A timer never waits longer than this (Node's limit is 24.8 days; the watcher looks anyway). */
+const MAX_TIMER_MS = 3_600_000;
 
 export interface SchedulerDeps {
   mirrors: readonly MirrorConfig[];
   maxConcurrentMirrors: number;
-  /** One pass of one mirror. Handles and logs its own outcome; the scheduler only catches. */
-  runPass: (mirror: MirrorConfig, mode: Mode, signal: AbortSignal) => Promise<void>;
-  /** Whether the database records a trigger of this mirror in flight. */
-  isInFlight?: (mirror: string) => boolean;
+  store: Store;
+  /** This process's instance id: a lease of its own that no pass here runs under is stale, not busy. */
+  holderId: string;
   /**
-   * Takes the cron tick (mirror, mode, scheduled minute) for this replica; false when another
-   * replica already took it (SPEC "Scale-out": each tick runs on exactly one replica).
+   * Runs what the mirror is owed under its lease. Calls `started(true)` as soon as it holds the
+   * lease and there is work, `started(false)` when another process holds it or nothing is owed.
+   * Handles and logs its own outcome; the scheduler only catches.
    */
-  claimTick?: (mirror: string, mode: Mode, tickAt: string) => Promise<boolean>;
+  runPass: (mirror: MirrorConfig, signal: AbortSignal, started: (running: boolean) => void) => Promise<void>;
   log: Logger;
   metrics: Metrics;
-  schedule?: ScheduleFn;
+  now?: () => Date;
 }
 
 export interface Scheduler {
-  /** Registers the cron tasks. Idempotent; a stopped scheduler stays stopped. */
-  start(): void;
-  /** Stops the cron tasks, aborts running passes, drops waiting work, resolves once passes end. Idempotent. */
+  /** The first look: catch-up, triggers left in flight, due passes. Idempotent. */
+  start(): Promise<void>;
+  /** Looks again soon (after the look under way, if any). */
+  wake(): void;
+  /** Passes running here now. */
+  running(): number;
+  /** Stops looking, aborts running passes, resolves once they end. Idempotent. */
   stop(): Promise<void>;
-  /** What a cron tick does (also a test seam). Resolves at once with what became of the tick. */
-  tick(mirror: string, mode: Mode): Promise<TickOutcome>;
-  /**
-   * Runs a pass for a trigger a previous process left in flight (the pass resumes it): a tick
-   * that the database's in-flight record, being that very trigger, does not skip.
-   */
-  resume(mirror: string, mode: Mode): Promise<TickOutcome>;
-  /** Whether a pass of the mirror runs here or waits for a slot. */
-  isBusy(mirror: string): boolean;
-}
-
-/** Work asked for one mirror; `done` resolves when its pass ends or it is dropped. */
-interface Work {
-  mode: Mode;
-  readonly done: Promise<void>;
-  readonly finish: () => void;
-}
-
-interface MirrorState {
-  readonly config: MirrorConfig;
-  /** The pass running now. */
-  running: Work | undefined;
-  /** Waiting in the queue for a slot. */
-  waiting: Work | undefined;
-  /** A full to run as soon as the running incremental ends. */
-  fullAfter: Work | undefined;
-}
-
-interface Submitted {
-  outcome: TickOutcome;
-  work?: Work;
 }
 
 export function createScheduler(deps: SchedulerDeps): Scheduler {
-  const schedule = deps.schedule ?? cronSchedule;
-  const states = new Map(
-    deps.mirrors.map((config): [string, MirrorState] => [
-      config.name,
-      { config, running: undefined, waiting: undefined, fullAfter: undefined },
-    ]),
-  );
-  const queue: MirrorState[] = [];
-  const passes = new Set<Promise<void>>();
+  const { store, log, metrics } = deps;
+  const now = deps.now ?? (() => new Date());
+  const byName = new Map(deps.mirrors.map((m) => [m.name, m]));
+  const recorder = createTickRecorder(deps);
   const controller = new AbortController();
-  const tasks: ScheduledTask[] = [];
+  const active = new Map<string, Promise<void>>();
+  let timer: NodeJS.Timeout | undefined;
+  let looking: Promise<void> | undefined;
+  let again = false;
   let started = false;
   let stopped = false;
   let stopping: Promise<void> | undefined;
 
-  function submit(name: string, mode: Mode, honourInFlight: boolean): Submitted {
-    const state = states.get(name);
-    if (!state) throw new Error(`scheduler: unknown mirror "${name}"`);
-    if (stopped) return { outcome: "skipped" };
-    if (state.running) {
-      if (mode === "full" && state.running.mode === "incremental" && !state.fullAfter) {
-        state.fullAfter = createWork("full");
-        deps.log.info({ mirror: name, mode }, "full tick will run once the running incremental ends");
-        return { outcome: "queued", work: state.fullAfter };
-      }
-      return skip(name, mode, "running", "a pass of this mirror is still running");
+  function wake(): void {
+    if (stopped) return;
+    if (looking) {
+      again = true;
+      return;
     }
-    if (state.waiting) {
-      if (mode === "full") state.waiting.mode = "full";
-      return { outcome: "queued", work: state.waiting };
-    }
-    if (honourInFlight && deps.isInFlight?.(name)) {
-      return skip(name, mode, "in_flight", "the database records a trigger of this mirror in flight");
-    }
-    const work = createWork(mode);
-    if (passes.size < deps.maxConcurrentMirrors) {
-      run(state, work);
-      return { outcome: "started", work };
-    }
-    state.waiting = work;
-    queue.push(state);
-    return { outcome: "queued", work };
-  }
-
-  function skip(mirror: string, mode: Mode, reason: SkipReason, why: string): Submitted {
-    deps.metrics.ticksSkipped.inc({ mirror, mode, reason });
-    deps.log.info({ mirror, mode, reason }, `tick skipped: ${why}`);
-    return { outcome: "skipped" };
-  }
-
-  /** Runs the work, then a full that arrived meanwhile, then hands the slot on. */
-  function run(state: MirrorState, first: Work): void {
-    const pass = (async () => {
-      let work: Work | undefined = first;
-      while (work) {
-        state.running = work;
-        await runPass(state.config, work.mode);
-        work.finish();
-        work = state.fullAfter;
-        state.fullAfter = undefined;
-      }
-      state.running = undefined;
-    })();
-    passes.add(pass);
-    void pass.finally(() => {
-      passes.delete(pass);
-      drain();
+    looking = (async () => {
+      do {
+        again = false;
+        await look();
+      } while (again && !stopped);
+    })().finally(() => {
+      looking = undefined;
     });
   }
 
-  async function runPass(config: MirrorConfig, mode: Mode): Promise<void> {
+  async function look(): Promise<void> {
+    await recorder
+      .record(now())
+      .catch((error: unknown) => log.error({ err: error }, "recording scheduled times failed"));
     try {
-      await deps.runPass(config, mode, controller.signal);
+      await takeWork();
+    } catch (error) {
+      // The watcher reports an unreachable database; the next look tries again.
+      if (isDatabaseError(error))
+        log.debug({ err: (error as Error).message }, "could not look for due passes");
+      else log.error({ err: error }, "looking for due passes failed");
+    }
+    arm();
+  }
+
+  function arm(): void {
+    clearTimeout(timer);
+    const next = recorder.nextAt();
+    if (stopped || next === null) return;
+    timer = setTimeout(wake, Math.min(MAX_TIMER_MS, Math.max(0, next.getTime() - now().getTime())));
+    timer.unref();
+  }
+
+  const hasSlot = () => !stopped && active.size < deps.maxConcurrentMirrors;
+
+  async function takeWork(): Promise<void> {
+    if (!hasSlot()) return;
+    for (const name of await owed()) {
+      if (!hasSlot()) return;
+      if (!active.has(name)) await launch(byName.get(name) as MirrorConfig);
+    }
+  }
+
+  /** Mirrors owed a pass that no live process holds: triggers left in flight first, then due passes by age. */
+  async function owed(): Promise<string[]> {
+    const [schedules, holders] = await Promise.all([store.schedules.list(), store.leases.holders()]);
+    for (const s of schedules)
+      if (byName.has(s.mirror)) metrics.mirrorPaused.set({ mirror: s.mirror }, s.paused ? 1 : 0);
+    // A lease of this process's own with no pass running here was left by a pass that failed to release it.
+    const busy = (name: string) =>
+      active.has(name) || (holders.get(name)?.holder ?? deps.holderId) !== deps.holderId;
+    const free = deps.mirrors.filter((m) => !busy(m.name)).map((m) => m.name);
+    const orphans: string[] = [];
+    for (const name of free) if (await store.triggers.findInFlight(name)) orphans.push(name);
+    const due = schedules
+      .flatMap((s) => {
+        const d = startableDue(s);
+        return d && free.includes(s.mirror) && !orphans.includes(s.mirror)
+          ? [{ name: s.mirror, since: d.since }]
+          : [];
+      })
+      .sort((a, b) => (a.since < b.since ? -1 : a.since > b.since ? 1 : 0));
+    return [...orphans, ...due.map((d) => d.name)];
+  }
+
+  /** Starts the mirror's pass in a slot; resolves once it runs, or once it turned out not to. */
+  async function launch(mirror: MirrorConfig): Promise<void> {
+    let report!: (running: boolean) => void;
+    const runs = new Promise<boolean>((resolve) => {
+      report = resolve;
+    });
+    const pass = runPass(mirror, report).finally(() => report(false));
+    active.set(mirror.name, pass);
+    const running = await runs;
+    const done = pass.finally(() => {
+      if (active.get(mirror.name) === pass) active.delete(mirror.name);
+      // A slot is free again, and the mirror may have fallen due while it ran.
+      if (running) wake();
+    });
+    if (!running) await done;
+  }
+
+  async function runPass(mirror: MirrorConfig, started: (running: boolean) => void): Promise<void> {
+    try {
+      await deps.runPass(mirror, controller.signal, started);
     } catch (err) {
       // Shutdown is not a failure: the trigger stays in flight and the next start resumes it.
-      if (err instanceof AbortedError && controller.signal.aborted) {
-        deps.log.info({ mirror: config.name, mode }, "pass stopped by shutdown; the next start resumes it");
+      if (err instanceof AbortedError && controller.signal.aborted && !(err instanceof LeaseLostError)) {
+        log.info({ mirror: mirror.name }, "pass stopped by shutdown; the next start resumes it");
         return;
       }
-      deps.log.error({ err, mirror: config.name, mode }, "sync pass failed");
+      // Logged where it was found; the replica now holding the lease carries the pass on.
+      if (err instanceof LeaseLostError) return;
+      log.error({ err, mirror: mirror.name }, "sync pass failed");
     }
-  }
-
-  function drain(): void {
-    while (!stopped && passes.size < deps.maxConcurrentMirrors) {
-      const state = queue.shift();
-      if (!state) return;
-      const work = state.waiting;
-      state.waiting = undefined;
-      if (work) run(state, work);
-    }
-  }
-
-  function scheduleTask(config: MirrorConfig, mode: Mode, supersededAt?: (date: Date) => boolean) {
-    const log = deps.log.child({ mirror: config.name, mode });
-    const task = schedule(
-      mode === "full" ? config.fullCron : config.incrementalCron,
-      async (context) => {
-        if (supersededAt?.(context.date)) {
-          log.debug("incremental tick dropped: the full falls due at the same time");
-          return;
-        }
-        const tickAt = tickIdentity(mode === "full" ? config.fullCron : config.incrementalCron, context.date);
-        if (deps.claimTick && !(await deps.claimTick(config.name, mode, tickAt).catch(() => false))) {
-          skip(config.name, mode, "taken", "another replica took this tick (or the database is unreachable)");
-          return;
-        }
-        await submit(config.name, mode, true).work?.done;
-      },
-      {
-        timezone: config.timezone,
-        noOverlap: true,
-        name: `${config.name}:${mode}`,
-        logger: cronLogger(log),
-        // A large page commits in one synchronous transaction and may hold the event loop past
-        // node-cron's default 1 s tolerance; a late tick must still run (a missed full costs a day).
-        missedExecutionTolerance: MISSED_TICK_TOLERANCE_MS,
-      },
-    );
-    // node-cron's noOverlap blocked the tick (and logged it): count it like any other skip.
-    task.on("execution:overlap", () =>
-      deps.metrics.ticksSkipped.inc({ mirror: config.name, mode, reason: "overlap" }),
-    );
-    tasks.push(task);
-    return task;
-  }
-
-  /** Everything up to the final await happens at once, so no tick or queued work slips in. */
-  async function shutdown(): Promise<void> {
-    const tasksStopped = tasks.splice(0).map(async (task) => {
-      await task.stop();
-      await task.destroy(); // also removes it from node-cron's process-wide registry
-    });
-    controller.abort(new AbortedError("syncmirror is shutting down"));
-    for (const state of states.values()) {
-      state.waiting?.finish();
-      state.fullAfter?.finish();
-      state.waiting = undefined;
-      state.fullAfter = undefined;
-    }
-    queue.length = 0;
-    await Promise.all([...tasksStopped, ...passes]);
   }
 
   return {
-    start() {
+    async start() {
       if (started || stopped) return;
       started = true;
-      for (const config of deps.mirrors) {
-        const full = scheduleTask(config, "full");
-        scheduleTask(config, "incremental", (date) => full.match(date));
-      }
+      wake();
+      await looking;
     },
+    wake,
+    running: () => active.size,
     stop() {
       if (!stopping) {
         stopped = true;
-        stopping = shutdown();
+        clearTimeout(timer);
+        controller.abort(new AbortedError("syncmirror is shutting down"));
+        stopping = (async () => {
+          await looking;
+          await Promise.all([...active.values()]);
+        })();
       }
       return stopping;
     },
-    async tick(mirror, mode) {
-      return submit(mirror, mode, true).outcome;
-    },
-    async resume(mirror, mode) {
-      return submit(mirror, mode, false).outcome;
-    },
-    isBusy(mirror) {
-      const state = states.get(mirror);
-      return state !== undefined && (state.running !== undefined || state.waiting !== undefined);
-    },
   };
-}
-
-function createWork(mode: Mode): Work {
-  let finish!: () => void;
-  const done = new Promise<void>((resolve) => {
-    finish = resolve;
-  });
-  return { mode, done, finish };
 }

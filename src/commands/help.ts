@@ -17,7 +17,10 @@ export type CommandName =
   | "reindex"
   | "plan"
   | "apply"
-  | "copy-store";
+  | "copy-store"
+  | "pause"
+  | "resume"
+  | "trigger";
 
 interface CommandHelp {
   summary: string;
@@ -194,6 +197,46 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     exit: "0 copied; 1 the target is not empty (nothing copied), the SQLite mirror is in use, or a database error; 2 bad usage, a config without database.url_env, no file at --from",
     example:
       "SYNCMIRROR_DATABASE_URL=postgres://... syncmirror copy-store --from /data/mirror.db --config pg.yaml",
+  },
+  pause: {
+    summary: "skip a mirror's scheduled passes on every replica until resume (a running pass finishes)",
+    usage: "syncmirror pause --mirror NAME [--json] [--config FILE]",
+    flags: [
+      ["--mirror NAME", "the mirror to pause (required)"],
+      ["--json", "print the JSON object POST /v1/mirrors/{name}/pause answers (default: one line)"],
+      CONFIG_FLAG,
+      HELP_FLAG,
+    ],
+    exit: "0 (also when already paused); 2 bad usage or config, an unknown mirror",
+    example: "syncmirror pause --mirror eng-wiki",
+  },
+  resume: {
+    summary: "run a paused mirror's scheduled passes again, from its next scheduled time",
+    usage: "syncmirror resume --mirror NAME [--json] [--config FILE]",
+    flags: [
+      ["--mirror NAME", "the mirror to resume (required)"],
+      ["--json", "print the JSON object POST /v1/mirrors/{name}/resume answers (default: one line)"],
+      CONFIG_FLAG,
+      HELP_FLAG,
+    ],
+    exit: "0 (also when not paused); 2 bad usage or config, an unknown mirror",
+    example: "syncmirror resume --mirror eng-wiki",
+  },
+  trigger: {
+    summary: "make a pass due now: the first free replica runs it, or this process when no daemon is alive",
+    usage: "syncmirror trigger --mirror NAME [--full] [--json] [--config FILE]",
+    flags: [
+      ["--mirror NAME", "the mirror (required); a paused mirror's requested pass runs too"],
+      ["--full", "a full pass, with its sweep (default: incremental)"],
+      [
+        "--json",
+        "print the JSON object POST /v1/mirrors/{name}/trigger answers, with the pass's summary when this process ran it (default: text)",
+      ],
+      CONFIG_FLAG,
+      HELP_FLAG,
+    ],
+    exit: "0 once the pass is due (when this process ran it, its outcome is printed: use sync for an exit code that follows it); 2 bad usage or config, an unknown mirror",
+    example: "syncmirror trigger --mirror eng-wiki --full",
   },
 };
 

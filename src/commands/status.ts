@@ -4,7 +4,7 @@
  */
 import { createLogger } from "../log.js";
 import { missingDatabaseFile, openStoreForReading } from "../store/open-store.js";
-import { buildStatus, type MirrorStatus } from "../sync/status-report.js";
+import { buildStatus, type MirrorStatus, type ReplicaStatus } from "../sync/status-report.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
@@ -22,7 +22,9 @@ export const status: Command = (args, io) =>
     try {
       const report = await buildStatus(store, config.mirrors);
       io.stdout.write(
-        values.json ? `${JSON.stringify(report, null, 2)}\n` : report.mirrors.map(formatMirror).join("\n"),
+        values.json
+          ? `${JSON.stringify(report, null, 2)}\n`
+          : `${report.mirrors.map(formatMirror).join("\n")}\n${formatReplicas(report.replicas)}`,
       );
       return 0;
     } finally {
@@ -44,6 +46,7 @@ function formatMirror(s: MirrorStatus): string {
   if (s.declared_sync_config?.last_error)
     lines.push(`  sync config not applied:  ${s.declared_sync_config.last_error}`);
   lines.push(`  held by:                  ${heldBy(s)}`);
+  lines.push(...scheduleLines(s));
   if (s.in_flight) lines.push(`  in flight:                ${describeInFlight(s.in_flight, s.holder)}`);
   for (const p of s.skipped_pairs)
     lines.push(`  skipped: ${p.user_email} on ${p.server_instance_id}: ${p.reason}`);
@@ -71,4 +74,30 @@ function heldBy(s: MirrorStatus): string {
   return s.in_flight
     ? "nobody: the trigger in flight is resumed by the next replica (or start) that finds it"
     : "nobody (no pass running)";
+}
+
+/** Next scheduled times, the pause and the pass due (SPEC "Operator console"). */
+function scheduleLines(s: MirrorStatus): string[] {
+  const skipped = s.paused ? " (skipped: paused)" : "";
+  const lines = [
+    `  next incremental:         ${s.next_incremental_at ?? "none within a year"}${skipped}`,
+    `  next full:                ${s.next_full_at ?? "none within a year"}${skipped}`,
+  ];
+  if (s.paused) lines.push(`  paused:                   since ${s.paused.since} by ${s.paused.by}`);
+  if (s.due) {
+    const why = s.due.reason === "requested" ? `requested by ${s.due.by}` : s.due.reason;
+    lines.push(
+      `  due:                      ${s.due.mode} pass since ${s.due.since} (${why}), not started yet`,
+    );
+  }
+  return lines;
+}
+
+function formatReplicas(replicas: readonly ReplicaStatus[]): string {
+  if (replicas.length === 0) return "daemons alive: none (a due pass waits for one, or for `trigger`)\n";
+  const rows = replicas.map(
+    (r) =>
+      `  ${r.name} (instance ${r.instance_id}): ${r.running}/${r.slots} passes running, seen ${r.last_seen_at}`,
+  );
+  return `daemons alive:\n${rows.join("\n")}\n`;
 }

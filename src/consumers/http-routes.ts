@@ -5,7 +5,7 @@
 import type { IncomingMessage } from "node:http";
 import { SearchQueryError, SearchUnavailableError, UsageError } from "../errors.js";
 import { isBearerAuthorized } from "../http-auth.js";
-import type { Reply } from "../http-server.js";
+import { jsonReply as json, type Reply, type Route } from "../http-server.js";
 import type { Store } from "../store/store.js";
 import { type OnCommit, readChangesWaiting } from "./change-waiter.js";
 import { feedPageJson, searchJson } from "./feed-json.js";
@@ -25,30 +25,28 @@ export interface ConsumerRoutesDeps {
   signal: AbortSignal;
 }
 
-const JSON_TYPE = "application/json; charset=utf-8";
-const PREFIX = "/v1/";
 /** The consumer endpoints (bearer token always). */
 export const CONSUMER_PATHS = Object.freeze({ changes: "/v1/changes", search: "/v1/search" });
+const PATHS = new Set<string>(Object.values(CONSUMER_PATHS));
 
-/** Answers requests under `/v1/`; undefined for any other path (the caller routes those). */
-export function createConsumerRoutes(deps: ConsumerRoutesDeps) {
+/** Answers `/v1/changes` and `/v1/search`; undefined for any other path (another route's). */
+export function createConsumerRoutes(deps: ConsumerRoutesDeps): Route {
   return async (req: IncomingMessage): Promise<Reply | undefined> => {
     const url = new URL(req.url ?? "/", "http://localhost");
-    if (!url.pathname.startsWith(PREFIX)) return undefined;
+    if (!PATHS.has(url.pathname)) return undefined;
     if (!isBearerAuthorized(req.headers.authorization, deps.token)) {
       return { ...json(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
     }
+    if (req.method !== "GET" && req.method !== "HEAD")
+      return { ...json(405, { error: "method not allowed" }), headers: { Allow: "GET, HEAD" } };
     const source = deps.source();
     if (source === undefined) return json(503, { error: "not ready: the database is not open yet" });
     try {
-      switch (url.pathname) {
-        case CONSUMER_PATHS.changes:
-          return json(200, await changes(deps, source, url, req));
-        case CONSUMER_PATHS.search:
-          return json(200, await search(deps, source, url));
-        default:
-          return json(404, { error: "not found" });
-      }
+      const body =
+        url.pathname === CONSUMER_PATHS.changes
+          ? await changes(deps, source, url, req)
+          : await search(deps, source, url);
+      return json(200, body);
     } catch (error) {
       if (error instanceof UsageError || error instanceof SearchQueryError)
         return json(400, { error: error.message });
@@ -81,8 +79,4 @@ async function search(deps: ConsumerRoutesDeps, source: ConsumerSource, url: URL
     throw new SearchUnavailableError("search is not enabled: set search.enabled: true");
   const { hits } = await searchAsUser(source, params, deps.mirrors);
   return searchJson(hits);
-}
-
-function json(status: number, body: unknown): Reply {
-  return { status, contentType: JSON_TYPE, body: `${JSON.stringify(body)}\n` };
 }

@@ -25,12 +25,16 @@ export const COPIED_TABLES: readonly PgTable[] = [
   pg.dryRunRevoke,
   // Which sync configs syncmirror created or adopted for declared mirrors, and the full pass owed.
   pg.managedSyncConfigs,
+  // Scheduled times already recorded, the pass due and the pause (so nothing is caught up twice),
+  // and who paused, resumed or triggered what.
+  pg.schedules,
+  pg.controlActions,
 ];
 
 /** Tables left behind, by name, and why. */
 export const NOT_COPIED: Readonly<Record<string, string>> = {
   leases: "who runs a mirror's pass right now: no process runs one during the copy",
-  ticks: "which replica took a past cron tick: nothing reads a past tick again",
+  replicas: "which daemons are alive right now: none runs during the copy",
 };
 
 type Kind = "text" | "json" | "time" | "boolean" | "number";

@@ -4,7 +4,17 @@
  * to a row that should be there and is not.
  */
 import { DatabaseError } from "../errors.js";
-import type { PendingContinue, Run, SkippedPairRecord, Trigger } from "./types.js";
+import type {
+  ControlAction,
+  ControlRecord,
+  DueReason,
+  MirrorSchedule,
+  Mode,
+  PendingContinue,
+  Run,
+  SkippedPairRecord,
+  Trigger,
+} from "./types.js";
 
 /** A JSON column's value as the driver returns it, decoded. */
 export type DecodeJson = (value: unknown) => unknown;
@@ -36,4 +46,48 @@ export function found<R>(row: R | undefined, what: string): R {
     );
   }
   return row;
+}
+
+/** A `schedules` row as both dialects' drizzle tables read it (times already ISO text). */
+export interface ScheduleColumns {
+  mirror: string;
+  incrementalSlot: string;
+  fullSlot: string;
+  dueMode: Mode | null;
+  dueReason: DueReason | null;
+  dueAt: string | null;
+  dueBy: string | null;
+  pausedAt: string | null;
+  pausedBy: string | null;
+}
+
+export function toSchedule(row: ScheduleColumns): MirrorSchedule {
+  return {
+    mirror: row.mirror,
+    incrementalSlot: row.incrementalSlot,
+    fullSlot: row.fullSlot,
+    due:
+      row.dueMode && row.dueReason && row.dueAt
+        ? { mode: row.dueMode, reason: row.dueReason, since: row.dueAt, by: row.dueBy }
+        : null,
+    paused: row.pausedAt ? { at: row.pausedAt, by: row.pausedBy ?? "" } : null,
+  };
+}
+
+export function scheduleColumns(s: MirrorSchedule): ScheduleColumns {
+  return {
+    mirror: s.mirror,
+    incrementalSlot: s.incrementalSlot,
+    fullSlot: s.fullSlot,
+    dueMode: s.due?.mode ?? null,
+    dueReason: s.due?.reason ?? null,
+    dueAt: s.due?.since ?? null,
+    dueBy: s.due?.by ?? null,
+    pausedAt: s.paused?.at ?? null,
+    pausedBy: s.paused?.by ?? null,
+  };
+}
+
+export function toControl(row: Omit<ControlRecord, "action"> & { action: string }): ControlRecord {
+  return { ...row, action: row.action as ControlAction };
 }

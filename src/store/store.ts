@@ -18,10 +18,14 @@ import type {
   ActiveTrigger,
   ChangeOp,
   ChangeRecord,
+  ControlAction,
+  ControlRecord,
+  DueReason,
   Fence,
   Lease,
   LeaseGrant,
   LeaseHolder,
+  MirrorSchedule,
   MirrorState,
   Mode,
   NewRun,
@@ -29,6 +33,7 @@ import type {
   Pair,
   PairRef,
   PendingContinue,
+  Replica,
   ResourceWrite,
   Run,
   RunSource,
@@ -105,7 +110,12 @@ export interface TriggerRepo {
   findInFlight(mirror: string): Promise<Trigger | undefined>;
   get(id: number): Promise<Trigger>;
   lastFinished(mirror: string): Promise<Trigger | undefined>;
-  /** Written before the POST so that a crash between the two leaves something to adopt from. */
+  /** When the newest pass of one of `modes` was started (its intent), if any. */
+  lastIntentAt(mirror: string, modes: readonly Mode[]): Promise<string | undefined>;
+  /**
+   * Written before the POST so that a crash between the two leaves something to adopt from. A due
+   * pass writes it in the transaction that takes the due off the schedule (`sync/trigger.ts`).
+   */
   createIntent(t: {
     mirror: string;
     mode: Mode;
@@ -113,6 +123,10 @@ export interface TriggerRepo {
     knownBefore: string | null;
     intentAt: string;
     allowMassDelete: boolean;
+    startedBy: string | null;
+    startedByName: string | null;
+    dueAt: string | null;
+    dueReason: DueReason | null;
   }): Promise<Trigger>;
   /** The trigger's runs are known (from the POST response or adopted from the run list). */
   activate(
@@ -189,8 +203,8 @@ export interface DryRunRepo {
 
 /**
  * Coordination between replicas (SPEC "Scale-out"). A lease on a mirror says which process may run
- * its pass, and its epoch fences the pass (SPEC "Fencing"); a claimed tick says which replica runs
- * a cron tick. Expiry is judged by the database's clock, so replicas whose clocks differ still agree.
+ * its pass, and its epoch fences the pass (SPEC "Fencing"). Expiry is judged by the database's
+ * clock, so replicas whose clocks differ still agree.
  */
 export interface LeaseRepo {
   /**
@@ -217,8 +231,47 @@ export interface LeaseRepo {
   release(fence: Fence): Promise<void>;
   /** Unexpired, unreleased leases by mirror. */
   holders(): Promise<Map<string, Lease>>;
-  /** True when this call took the tick (mirror, mode, scheduled minute); false when another did. */
-  claimTick(mirror: string, mode: Mode, tickAt: string, holder: string): Promise<boolean>;
+}
+
+/**
+ * Each mirror's schedule, shared by every replica (SPEC "Scheduling"). Its rules are
+ * `schedule-rules.ts`: a caller reads the row with `lock` inside a transaction, applies a rule and
+ * `save`s the result, so two replicas recording the same time, or a tick racing a pass's intent,
+ * are ordered by the row lock (PostgreSQL `FOR UPDATE`; SQLite's writer lock).
+ */
+export interface ScheduleRepo {
+  find(mirror: string): Promise<MirrorSchedule | undefined>;
+  list(): Promise<MirrorSchedule[]>;
+  /** `find`, keeping the row from other writers until the transaction ends. */
+  lock(mirror: string): Promise<MirrorSchedule | undefined>;
+  /** Writes the row, creating it when missing. */
+  save(schedule: MirrorSchedule): Promise<void>;
+}
+
+/** The daemons alive on this database, each by its heartbeat (`status`, and whether `trigger` runs a pass itself). */
+export interface ReplicaRepo {
+  /** This daemon is alive for `ttlSeconds` more (database clock); rows long expired are pruned. */
+  beat(
+    r: Pick<Replica, "instanceId" | "name" | "startedAt" | "slots" | "running">,
+    ttlSeconds: number,
+  ): Promise<void>;
+  /** A daemon that stops cleanly leaves at once. */
+  leave(instanceId: string): Promise<void>;
+  /** Daemons whose heartbeat has not expired, oldest first. */
+  live(): Promise<Replica[]>;
+}
+
+/** Operators' controls, kept for the history. */
+export interface ControlRepo {
+  record(c: {
+    mirror: string;
+    action: ControlAction;
+    mode: Mode | null;
+    actor: string;
+    at: string;
+  }): Promise<void>;
+  /** Newest first. */
+  list(q: { mirror?: string; limit: number }): Promise<ControlRecord[]>;
 }
 
 /** What can be done inside a transaction (and, one statement at a time, outside one). */
@@ -233,6 +286,9 @@ export interface StoreOps {
   dryRun: DryRunRepo;
   leases: LeaseRepo;
   syncConfigs: SyncConfigRepo;
+  schedules: ScheduleRepo;
+  replicas: ReplicaRepo;
+  controls: ControlRepo;
 }
 
 /** The change feed as consumers read it: one consistent snapshot per page. */

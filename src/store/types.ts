@@ -46,6 +46,12 @@ export interface Trigger {
   sweepsHeld: number;
   leaversUnknown: boolean;
   leaversSwept: boolean;
+  /** The process that started the pass (wrote the intent): its instance id and `hostname:pid`. */
+  startedBy: string | null;
+  startedByName: string | null;
+  /** The due pass it served: when that became due and why; null for `sync` (a one-shot). */
+  dueAt: string | null;
+  dueReason: DueReason | null;
 }
 
 /** An active trigger: its upstream id is known. */
@@ -263,3 +269,58 @@ export const RESOURCE_COLUMNS = [
   "attachments",
   "provenance",
 ] as const;
+
+/** Why a mirror's pass is due (SPEC "Scheduling"). */
+export const DUE_REASONS = ["schedule", "catch-up", "requested"] as const;
+export type DueReason = (typeof DUE_REASONS)[number];
+
+/** A pass owed to a mirror and not started yet: the first replica with a free slot starts it. */
+export interface Due {
+  mode: Mode;
+  reason: DueReason;
+  /** When it became due: the scheduled time, or when it was requested. */
+  since: string;
+  /** Who requested it (`requested`), else null. */
+  by: string | null;
+}
+
+/**
+ * A mirror's schedule as the database keeps it, shared by every replica: the latest scheduled
+ * time of each cron that a process recorded (so each one is recorded once), the pass due, and the
+ * pause an operator set.
+ */
+export interface MirrorSchedule {
+  mirror: string;
+  incrementalSlot: string;
+  fullSlot: string;
+  due: Due | null;
+  paused: { at: string; by: string } | null;
+}
+
+/** A live `syncmirror run` process, as its last heartbeat recorded it. */
+export interface Replica {
+  instanceId: string;
+  /** `hostname:pid`. */
+  name: string;
+  startedAt: string;
+  seenAt: string;
+  /** Its heartbeat counts until then (the database's clock). */
+  expiresAt: string;
+  /** `max_concurrent_mirrors`, and how many passes it ran at its last heartbeat. */
+  slots: number;
+  running: number;
+}
+
+export type ControlAction = "pause" | "resume" | "trigger";
+
+/** An operator's control, kept for the history: what, on which mirror, by whom, when. */
+export interface ControlRecord {
+  id: number;
+  mirror: string;
+  action: ControlAction;
+  /** The mode a trigger asked for; null for pause and resume. */
+  mode: Mode | null;
+  /** `user@host` from the CLI, `http <address>` from the HTTP API. */
+  actor: string;
+  at: string;
+}

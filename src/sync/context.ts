@@ -3,11 +3,13 @@ import type { MirrorConfig } from "../config.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
-import type { Fence } from "../store/types.js";
+import type { Fence, LeaseHolder } from "../store/types.js";
 import type { PageWindow } from "./page-window.js";
 
 /** Named points where an env-guarded crash seam may kill the process (reliability tests only). */
 export type CrashPoint =
+  | "before-intent"
+  | "after-intent"
   | "after-trigger-post"
   | "mid-page"
   | "between-pages"
@@ -54,6 +56,14 @@ export interface PassOptions {
   full: boolean;
   allowMassDelete: boolean;
   dryRun: boolean;
+  /** The process starting the pass, recorded on its trigger (`started_by`, `started_by_name`). */
+  startedBy?: LeaseHolder;
+  /**
+   * A due pass (scheduled or requested): the due it covers is taken off the mirror's schedule in
+   * the transaction that writes the trigger's intent, so a crash either leaves both (the trigger
+   * is resumed, the due stays consumed) or neither (the due stays for the next replica).
+   */
+  servesDue?: boolean;
 }
 
 /**

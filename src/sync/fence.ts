@@ -29,12 +29,15 @@ const READS: Reads = {
     "countKeysSeenSince",
   ],
   pairs: ["listForMirror", "countAwaitingBaseline"],
-  triggers: ["findInFlight", "get", "lastFinished"],
+  triggers: ["findInFlight", "get", "lastFinished", "lastIntentAt"],
   runs: ["newestCreatedAt", "isKnown", "ofTrigger", "get", "sourcesOf"],
   mirrors: ["get"],
   dryRun: [],
   leases: ["isHeld", "holders"],
   syncConfigs: ["find", "list"],
+  schedules: ["find", "list", "lock"],
+  replicas: ["live"],
+  controls: ["list"],
 };
 
 /** Throws LeaseLostError unless `fence` still holds the lease; run first in a transaction. */

@@ -1,11 +1,13 @@
 /**
  * What `status` (and HTTP `/status`) shows per mirror: last incremental and full success, the
  * since the next trigger would send, the trigger and runs in flight, live resources, pairs
- * awaiting a baseline, held revocations, and the process holding the mirror's lease. Read-only.
+ * awaiting a baseline, held revocations, the process holding the mirror's lease, its next
+ * scheduled times, whether it is paused and the pass due; and the daemons alive. Read-only.
  */
 import type { MirrorConfig } from "../config.js";
+import { cronOccurrences } from "../cron-occurrences.js";
 import type { Store } from "../store/store.js";
-import type { Lease, Mode, Run, Trigger } from "../store/types.js";
+import type { DueReason, Lease, MirrorSchedule, Mode, Run, Trigger } from "../store/types.js";
 import { planPass } from "./plan.js";
 
 export interface MirrorStatus {
@@ -47,23 +49,68 @@ export interface MirrorStatus {
   lease_expires_at: string | null;
   /** The lease's fencing token: it grows at every takeover. */
   lease_epoch: number | null;
+  /** The next scheduled times of `incremental_cron` and `full_cron` (UTC; skipped while paused). */
+  next_incremental_at: string | null;
+  next_full_at: string | null;
+  /** Set while the mirror is paused: since when and by whom. */
+  paused: { since: string; by: string } | null;
+  /** The pass due and not started yet: its mode, why, since when (and who asked for it). */
+  due: { mode: Mode; reason: DueReason; since: string; by: string | null } | null;
+}
+
+/** A daemon alive on the database, by its last heartbeat. */
+export interface ReplicaStatus {
+  instance_id: string;
+  /** `hostname:pid`. */
+  name: string;
+  started_at: string;
+  last_seen_at: string;
+  /** `max_concurrent_mirrors`, and the passes it ran at its last heartbeat. */
+  slots: number;
+  running: number;
 }
 
 export async function buildStatus(
   store: Store,
   mirrors: readonly MirrorConfig[],
-): Promise<{ mirrors: MirrorStatus[] }> {
+  now: Date = new Date(),
+): Promise<{ mirrors: MirrorStatus[]; replicas: ReplicaStatus[] }> {
   const holders = await store.leases.holders();
+  const schedules = new Map((await store.schedules.list()).map((s) => [s.mirror, s]));
   const statuses: MirrorStatus[] = [];
-  for (const m of mirrors) statuses.push(await mirrorStatus(store, m, holders.get(m.name)));
-  return { mirrors: statuses };
+  for (const m of mirrors) {
+    statuses.push({
+      ...(await mirrorStatus(store, m, holders.get(m.name))),
+      ...scheduleStatus(m, schedules.get(m.name), now),
+    });
+  }
+  const replicas = (await store.replicas.live()).map((r) => ({
+    instance_id: r.instanceId,
+    name: r.name,
+    started_at: r.startedAt,
+    last_seen_at: r.seenAt,
+    slots: r.slots,
+    running: r.running,
+  }));
+  return { mirrors: statuses, replicas };
+}
+
+function scheduleStatus(mirror: MirrorConfig, schedule: MirrorSchedule | undefined, now: Date) {
+  const next = (expression: string) =>
+    cronOccurrences(expression, mirror.timezone).next(now)?.toISOString() ?? null;
+  return {
+    next_incremental_at: next(mirror.incrementalCron),
+    next_full_at: next(mirror.fullCron),
+    paused: schedule?.paused ? { since: schedule.paused.at, by: schedule.paused.by } : null,
+    due: schedule?.due ?? null,
+  };
 }
 
 async function mirrorStatus(
   store: Store,
   mirror: MirrorConfig,
   lease: Lease | undefined,
-): Promise<MirrorStatus> {
+): Promise<Omit<MirrorStatus, keyof ReturnType<typeof scheduleStatus>>> {
   const state = await store.mirrors.get(mirror.name);
   const pairs = await store.pairs.listForMirror(mirror.name);
   const managed = await store.syncConfigs.find(mirror.name);

@@ -4,21 +4,43 @@
  */
 import type { RunListItem } from "../api/schemas.js";
 import { TriggerOutcomeUnknownError } from "../errors.js";
+import { consumeDue } from "../store/schedule-rules.js";
 import type { StoreOps } from "../store/store.js";
-import type { NewRun, Trigger } from "../store/types.js";
+import type { Due, Mode, NewRun, Trigger } from "../store/types.js";
 import type { MirrorPass, SyncContext } from "./context.js";
 import type { Plan } from "./plan.js";
 import { serverTime } from "./time.js";
 
 export async function recordIntent({ mirror, ctx, options }: MirrorPass, plan: Plan): Promise<Trigger> {
-  return ctx.store.triggers.createIntent({
-    mirror: mirror.name,
-    mode: plan.mode,
-    since: plan.since,
-    knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),
-    intentAt: ctx.now().toISOString(),
-    allowMassDelete: options.allowMassDelete,
+  const knownBefore = await ctx.store.runs.newestCreatedAt(mirror.name);
+  const intentAt = ctx.now().toISOString();
+  ctx.crashPoint("before-intent");
+  const intent = await ctx.store.transaction(async (tx) => {
+    const due = options.servesDue ? await takeDue(tx, mirror.name, plan.mode) : null;
+    return tx.triggers.createIntent({
+      mirror: mirror.name,
+      mode: plan.mode,
+      since: plan.since,
+      knownBefore,
+      intentAt,
+      allowMassDelete: options.allowMassDelete,
+      startedBy: options.startedBy?.id ?? null,
+      startedByName: options.startedBy?.name ?? null,
+      dueAt: due?.since ?? null,
+      dueReason: due?.reason ?? null,
+    });
   });
+  ctx.crashPoint("after-intent");
+  return intent;
+}
+
+/** The due this pass covers, off the schedule (a due full stays for a full pass). */
+async function takeDue(tx: StoreOps, mirror: string, mode: Mode): Promise<Due | null> {
+  const schedule = await tx.schedules.lock(mirror);
+  const taken = schedule && consumeDue(schedule, mode);
+  if (!taken) return null;
+  await tx.schedules.save(taken.schedule);
+  return taken.due;
 }
 
 /** Trigger POSTs one pass sends at most: the second only once the run list shows the first created nothing. */

@@ -109,14 +109,17 @@ export function spawnCli(
   };
 }
 
-/** Spawns `syncmirror run --config <h.configPath>` and resolves once its HTTP port is known. */
+/**
+ * Spawns `syncmirror run --config <h.configPath>` (or `options.configPath`: a replica configured
+ * unlike the others) and resolves once its HTTP port is known.
+ */
 export async function startDaemon(
   h: Harness,
   extraEnv: Record<string, string> = {},
-  options: Pick<SpawnOptions, "wrap"> = {},
+  options: Pick<SpawnOptions, "wrap"> & { configPath?: string } = {},
 ): Promise<DaemonProcess> {
   const cli = spawnCli(
-    ["run", "--config", h.configPath],
+    ["run", "--config", options.configPath ?? h.configPath],
     { ...h.env, LOG_LEVEL: "info", ...extraEnv },
     options,
   );

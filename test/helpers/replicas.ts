@@ -5,6 +5,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import type { CliProcess } from "./daemon.js";
 import type { Harness } from "./mirror-harness.js";
@@ -59,4 +60,30 @@ export function mirrorRows(h: Harness): unknown {
     ),
     changes: h.query("SELECT seq, key, op FROM changes ORDER BY seq"),
   };
+}
+
+/**
+ * Replaces the harness's one mirror by `count` mirrors `m1`..`mN`, each on a sync config of its
+ * own (the first the simulator's, the others created alike), and returns their names.
+ */
+export function useMirrors(h: Harness, count: number): string[] {
+  const ids = [h.sim.syncConfigId, ...Array.from({ length: count - 1 }, () => h.sim.configs.create())];
+  const names = ids.map((_, i) => `m${i + 1}`);
+  const config = parse(readFileSync(h.configPath, "utf8")) as Record<string, unknown>;
+  config.mirrors = ids.map((id, i) => ({ name: names[i], sync_config_id: id }));
+  writeFileSync(h.configPath, stringify(config));
+  return names;
+}
+
+/** A copy of the harness's config changed by `edit`, for one replica configured unlike the others. */
+export function replicaConfig(
+  h: Harness,
+  name: string,
+  edit: (config: Record<string, unknown>) => void,
+): string {
+  const config = parse(readFileSync(h.configPath, "utf8")) as Record<string, unknown>;
+  edit(config);
+  const path = join(h.dir, `${name}.yaml`);
+  writeFileSync(path, stringify(config));
+  return path;
 }

@@ -89,6 +89,10 @@ export function createIntent(
     knownBefore: null,
     intentAt: T1,
     allowMassDelete: false,
+    startedBy: null,
+    startedByName: null,
+    dueAt: null,
+    dueReason: null,
     ...t,
   });
 }

@@ -1,12 +1,12 @@
 /**
- * Leases and cron ticks shared by replicas (SPEC "Scale-out", "Fencing"). Expiry is judged by the
+ * Leases shared by replicas (SPEC "Scale-out", "Fencing"). Expiry is judged by the
  * database clock (`now()`), so replicas whose clocks differ by a few seconds still agree on who
  * holds what.
  */
 import type { LeaseRepo } from "../store.js";
 import type { Lease } from "../types.js";
 import { type Conn, queryOne } from "./connection.js";
-import { ticks, toIso } from "./schema.js";
+import { toIso } from "./schema.js";
 
 interface LeaseRow {
   mirror: string;
@@ -61,7 +61,7 @@ type Taken = Omit<LeaseRow, "epoch" | "expires_at"> & {
   old_expires_at: Date;
 };
 
-export function createLeaseRepo({ db, client }: Conn): LeaseRepo {
+export function createLeaseRepo({ client }: Conn): LeaseRepo {
   return {
     async acquire(mirror, holder, ttlSeconds, replacing = holder.id) {
       const args = [mirror, holder.id, holder.name, ttlSeconds];
@@ -121,15 +121,6 @@ export function createLeaseRepo({ db, client }: Conn): LeaseRepo {
     async holders() {
       const { rows } = await client.query<LeaseRow>(`SELECT * FROM leases WHERE ${LIVE}`);
       return new Map(rows.map((r) => [r.mirror, toLease(r)]));
-    },
-
-    async claimTick(mirror, mode, tickAt, holder) {
-      const taken = await db
-        .insert(ticks)
-        .values({ mirror, mode, tickAt, holder })
-        .onConflictDoNothing()
-        .returning({ mirror: ticks.mirror });
-      return taken.length === 1;
     },
   };
 }

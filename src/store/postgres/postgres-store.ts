@@ -16,6 +16,7 @@ import { createStore } from "../store-runtime.js";
 import type { ChangeOp } from "../types.js";
 import { createAccessRepo } from "./access.js";
 import { createChangeRepo, publishChanges } from "./changes.js";
+import { createControlRepo } from "./controls.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
 import { createLeaseRepo } from "./leases.js";
@@ -31,8 +32,10 @@ import {
   storeError,
 } from "./open.js";
 import { createPairRepo } from "./pairs.js";
+import { createReplicaRepo } from "./replicas.js";
 import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
+import { createScheduleRepo } from "./schedules.js";
 import * as schema from "./schema.js";
 import { applySearchSetting, rebuildSearchIndex, searchResources } from "./search.js";
 import { createSyncConfigRepo } from "./sync-configs.js";
@@ -100,6 +103,9 @@ function createPostgresDriver(
         dryRun: createDryRunRepo(conn),
         leases: createLeaseRepo(conn),
         syncConfigs: createSyncConfigRepo(conn),
+        schedules: createScheduleRepo(conn),
+        replicas: createReplicaRepo(conn),
+        controls: createControlRepo(conn),
       };
     },
     begin: () => beginOn(pool),

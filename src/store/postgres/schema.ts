@@ -137,6 +137,12 @@ export const triggers = pgTable(
     /** The access check that decides who left could not be read: nobody lost access for leaving. */
     leaversUnknown: boolean("leavers_unknown").notNull().default(false),
     leaversSwept: boolean("leavers_swept").notNull().default(false),
+    /** The process that started the pass: its instance id and `hostname:pid`. */
+    startedBy: text("started_by"),
+    startedByName: text("started_by_name"),
+    /** The due pass it served (when it became due, why); null for `sync`. */
+    dueAt: isoTimestamp("due_at"),
+    dueReason: text("due_reason", { enum: ["schedule", "catch-up", "requested"] }),
   },
   (t) => [index("triggers_mirror_state").on(t.mirror, t.state)],
 );
@@ -230,16 +236,45 @@ export const leases = pgTable("leases", {
   releasedAt: isoTimestamp("released_at"),
 });
 
-/** Cron ticks taken, so each (mirror, mode, scheduled minute) runs on one replica. */
-export const ticks = pgTable(
-  "ticks",
+/**
+ * Each mirror's schedule, shared by every replica (`store/schedule-rules.ts`): the latest scheduled
+ * time of each cron recorded, the pass due (mode, why, since when, who asked), and the pause.
+ */
+export const schedules = pgTable("schedules", {
+  mirror: text("mirror").primaryKey(),
+  incrementalSlot: isoTimestamp("incremental_slot").notNull(),
+  fullSlot: isoTimestamp("full_slot").notNull(),
+  dueMode: text("due_mode", { enum: ["incremental", "full"] }),
+  dueReason: text("due_reason", { enum: ["schedule", "catch-up", "requested"] }),
+  dueAt: isoTimestamp("due_at"),
+  dueBy: text("due_by"),
+  pausedAt: isoTimestamp("paused_at"),
+  pausedBy: text("paused_by"),
+});
+
+/** Live replicas by heartbeat (database clock): `instance_id`, `name` (`hostname:pid`), slots and passes running. */
+export const replicas = pgTable("replicas", {
+  instanceId: text("instance_id").primaryKey(),
+  name: text("name").notNull(),
+  startedAt: isoTimestamp("started_at").notNull(),
+  seenAt: isoTimestamp("seen_at").notNull(),
+  expiresAt: isoTimestamp("expires_at").notNull(),
+  slots: integer("slots").notNull(),
+  running: integer("running").notNull(),
+});
+
+/** Operators' pause, resume and trigger, with who and when (the history shows them). */
+export const controlActions = pgTable(
+  "control_actions",
   {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
     mirror: text("mirror").notNull(),
-    mode: text("mode", { enum: ["incremental", "full"] }).notNull(),
-    tickAt: isoTimestamp("tick_at").notNull(),
-    holder: text("holder").notNull(),
+    action: text("action").notNull(),
+    mode: text("mode", { enum: ["incremental", "full"] }),
+    actor: text("actor").notNull(),
+    at: isoTimestamp("at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.mirror, t.mode, t.tickAt] })],
+  (t) => [index("control_actions_mirror").on(t.mirror, t.id)],
 );
 
 /** `sync --full --dry-run` scratch: keys each user saw in the snapshot, by trigger. */

@@ -1,7 +1,7 @@
 /**
  * Triggers, from intent to settled; rows are mapped to `Trigger` here.
  */
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, max, sql } from "drizzle-orm";
 import { found, keepJson, toTrigger as mapTrigger } from "../rows.js";
 import type { TriggerRepo } from "../store.js";
 import type { ActiveTrigger, Trigger } from "../types.js";
@@ -37,6 +37,14 @@ export function createTriggerRepo({ db }: Conn): TriggerRepo {
     get,
 
     lastFinished: (mirror) => first(mirror, false),
+
+    async lastIntentAt(mirror, modes) {
+      const [row] = await db
+        .select({ at: max(triggers.intentAt) })
+        .from(triggers)
+        .where(and(eq(triggers.mirror, mirror), inArray(triggers.mode, [...modes])));
+      return row?.at ?? undefined;
+    },
 
     async createIntent(t) {
       const [row] = await db

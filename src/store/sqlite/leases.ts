@@ -1,11 +1,10 @@
 /**
- * Leases and cron ticks on SQLite. One process holds the database's writer lock, so these never
- * contend; they exist so the sync code, its fencing included, runs the same whichever store it has.
+ * Leases on SQLite. One process holds the database's writer lock, so these never contend; they
+ * exist so the sync code, its fencing included, runs the same whichever store it has.
  */
 import type { LeaseRepo } from "../store.js";
 import type { Lease, LeaseGrant } from "../types.js";
 import type { Db } from "./open.js";
-import { ticks } from "./schema.js";
 import type { Sync } from "./sync-repo.js";
 
 interface LeaseRow {
@@ -82,12 +81,6 @@ export function createLeaseRepo(db: Db, now: () => Date): Sync<LeaseRepo> {
     },
     holders() {
       return new Map(holders.all(iso()).map((r) => [r.mirror, toLease(r)]));
-    },
-    claimTick(mirror, mode, tickAt, holder) {
-      return (
-        db.insert(ticks).values({ mirror, mode, tickAt, holder }).onConflictDoNothing().returning().all()
-          .length === 1
-      );
     },
   };
 }

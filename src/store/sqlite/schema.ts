@@ -120,6 +120,12 @@ export const triggers = sqliteTable(
     /** The access check that decides who left could not be read: nobody lost access for leaving. */
     leaversUnknown: integer("leavers_unknown", { mode: "boolean" }).notNull().default(false),
     leaversSwept: integer("leavers_swept", { mode: "boolean" }).notNull().default(false),
+    /** The process that started the pass: its instance id and `hostname:pid`. */
+    startedBy: text("started_by"),
+    startedByName: text("started_by_name"),
+    /** The due pass it served (when it became due, why); null for `sync`. */
+    dueAt: text("due_at"),
+    dueReason: text("due_reason", { enum: ["schedule", "catch-up", "requested"] }),
   },
   (t) => [index("triggers_mirror_state").on(t.mirror, t.state)],
 );
@@ -217,16 +223,45 @@ export const leases = sqliteTable("leases", {
   releasedAt: text("released_at"),
 });
 
-/** Cron ticks taken, so each (mirror, mode, scheduled minute) runs once. */
-export const ticks = sqliteTable(
-  "ticks",
+/**
+ * Each mirror's schedule, shared by every process (`store/schedule-rules.ts`): the latest scheduled
+ * time of each cron recorded, the pass due (mode, why, since when, who asked), and the pause.
+ */
+export const schedules = sqliteTable("schedules", {
+  mirror: text("mirror").primaryKey(),
+  incrementalSlot: text("incremental_slot").notNull(),
+  fullSlot: text("full_slot").notNull(),
+  dueMode: text("due_mode", { enum: ["incremental", "full"] }),
+  dueReason: text("due_reason", { enum: ["schedule", "catch-up", "requested"] }),
+  dueAt: text("due_at"),
+  dueBy: text("due_by"),
+  pausedAt: text("paused_at"),
+  pausedBy: text("paused_by"),
+});
+
+/** Live daemons by heartbeat: `instance_id`, `name` (`hostname:pid`), slots and passes running. */
+export const replicas = sqliteTable("replicas", {
+  instanceId: text("instance_id").primaryKey(),
+  name: text("name").notNull(),
+  startedAt: text("started_at").notNull(),
+  seenAt: text("seen_at").notNull(),
+  expiresAt: text("expires_at").notNull(),
+  slots: integer("slots").notNull(),
+  running: integer("running").notNull(),
+});
+
+/** Operators' pause, resume and trigger, with who and when (the history shows them). */
+export const controlActions = sqliteTable(
+  "control_actions",
   {
+    id: integer("id").primaryKey({ autoIncrement: true }),
     mirror: text("mirror").notNull(),
-    mode: text("mode", { enum: ["incremental", "full"] }).notNull(),
-    tickAt: text("tick_at").notNull(),
-    holder: text("holder").notNull(),
+    action: text("action").notNull(),
+    mode: text("mode", { enum: ["incremental", "full"] }),
+    actor: text("actor").notNull(),
+    at: text("at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.mirror, t.mode, t.tickAt] })],
+  (t) => [index("control_actions_mirror").on(t.mirror, t.id)],
 );
 
 /** `sync --full --dry-run` scratch: keys each user saw in the snapshot, by trigger. */

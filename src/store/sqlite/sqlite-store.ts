@@ -15,14 +15,17 @@ import { createStore } from "../store-runtime.js";
 import type { ChangeOp } from "../types.js";
 import { createAccessRepo } from "./access.js";
 import { createChangeRepo } from "./changes.js";
+import { createControlRepo } from "./controls.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
 import { createLeaseRepo } from "./leases.js";
 import { createMirrorRepo } from "./mirrors.js";
 import { type Db, type OpenDatabase, openDatabase } from "./open.js";
 import { createPairRepo } from "./pairs.js";
+import { createReplicaRepo } from "./replicas.js";
 import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
+import { createScheduleRepo } from "./schedules.js";
 import { applySearchSetting, rebuildSearchIndex, searchResources } from "./search.js";
 import { isSqliteBusy, sqliteStoreError } from "./sqlite-errors.js";
 import { createSyncConfigRepo } from "./sync-configs.js";
@@ -40,8 +43,8 @@ export interface SqliteStoreOptions {
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   const database = openDatabase(path, { lock: options.lock });
   try {
-    // Holding the writer lock, this is the only process: any lease left is a dead process's.
-    if (options.lock) database.sqlite.exec("DELETE FROM leases");
+    // Holding the writer lock, this is the only process: any lease or heartbeat left is a dead process's.
+    if (options.lock) database.sqlite.exec("DELETE FROM leases; DELETE FROM replicas");
   } catch (error) {
     database.close();
     throw sqliteStoreError(error);
@@ -88,6 +91,9 @@ function createSqliteDriver(database: OpenDatabase, now: () => Date): StoreDrive
       dryRun: createDryRunRepo(conn),
       leases: createLeaseRepo(conn, now),
       syncConfigs: createSyncConfigRepo(conn),
+      schedules: createScheduleRepo(conn),
+      replicas: createReplicaRepo(conn, now),
+      controls: createControlRepo(conn),
     }),
     async begin() {
       sqlite.exec("BEGIN IMMEDIATE");

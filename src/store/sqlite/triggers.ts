@@ -1,7 +1,7 @@
 /**
  * Triggers, from intent to settled; rows are mapped to `Trigger` here, the skipped list parsed once.
  */
-import { and, asc, desc, eq, inArray } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, max } from "drizzle-orm";
 import { found, toTrigger as mapTrigger, parseJsonText } from "../rows.js";
 import type { TriggerRepo } from "../store.js";
 import type { ActiveTrigger, Trigger } from "../types.js";
@@ -49,6 +49,15 @@ export function createTriggerRepo(db: Db): Sync<TriggerRepo> {
         .orderBy(desc(triggers.id))
         .get();
       return row && toTrigger(row);
+    },
+
+    lastIntentAt(mirror, modes) {
+      const row = db
+        .select({ at: max(triggers.intentAt) })
+        .from(triggers)
+        .where(and(eq(triggers.mirror, mirror), inArray(triggers.mode, [...modes])))
+        .get();
+      return row?.at ?? undefined;
     },
 
     createIntent(t) {

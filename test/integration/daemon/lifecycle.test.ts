@@ -1,6 +1,6 @@
 /**
  * `syncmirror run` as a child process: readiness behind the database lock (SQLite) or beside a
- * `sync` (PostgreSQL), ticks skipped while a trigger is in flight, SIGTERM drains and exits 0, a
+ * `sync` (PostgreSQL), ticks coalesced while a trigger is in flight, SIGTERM drains and exits 0, a
  * restarted daemon finishes the same trigger.
  */
 import { describe, expect, it } from "vitest";
@@ -9,7 +9,7 @@ import { type DaemonProcess, parseLogLines, until } from "../../helpers/daemon.j
 import { onPostgres } from "../../helpers/dialect.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
-import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
+import { daemonSuite, EVERY_SECOND, NEVER } from "./setup.js";
 
 const EXPORT = "GET /sync-task/{sync_id}/export";
 
@@ -79,7 +79,7 @@ describe.runIf(onPostgres)("syncmirror run beside a sync on PostgreSQL", () => {
 });
 
 describe("syncmirror run", () => {
-  it("skips and counts ticks while its trigger is in flight, and POSTs /sync-task once", async () => {
+  it("coalesces and counts ticks while its pass runs, and POSTs /sync-task once meanwhile", async () => {
     const h = suite.use(
       await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
     );
@@ -88,8 +88,9 @@ describe("syncmirror run", () => {
     const harness = h;
     await until(() => triggerPosts(harness) > 0, "the trigger POST");
     await until(
-      async () => (await d.metric("syncmirror_ticks_skipped_total", { mirror: "main" })) >= 2,
-      "two skipped ticks",
+      async () =>
+        (await d.metric("syncmirror_ticks_skipped_total", { mirror: "main", reason: "running" })) >= 2,
+      "two ticks coalesced into the pass due after the running one",
     );
     expect(triggerPosts(h)).toBe(1);
     h.sim.runs.release();
@@ -102,12 +103,13 @@ describe("syncmirror run", () => {
   });
 
   it("exits 0 on SIGTERM while the runs are held; the restarted daemon finishes that trigger", async () => {
-    const h = suite.use(
-      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
-    );
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     const harness = h;
     h.sim.runs.hold();
     const first = await daemon(h);
+    expect((await h.cli(["trigger", "--mirror", "main"])).code, "a pass asked for, taken by the daemon").toBe(
+      0,
+    );
     await until(() => h?.query("SELECT 1 FROM runs").length, "runs recorded in the database");
     const stopped = await first.stop();
     expect(stopped.code).toBe(0);
@@ -116,7 +118,6 @@ describe("syncmirror run", () => {
     // A drain is not a failure: nothing at error level, so alerts on error logs stay quiet.
     expect(parseLogLines(first.stderr()).filter((l) => Number(l.level) >= 50)).toEqual([]);
 
-    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
     const second = await daemon(h);
     h.sim.runs.release();
     await until(
@@ -134,12 +135,13 @@ describe("syncmirror run", () => {
     const h = suite.use(
       await createHarness({
         sim: { users: 1, docs: 1100, serversPerType: { notion: 1 } },
-        defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER },
+        defaults: { incremental_cron: NEVER, full_cron: NEVER },
       }),
     );
     const harness = h;
     h.sim.faults.inject(EXPORT, { kind: "delay", ms: 1500, times: Number.POSITIVE_INFINITY });
     const first = await daemon(h);
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
     await until(() => harness.query("SELECT 1 FROM resources LIMIT 1").length, "the first page to commit");
     const committed = h.query<{ n: number }>("SELECT count(*) AS n FROM resources")[0]?.n;
     const stopped = await first.stop();
@@ -153,7 +155,6 @@ describe("syncmirror run", () => {
     );
 
     h.sim.faults.clear();
-    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
     const second = await daemon(h);
     await until(
       () => harness.query("SELECT 1 FROM triggers WHERE state = 'done'").length,

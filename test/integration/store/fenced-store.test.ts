@@ -25,6 +25,7 @@ const READS = new Set([
   "triggers.findInFlight",
   "triggers.get",
   "triggers.lastFinished",
+  "triggers.lastIntentAt",
   "runs.newestCreatedAt",
   "runs.isKnown",
   "runs.ofTrigger",
@@ -35,6 +36,13 @@ const READS = new Set([
   "syncConfigs.find",
   "syncConfigs.list",
   "leases.holders",
+  "syncConfigs.find",
+  "syncConfigs.list",
+  "schedules.find",
+  "schedules.list",
+  "schedules.lock",
+  "replicas.live",
+  "controls.list",
 ]);
 
 describe.each(await storeDialects())("a fenced store: $name", (dialect) => {

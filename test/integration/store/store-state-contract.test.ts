@@ -299,11 +299,6 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     ).toMatchObject({ epoch: 2, tookOver: null });
     expect(await leases.renew({ mirror, holder: a.id, epoch: 1 }, 60)).toBe(false);
     expect(await leases.renew({ mirror, holder: b.id, epoch: 2 }, 60)).toBe(true);
-
-    expect(await leases.claimTick(mirror, "incremental", T1, "a")).toBe(true);
-    expect(await leases.claimTick(mirror, "incremental", T1, "b")).toBe(false);
-    expect(await leases.claimTick(mirror, "full", T1, "b")).toBe(true);
-    expect(await leases.claimTick(mirror, "incremental", T2, "b")).toBe(true);
   });
 
   it("increments the epoch at every takeover and fences the old holder out, even once the new lease expired", async () => {
@@ -341,5 +336,82 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     });
     expect(await leases.isHeld({ mirror, holder: a.id, epoch: 3 })).toBe(false);
     expect(await leases.renew({ mirror, holder: a.id, epoch: 3 }, 60)).toBe(false);
+  });
+
+  it("keeps a mirror's schedule, locked by the transaction that changes it, and who started each pass", async () => {
+    const { store } = opened;
+    const mirror = `m-${uid()}`;
+    expect(await store.schedules.find(mirror)).toBeUndefined();
+    const schedule = {
+      mirror,
+      incrementalSlot: T1,
+      fullSlot: T2,
+      due: { mode: "full" as const, reason: "catch-up" as const, since: T2, by: null },
+      paused: { at: T3, by: "ana@host" },
+    };
+    await store.transaction(async (tx) => {
+      expect(await tx.schedules.lock(mirror)).toBeUndefined();
+      await tx.schedules.save(schedule);
+    });
+    expect(await store.schedules.find(mirror)).toEqual(schedule);
+    await store.transaction(async (tx) => {
+      const locked = await tx.schedules.lock(mirror);
+      await tx.schedules.save({ ...(locked ?? schedule), due: null, paused: null, incrementalSlot: T3 });
+    });
+    expect(await store.schedules.find(mirror)).toEqual({
+      ...schedule,
+      due: null,
+      paused: null,
+      incrementalSlot: T3,
+    });
+    expect((await store.schedules.list()).map((s) => s.mirror)).toContain(mirror);
+
+    const started = await intent(mirror, {
+      mode: "incremental",
+      intentAt: T2,
+      startedBy: "instance-1",
+      startedByName: "web-1:7",
+      dueAt: T1,
+      dueReason: "requested",
+    });
+    expect(started).toMatchObject({
+      startedBy: "instance-1",
+      startedByName: "web-1:7",
+      dueAt: T1,
+      dueReason: "requested",
+    });
+    await intent(mirror, { mode: "full", intentAt: T1 });
+    expect(await store.triggers.lastIntentAt(mirror, ["full"])).toBe(T1);
+    expect(await store.triggers.lastIntentAt(mirror, ["incremental", "full"])).toBe(T2);
+    expect(await store.triggers.lastIntentAt(`m-${uid()}`, ["full"])).toBeUndefined();
+  });
+
+  it("lists the replicas whose heartbeat has not expired, and the controls newest first", async () => {
+    const { store } = opened;
+    const [alive, gone] = [`i-${uid()}`, `i-${uid()}`];
+    await store.replicas.beat(
+      { instanceId: alive, name: "web-1:1", startedAt: T1, slots: 2, running: 0 },
+      60,
+    );
+    await store.replicas.beat(
+      { instanceId: alive, name: "web-1:1", startedAt: T1, slots: 2, running: 1 },
+      60,
+    );
+    await store.replicas.beat({ instanceId: gone, name: "web-2:1", startedAt: T1, slots: 2, running: 0 }, -1);
+    const live = (await store.replicas.live()).filter((r) => r.instanceId === alive || r.instanceId === gone);
+    expect(live).toMatchObject([{ instanceId: alive, name: "web-1:1", startedAt: T1, slots: 2, running: 1 }]);
+    expect(Date.parse(live[0]?.expiresAt ?? "")).toBeGreaterThan(Date.parse(live[0]?.seenAt ?? ""));
+    await store.replicas.leave(alive);
+    expect((await store.replicas.live()).some((r) => r.instanceId === alive)).toBe(false);
+
+    const mirror = `m-${uid()}`;
+    await store.controls.record({ mirror, action: "pause", mode: null, actor: "ana@host", at: T1 });
+    await store.controls.record({ mirror, action: "trigger", mode: "full", actor: "http 127.0.0.1", at: T2 });
+    await store.controls.record({ mirror: `m-${uid()}`, action: "resume", mode: null, actor: "x", at: T3 });
+    expect(await store.controls.list({ mirror, limit: 10 })).toMatchObject([
+      { mirror, action: "trigger", mode: "full", actor: "http 127.0.0.1", at: T2 },
+      { mirror, action: "pause", mode: null, actor: "ana@host", at: T1 },
+    ]);
+    expect(await store.controls.list({ limit: 1 })).toMatchObject([{ action: "resume" }]);
   });
 });

@@ -1,0 +1,66 @@
+/**
+ * `syncmirror trigger --mirror NAME [--full] [--json]`: a pass of the mirror is due now (paused or
+ * not: an operator asked for it). A daemon alive on the database (its heartbeat, `replicas`; on
+ * SQLite, the writer lock held) takes it with its first free slot; when none is, this process runs
+ * it, under the mirror's lease like a replica would, and prints its outcome. Exit 0 once the request is recorded (the pass's outcome is
+ * printed, not the exit code: `sync` is the command whose exit code follows the outcome); 2 bad usage.
+ */
+import { DatabaseLockedError } from "../errors.js";
+import { createLeaseHolder } from "../mirror-lease.js";
+import { runOwedPass } from "../mirror-pass.js";
+import { createRuntime } from "../runtime.js";
+import type { MirrorSummary } from "../sync/summary.js";
+import type { Command, CommandIo } from "./command.js";
+import { withErrors } from "./common.js";
+import { type ParsedControl, parseControlArgs, printReply, withControl } from "./control-command.js";
+import { formatTable } from "./sync.js";
+
+export const trigger: Command = (args, io) =>
+  withErrors(io, async () => {
+    const parsed = parseControlArgs("trigger", args, io, true);
+    const { reply, daemons, heldElsewhere } = await withControl(
+      parsed,
+      "trigger",
+      async (r, store, held) => ({ reply: r, daemons: await store.replicas.live(), heldElsewhere: held }),
+      { mode: parsed.full ? "full" : "incremental", tryLock: true },
+    );
+    if (daemons.length > 0 || heldElsewhere) {
+      const names = daemons.map((d) => d.name).join(", ");
+      const who = names ? `Daemons alive: ${names}.` : LOCKED_NOTE;
+      printReply(io, parsed.json, { ...reply, pass: null, message: `${reply.message} ${who}` });
+      return 0;
+    }
+    const ran = await runHere(parsed, io);
+    const message = `${reply.message.replace(/: the first replica with a free slot starts it\./, ".")} ${ran.note}`;
+    printReply(io, parsed.json, { ...reply, pass: ran.summary ?? null, message });
+    if (!parsed.json && ran.summary) io.stdout.write(formatTable([ran.summary]));
+    return 0;
+  });
+
+const LOCKED_NOTE =
+  "Another syncmirror process holds the database: a daemon there takes it; a one-shot `sync` does not, and the pass stays due for the next daemon or trigger.";
+
+/** No daemon is alive: this process takes the pass, as a replica with a free slot would. */
+async function runHere(
+  parsed: ParsedControl,
+  io: CommandIo,
+): Promise<{ summary?: MirrorSummary; note: string }> {
+  let runtime: Awaited<ReturnType<typeof createRuntime>>;
+  try {
+    runtime = await createRuntime(parsed.config, io, { lock: true });
+  } catch (error) {
+    if (!(error instanceof DatabaseLockedError)) throw error;
+    return { note: LOCKED_NOTE };
+  }
+  try {
+    const mirror = parsed.config.mirrors.find((m) => m.name === parsed.mirror);
+    if (!mirror) throw new Error(`mirror ${parsed.mirror} vanished from the config`);
+    const summary = await runOwedPass({ runtime, holder: createLeaseHolder() }, mirror, io.signal, () => {});
+    if (summary) return { summary, note: `No daemon is alive: this process ran it (${summary.outcome}).` };
+    return {
+      note: "No daemon is alive, and another process holds the mirror's lease (a `sync`): the pass stays due and runs after it, at the next daemon or trigger.",
+    };
+  } finally {
+    await runtime.close();
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * `POST /v1/mirrors/{name}/pause`, `/resume` and `/trigger` (SPEC "Operator console"): the controls
+ * of `mirror-controls.ts` over HTTP, answering the object the CLI prints with `--json`. Bearer
+ * token always, even on loopback (never cookies); the actor recorded is `http` and the client's
+ * address. `/trigger` takes an optional JSON body `{"mode": "full"}` (or `"incremental"`).
+ */
+import type { IncomingMessage } from "node:http";
+import { z } from "zod";
+import { isBearerAuthorized } from "../http-auth.js";
+import { jsonReply as json, type Reply, type Route } from "../http-server.js";
+import { applyControl } from "../mirror-controls.js";
+import type { Store } from "../store/store.js";
+import { MODES } from "../store/types.js";
+
+export interface ControlRoutesDeps {
+  /** The open store; undefined until the daemon has opened it. */
+  source: () => Store | undefined;
+  /** From the environment variable named by `http.token_env`. */
+  token: string | undefined;
+  mirrors: readonly string[];
+  /** After a control changed something: the daemon looks at its schedule again. */
+  onChange: () => void;
+}
+
+const PATH = /^\/v1\/mirrors\/([^/]+)\/(pause|resume|trigger)$/;
+/** A trigger's body is a few bytes; anything much larger is not one. */
+const MAX_BODY_BYTES = 4096;
+const TriggerBody = z.object({ mode: z.enum(MODES).optional() });
+
+export function createControlRoutes(deps: ControlRoutesDeps): Route {
+  return async (req: IncomingMessage): Promise<Reply | undefined> => {
+    const match = PATH.exec(new URL(req.url ?? "/", "http://localhost").pathname);
+    if (!match) return undefined;
+    if (!isBearerAuthorized(req.headers.authorization, deps.token)) {
+      return { ...json(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
+    }
+    if (req.method !== "POST")
+      return { ...json(405, { error: "method not allowed" }), headers: { Allow: "POST" } };
+    const name = decodeURIComponent(match[1] as string);
+    const action = match[2] as "pause" | "resume" | "trigger";
+    if (!deps.mirrors.includes(name)) {
+      return json(404, { error: `no mirror named "${name}" (known: ${deps.mirrors.join(", ")})` });
+    }
+    const body = await readBody(req);
+    if (body === undefined) return json(413, { error: `the body may hold at most ${MAX_BODY_BYTES} bytes` });
+    const mode = action === "trigger" ? parseMode(body) : undefined;
+    if (mode instanceof Error) return json(400, { error: mode.message });
+    const store = deps.source();
+    if (store === undefined) return json(503, { error: "not ready: the database is not open yet" });
+    const reply = await applyControl(store, {
+      mirror: name,
+      action,
+      ...(mode === undefined ? {} : { mode }),
+      actor: `http ${req.socket.remoteAddress ?? "unknown"}`,
+      now: new Date(),
+    });
+    if (reply.changed) deps.onChange();
+    return json(200, action === "trigger" ? { ...reply, pass: null } : reply);
+  };
+}
+
+/** The body as text; undefined when it is too large. */
+async function readBody(req: IncomingMessage): Promise<string | undefined> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function parseMode(body: string): "incremental" | "full" | undefined | Error {
+  if (body.trim() === "") return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return new Error('the body is not JSON: send {"mode":"full"}, {"mode":"incremental"} or nothing');
+  }
+  const parsed = TriggerBody.safeParse(value);
+  if (!parsed.success) return new Error('"mode" must be "incremental" or "full"');
+  return parsed.data.mode;
+}

@@ -1,0 +1,75 @@
+/**
+ * What a mirror is owed, run under its lease (SPEC "Scheduling", "Scale-out"): the daemon's passes,
+ * and `trigger`'s when no daemon runs. The lease is the claim: once it is held, the pass checks
+ * again that something is owed (another process may have run it meanwhile), then resumes the
+ * trigger left in flight (never POSTing it again) and runs the due pass, whose due is taken off the
+ * schedule in the transaction that writes its trigger's intent (`sync/trigger.ts`).
+ */
+import type { MirrorConfig } from "./config.js";
+import { withMirrorLease } from "./mirror-lease.js";
+import type { Runtime } from "./runtime.js";
+import { consumeDue, startableDue } from "./store/schedule-rules.js";
+import type { LeaseHolder } from "./store/types.js";
+import type { MirrorSummary } from "./sync/summary.js";
+import { syncMirror } from "./sync/sync-mirror.js";
+import { preparePass, type ReconcileDeps } from "./sync-configs/reconcile.js";
+
+export interface OwedPassDeps {
+  runtime: Runtime;
+  holder: LeaseHolder;
+}
+
+/**
+ * Runs what `mirror` is owed. `started(true)` once the lease is held and something is owed,
+ * `started(false)` when another process holds the lease or nothing is owed any more. Resolves with
+ * the pass's summary, or undefined when nothing ran. A lost lease rejects (LeaseLostError, logged).
+ */
+export async function runOwedPass(
+  { runtime, holder }: OwedPassDeps,
+  mirror: MirrorConfig,
+  signal: AbortSignal,
+  started: (running: boolean) => void,
+): Promise<MirrorSummary | undefined> {
+  const { store, config, log, metrics } = runtime;
+  const leased = await withMirrorLease(
+    { store, mirror: mirror.name, holder, leaseSeconds: config.database.leaseSeconds, signal, log, metrics },
+    async (passSignal, fence) => {
+      const schedule = await store.schedules.find(mirror.name);
+      const due = schedule ? startableDue(schedule) : null;
+      if (!due && !(await store.triggers.findInFlight(mirror.name))) {
+        started(false);
+        return undefined;
+      }
+      started(true);
+      const bound = await preparePass(mirror, reconcileDeps(runtime, passSignal));
+      if (!bound) {
+        // Logged by preparePass; the next scheduled time tries again.
+        if (due) await dropDue(runtime, mirror.name);
+        return undefined;
+      }
+      return syncMirror(bound, runtime.syncContext(passSignal, fence), {
+        full: due?.mode === "full",
+        allowMassDelete: false,
+        dryRun: false,
+        startedBy: holder,
+        servesDue: due !== null,
+      });
+    },
+  );
+  if (leased.taken) return leased.value;
+  started(false);
+  return undefined;
+}
+
+async function dropDue(runtime: Runtime, mirror: string): Promise<void> {
+  await runtime.store.transaction(async (tx) => {
+    const schedule = await tx.schedules.lock(mirror);
+    const dropped = schedule && consumeDue(schedule, "full");
+    if (dropped) await tx.schedules.save(dropped.schedule);
+  });
+}
+
+export function reconcileDeps(runtime: Runtime, signal: AbortSignal): ReconcileDeps {
+  const { config, store, api, log, metrics } = runtime;
+  return { config, store, api, log, metrics, signal, now: () => new Date() };
+}

@@ -1,0 +1,56 @@
+/**
+ * A TCP proxy on loopback in front of the PostgreSQL server that a test can cut (every connection
+ * dropped, new ones refused, as when the network to the database goes away) and restore on the same
+ * port: the database is unreachable from the processes behind it and fine for everyone else.
+ */
+import { connect, createServer, type Server, type Socket } from "node:net";
+
+export interface CuttableProxy {
+  /** `databaseUrl` with its host and port replaced by the proxy's. */
+  url: string;
+  cut(): Promise<void>;
+  restore(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startCuttableProxy(databaseUrl: string): Promise<CuttableProxy> {
+  const target = new URL(databaseUrl);
+  const sockets = new Set<Socket>();
+  const pipe = (client: Socket) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    client.pipe(upstream).pipe(client);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      const end = () => {
+        client.destroy();
+        upstream.destroy();
+        sockets.delete(s);
+      };
+      s.on("close", end);
+      s.on("error", end);
+    }
+  };
+  let server: Server = createServer(pipe);
+  const listen = (port: number) =>
+    new Promise<number>((resolve) =>
+      server.listen(port, "127.0.0.1", () => resolve((server.address() as { port: number }).port)),
+    );
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => resolve());
+    });
+  const port = await listen(0);
+  const url = new URL(databaseUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    cut: stop,
+    async restore() {
+      server = createServer(pipe);
+      await listen(port);
+    },
+    close: () => (server.listening ? stop() : Promise.resolve()),
+  };
+}

@@ -1,0 +1,236 @@
+/**
+ * `syncmirror run`'s schedule and the operator's controls through real processes (SPEC
+ * "Scheduling", "Operator console"): ticks falling while a pass runs coalesce into one due pass; a
+ * daemon down across its full_cron runs that full once at start (SQLite and PostgreSQL); pause,
+ * resume and trigger from the CLI and over HTTP, who gave them recorded; trigger with no daemon
+ * runs the pass itself.
+ */
+import { hostname, userInfo } from "node:os";
+import { describe, expect, it } from "vitest";
+import { until } from "../../helpers/daemon.js";
+import type { TestDialect } from "../../helpers/dialect.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { triggerPosts } from "../../helpers/requests.js";
+import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
+
+const suite = daemonSuite();
+const HTTP_TOKEN = "controls-bearer-51c0";
+const dialects: TestDialect[] = [
+  "sqlite",
+  ...(process.env.SYNCMIRROR_POSTGRES_AVAILABLE === "1" ? (["postgres"] as const) : []),
+];
+
+interface TriggerRow {
+  id: number;
+  mode: string;
+  state: string;
+  due_at: string | null;
+  due_reason: string | null;
+  started_by_name: string | null;
+  intent_at: string;
+}
+
+const triggers = (h: Harness) =>
+  h.query<TriggerRow>(
+    "SELECT id, mode, state, due_at, due_reason, started_by_name, intent_at FROM triggers ORDER BY id",
+  );
+const schedule = (h: Harness) =>
+  h.query<{
+    due_mode: string | null;
+    due_at: string | null;
+    due_reason: string | null;
+    paused_by: string | null;
+  }>("SELECT due_mode, due_at, due_reason, paused_by FROM schedules WHERE mirror = 'main'")[0];
+
+/** Two whole seconds of one minute, at least four seconds ahead: a full_cron falling twice soon. */
+function twoTimesSoon(): { cron: string; first: Date; last: Date } {
+  let first = new Date(Math.ceil((Date.now() + 4000) / 1000) * 1000);
+  if (first.getUTCSeconds() > 55) first = new Date(Math.ceil(first.getTime() / 60_000) * 60_000 + 1000);
+  const last = new Date(first.getTime() + 2000);
+  const cron = `${first.getUTCSeconds()},${last.getUTCSeconds()} ${first.getUTCMinutes()} ${first.getUTCHours()} * * *`;
+  return { cron, first, last };
+}
+
+describe("syncmirror run: scheduling", () => {
+  it("coalesces the ticks falling while its pass runs into one due pass, run once after it", async () => {
+    const h = suite.use(
+      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+    );
+    h.sim.runs.hold();
+    const first = await suite.daemon(h);
+    await until(
+      async () => (await first.metric("syncmirror_ticks_skipped_total", { reason: "running" })) >= 3,
+      "three more ticks while the pass runs",
+    );
+    expect(triggers(h)).toHaveLength(1);
+    const due = schedule(h);
+    expect(due, "one due pass for all of them").toMatchObject({
+      due_mode: "incremental",
+      due_reason: "schedule",
+    });
+    expect((await first.stop()).code).toBe(0);
+
+    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
+    const second = await suite.daemon(h);
+    h.sim.runs.release();
+    await until(
+      () => triggers(h).filter((t) => t.state === "done").length === 2,
+      "the resumed and the due pass",
+    );
+    const [resumed, coalesced] = triggers(h);
+    expect(resumed?.due_reason).toBe("schedule");
+    expect(coalesced).toMatchObject({ due_reason: "schedule", due_at: due?.due_at });
+    expect(schedule(h)?.due_mode, "nothing more is due").toBeNull();
+    expect(triggerPosts(h)).toBe(2);
+    expect((await second.stop()).code).toBe(0);
+  });
+
+  it.each(dialects)(
+    "runs at start, once, the latest full_cron time that fell while it was down (%s)",
+    async (dialect) => {
+      const h = suite.use(
+        await createHarness({ dialect, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
+      );
+      const soon = twoTimesSoon();
+      setCrons(h, { incremental_cron: NEVER, full_cron: soon.cron });
+      const before = await suite.daemon(h);
+      await until(() => h.query("SELECT 1 FROM schedules").length, "the schedule recorded");
+      expect((await before.stop()).code).toBe(0);
+      await until(() => Date.now() > soon.last.getTime() + 200, "both full_cron times to pass", 20_000);
+      expect(triggers(h), "nothing ran while the daemon was down").toEqual([]);
+
+      const after = await suite.daemon(h);
+      await until(() => triggers(h).some((t) => t.state === "done"), "the caught-up full pass");
+      const [full, ...more] = triggers(h);
+      expect(more, "once, not once per missed time").toEqual([]);
+      expect(full).toMatchObject({ mode: "full", due_reason: "catch-up", due_at: soon.last.toISOString() });
+      expect(
+        after.logs().some((l) => String(l.msg).startsWith("catching up: the full pass scheduled at")),
+      ).toBe(true);
+      expect((await after.stop()).code).toBe(0);
+    },
+  );
+
+  it("pauses and resumes from the CLI: paused ticks are skipped and counted, a running pass finishes", async () => {
+    const h = suite.use(
+      await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
+    );
+    h.sim.runs.hold();
+    const d = await suite.daemon(h);
+    await until(() => triggerPosts(h) === 1, "a pass running");
+    const paused = await h.cli(["pause", "--mirror", "main", "--json"]);
+    expect(paused.code, paused.stderr).toBe(0);
+    const reply = JSON.parse(paused.stdout) as Record<string, unknown>;
+    const actor = `${userInfo().username}@${hostname()}`;
+    expect(reply).toMatchObject({ mirror: "main", action: "pause", changed: true, by: actor, due: null });
+    expect(String(reply.running_on), "the running pass is named, not stopped").toMatch(/:\d+$/);
+    expect(String(reply.message)).toContain("is not stopped");
+    await until(
+      async () => (await d.metric("syncmirror_mirror_paused", { mirror: "main" })) === 1,
+      "the gauge",
+    );
+    await until(
+      async () => (await d.metric("syncmirror_ticks_skipped_total", { reason: "paused" })) >= 2,
+      "ticks skipped as paused",
+    );
+    h.sim.runs.release();
+    await until(() => triggers(h)[0]?.state === "done", "the running pass to finish");
+    const again = await h.cli(["pause", "--mirror", "main"]);
+    expect(again.stdout).toContain("main was already paused");
+    const status = await h.cli(["status"]);
+    expect(status.stdout).toContain(`paused:                   since ${String(reply.at)} by ${actor}`);
+    expect(triggers(h), "no pass started while paused").toHaveLength(1);
+
+    expect((await h.cli(["resume", "--mirror", "main"])).code).toBe(0);
+    await until(() => triggers(h).length >= 2, "a pass at the next tick after resume");
+    expect(await d.metric("syncmirror_mirror_paused", { mirror: "main" })).toBe(0);
+    expect(h.query("SELECT action, actor FROM control_actions ORDER BY id")).toEqual([
+      { action: "pause", actor },
+      { action: "resume", actor },
+    ]);
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("runs a triggered pass in the CLI itself when no daemon is alive, paused or not", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    expect((await h.cli(["pause", "--mirror", "main"])).code).toBe(0);
+    const ran = await h.cli(["trigger", "--mirror", "main", "--full", "--json"]);
+    expect(ran.code, ran.stderr).toBe(0);
+    const reply = JSON.parse(ran.stdout) as {
+      message: string;
+      pass: { outcome: string; mode: string } | null;
+    };
+    expect(reply.pass).toMatchObject({ outcome: "succeeded", mode: "full" });
+    expect(reply.message).toContain("is paused, but a requested pass runs anyway");
+    expect(reply.message).toContain("No daemon is alive: this process ran it");
+    const [row] = triggers(h);
+    expect(row).toMatchObject({ mode: "full", due_reason: "requested", state: "done" });
+    expect(row?.started_by_name).toMatch(new RegExp(`^${hostname()}:\\d+$`));
+    expect(schedule(h)).toMatchObject({ due_mode: null, paused_by: `${userInfo().username}@${hostname()}` });
+  });
+
+  it("runs a triggered pass itself on SQLite when the daemon that left a heartbeat was killed", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    const d = await suite.daemon(h);
+    d.child.kill("SIGKILL");
+    await d.exited;
+    expect(h.query("SELECT name FROM replicas"), "its heartbeat outlives it").toHaveLength(1);
+    const ran = await h.cli(["trigger", "--mirror", "main"]);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout, "the free writer lock says no daemon runs").toContain(
+      "No daemon is alive: this process ran it",
+    );
+    expect(triggers(h)).toMatchObject([{ state: "done", due_reason: "requested" }]);
+  });
+
+  it("refuses a control without a mirror or for an unknown one (exit 2)", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    for (const verb of ["pause", "resume", "trigger"]) {
+      const unknown = await h.cli([verb, "--mirror", "nope"]);
+      expect(unknown.code, verb).toBe(2);
+      expect(unknown.stderr).toContain('no mirror named "nope"');
+      expect((await h.cli([verb])).code, `${verb} without --mirror`).toBe(2);
+    }
+    expect(triggerPosts(h)).toBe(0);
+  });
+
+  it("serves the controls over HTTP with the bearer token only, even on loopback", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    const d = await suite.daemon(h, { env: { SYNCMIRROR_HTTP_TOKEN: HTTP_TOKEN } });
+    const post = (path: string, body?: string, token: string | null = HTTP_TOKEN) =>
+      fetch(`http://127.0.0.1:${d.port}${path}`, {
+        method: "POST",
+        headers: token === null ? {} : { Authorization: `Bearer ${token}` },
+        ...(body === undefined ? {} : { body }),
+      });
+    expect((await post("/v1/mirrors/main/pause", undefined, null)).status).toBe(401);
+    expect((await post("/v1/mirrors/main/trigger", undefined, "wrong")).status).toBe(401);
+    expect((await post("/v1/mirrors/nope/pause")).status).toBe(404);
+    expect((await post("/v1/mirrors/main/trigger", '{"mode":"sometimes"}')).status).toBe(400);
+    expect((await fetch(`http://127.0.0.1:${d.port}/v1/mirrors/main/pause`)).status, "GET").toBe(401);
+    const get = await fetch(`http://127.0.0.1:${d.port}/v1/mirrors/main/pause`, {
+      headers: { Authorization: `Bearer ${HTTP_TOKEN}` },
+    });
+    expect(get.status).toBe(405);
+    expect(triggers(h)).toEqual([]);
+
+    const paused = await post("/v1/mirrors/main/pause");
+    expect(paused.status).toBe(200);
+    const pausedBody = (await paused.json()) as Record<string, unknown>;
+    expect(pausedBody).toMatchObject({ action: "pause", changed: true, by: "http 127.0.0.1" });
+    const cli = JSON.parse((await h.cli(["resume", "--mirror", "main", "--json"])).stdout) as object;
+    expect(Object.keys(pausedBody).sort(), "the CLI's --json shape").toEqual(Object.keys(cli).sort());
+
+    const triggered = await post("/v1/mirrors/main/trigger", '{"mode":"full"}');
+    expect(triggered.status).toBe(200);
+    expect(await triggered.json()).toMatchObject({ action: "trigger", mode: "full", pass: null });
+    await until(() => triggers(h)[0]?.state === "done", "the requested pass, taken by the daemon");
+    expect(triggers(h)[0]).toMatchObject({ mode: "full", due_reason: "requested" });
+    expect(h.query("SELECT action, mode, actor FROM control_actions ORDER BY id")).toEqual([
+      { action: "pause", mode: null, actor: "http 127.0.0.1" },
+      { action: "resume", mode: null, actor: `${userInfo().username}@${hostname()}` },
+      { action: "trigger", mode: "full", actor: "http 127.0.0.1" },
+    ]);
+    expect((await d.stop()).code).toBe(0);
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * Scheduled times recorded in the database with an injected clock (SPEC "Scheduling"): the catch-up
+ * after a gap runs only the latest time that fell, once; a mirror first seen owes nothing unless its
+ * passes on record are older; two processes record a time once; what a time coalesced into is named;
+ * an unreachable database is counted once and the time caught up when it answers.
+ */
+import { Registry } from "prom-client";
+import { afterEach, describe, expect, it } from "vitest";
+import type { MirrorConfig } from "../../src/config.js";
+import { DatabaseError } from "../../src/errors.js";
+import { silentLogger } from "../../src/log.js";
+import { createMetrics, type Metrics } from "../../src/metrics.js";
+import { openEmptyStore } from "../../src/store/open-store.js";
+import type { Store } from "../../src/store/store.js";
+import { createTickRecorder } from "../../src/tick-recorder.js";
+
+const NEVER = "0 0 3 1 1 *";
+const mirror = (crons: Partial<Pick<MirrorConfig, "incrementalCron" | "fullCron">>) =>
+  ({ name: "main", incrementalCron: NEVER, fullCron: NEVER, timezone: "UTC", ...crons }) as MirrorConfig;
+
+let store: Store | undefined;
+afterEach(async () => {
+  await store?.close();
+  store = undefined;
+});
+
+function recorder(
+  m: MirrorConfig,
+  s: Store,
+  metrics = createMetrics(new Registry(), { defaultMetrics: false }),
+) {
+  return { metrics, rec: createTickRecorder({ mirrors: [m], store: s, log: silentLogger(), metrics }) };
+}
+
+async function skips(metrics: Metrics, reason: string): Promise<number> {
+  return (await metrics.ticksSkipped.get()).values
+    .filter((v) => v.labels.reason === reason)
+    .reduce((n, v) => n + v.value, 0);
+}
+
+describe("tick recorder", () => {
+  it("after two days down, makes only the latest full due, once, and the incremental falls under it", async () => {
+    store = openEmptyStore();
+    const m = mirror({ incrementalCron: "*/15 * * * *", fullCron: "0 3 * * *" });
+    await recorder(m, store).rec.record(new Date("2026-03-10T10:00:30Z"));
+    expect((await store.schedules.find("main"))?.due, "a mirror first seen owes nothing").toBeNull();
+    const { rec, metrics } = recorder(m, store);
+    await rec.record(new Date("2026-03-12T10:07:00Z"));
+    const schedule = await store.schedules.find("main");
+    expect(schedule?.due).toEqual({
+      mode: "full",
+      reason: "catch-up",
+      since: "2026-03-12T03:00:00.000Z",
+      by: null,
+    });
+    expect(schedule?.incrementalSlot).toBe("2026-03-12T10:00:00.000Z");
+    await rec.record(new Date("2026-03-12T10:08:00Z"));
+    expect(await skips(metrics, "waiting"), "the incremental is covered, not skipped").toBe(0);
+    expect(rec.nextAt()?.toISOString()).toBe("2026-03-12T10:15:00.000Z");
+  });
+
+  it("records a time that fell while it ran as scheduled, however late its look", async () => {
+    store = openEmptyStore();
+    const { rec } = recorder(mirror({ incrementalCron: "*/15 * * * *" }), store);
+    await rec.record(new Date("2026-03-10T10:14:00Z"));
+    await rec.record(new Date("2026-03-10T10:15:40Z"));
+    expect((await store.schedules.find("main"))?.due).toMatchObject({
+      reason: "schedule",
+      since: "2026-03-10T10:15:00.000Z",
+    });
+  });
+
+  it("owes a mirror first seen the full scheduled after its newest full pass on record", async () => {
+    store = openEmptyStore();
+    await store.triggers.createIntent({
+      mirror: "main",
+      mode: "full",
+      since: null,
+      knownBefore: null,
+      intentAt: "2026-03-09T03:00:04.000Z",
+      allowMassDelete: false,
+      startedBy: null,
+      startedByName: null,
+      dueAt: null,
+      dueReason: null,
+    });
+    const { rec } = recorder(mirror({ fullCron: "0 3 * * *" }), store);
+    await rec.record(new Date("2026-03-10T09:00:00Z"));
+    expect((await store.schedules.find("main"))?.due).toMatchObject({ mode: "full", reason: "catch-up" });
+  });
+
+  it("records a time once when two processes look at it", async () => {
+    store = openEmptyStore();
+    const m = mirror({ incrementalCron: "*/15 * * * *" });
+    const a = recorder(m, store);
+    const b = recorder(m, store);
+    await a.rec.record(new Date("2026-03-10T10:14:00Z"));
+    await b.rec.record(new Date("2026-03-10T10:14:00Z"));
+    await a.rec.record(new Date("2026-03-10T10:15:00Z"));
+    await b.rec.record(new Date("2026-03-10T10:15:00.200Z"));
+    await a.rec.record(new Date("2026-03-10T10:30:00Z"));
+    await b.rec.record(new Date("2026-03-10T10:30:00Z"));
+    const counted = (await skips(a.metrics, "waiting")) + (await skips(b.metrics, "waiting"));
+    expect(counted, "10:30 coalesced into the 10:15 pass still due, counted by one process").toBe(1);
+  });
+
+  it("names what a time coalesced into: the running pass, a dead holder's trigger, or a pass waiting", async () => {
+    const s = openEmptyStore();
+    store = s;
+    const { rec, metrics } = recorder(mirror({ incrementalCron: "*/15 * * * *" }), s);
+    const tick = async (iso: string) => rec.record(new Date(iso));
+    await tick("2026-03-10T10:00:00Z");
+    await tick("2026-03-10T10:15:00Z");
+    const lease = await s.leases.acquire("main", { id: "other", name: "web-2:1" }, 60);
+    await tick("2026-03-10T10:30:00Z");
+    expect(await skips(metrics, "running")).toBe(1);
+    await s.leases.release({ mirror: "main", holder: "other", epoch: lease?.epoch ?? 0 });
+    await s.triggers.createIntent({
+      mirror: "main",
+      mode: "incremental",
+      since: null,
+      knownBefore: null,
+      intentAt: "2026-03-10T10:20:00.000Z",
+      allowMassDelete: false,
+      startedBy: "other",
+      startedByName: "web-2:1",
+      dueAt: null,
+      dueReason: null,
+    });
+    await tick("2026-03-10T10:45:00Z");
+    expect(await skips(metrics, "in_flight")).toBe(1);
+    expect(await skips(metrics, "waiting")).toBe(0);
+  });
+
+  it("counts a time the database could not record once, and catches it up when the database answers", async () => {
+    const s = openEmptyStore();
+    store = s;
+    let down = true;
+    const flaky: Store = {
+      ...s,
+      transaction: (fn) =>
+        down ? Promise.reject(new DatabaseError("lost the connection")) : s.transaction(fn),
+    };
+    const { rec, metrics } = recorder(mirror({ incrementalCron: "*/15 * * * *" }), flaky);
+    down = false;
+    await rec.record(new Date("2026-03-10T10:14:00Z"));
+    down = true;
+    await rec.record(new Date("2026-03-10T10:15:00Z"));
+    await rec.record(new Date("2026-03-10T10:15:01Z"));
+    expect(await skips(metrics, "db_unreachable")).toBe(1);
+    down = false;
+    await rec.record(new Date("2026-03-10T10:17:00Z"));
+    expect((await s.schedules.find("main"))?.due).toMatchObject({
+      reason: "catch-up",
+      since: "2026-03-10T10:15:00.000Z",
+    });
+  });
+});
