@@ -8,7 +8,7 @@
 import { hostname, userInfo } from "node:os";
 import { describe, expect, it } from "vitest";
 import { until } from "../../helpers/daemon.js";
-import type { TestDialect } from "../../helpers/dialect.js";
+import { onPostgres, type TestDialect } from "../../helpers/dialect.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
@@ -169,19 +169,23 @@ describe("syncmirror run: scheduling", () => {
     expect(schedule(h)).toMatchObject({ due_mode: null, paused_by: `${userInfo().username}@${hostname()}` });
   });
 
-  it("runs a triggered pass itself on SQLite when the daemon that left a heartbeat was killed", async () => {
-    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
-    const d = await suite.daemon(h);
-    d.child.kill("SIGKILL");
-    await d.exited;
-    expect(h.query("SELECT name FROM replicas"), "its heartbeat outlives it").toHaveLength(1);
-    const ran = await h.cli(["trigger", "--mirror", "main"]);
-    expect(ran.code, ran.stderr).toBe(0);
-    expect(ran.stdout, "the free writer lock says no daemon runs").toContain(
-      "No daemon is alive: this process ran it",
-    );
-    expect(triggers(h)).toMatchObject([{ state: "done", due_reason: "requested" }]);
-  });
+  // On PostgreSQL a killed daemon's heartbeat counts until it expires (replicas/scheduling.test.ts).
+  it.skipIf(onPostgres)(
+    "runs a triggered pass itself on SQLite when the daemon that left a heartbeat was killed",
+    async () => {
+      const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+      const d = await suite.daemon(h);
+      d.child.kill("SIGKILL");
+      await d.exited;
+      expect(h.query("SELECT name FROM replicas"), "its heartbeat outlives it").toHaveLength(1);
+      const ran = await h.cli(["trigger", "--mirror", "main"]);
+      expect(ran.code, ran.stderr).toBe(0);
+      expect(ran.stdout, "the free writer lock says no daemon runs").toContain(
+        "No daemon is alive: this process ran it",
+      );
+      expect(triggers(h)).toMatchObject([{ state: "done", due_reason: "requested" }]);
+    },
+  );
 
   it("refuses a control without a mirror or for an unknown one (exit 2)", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
