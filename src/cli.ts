@@ -43,6 +43,9 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   reindex: async () => (await import("./commands/reindex.js")).reindex,
   plan: async () => (await import("./commands/plan.js")).plan,
   apply: async () => (await import("./commands/apply.js")).apply,
+  history: async () => (await import("./commands/history.js")).history,
+  problems: async () => (await import("./commands/problems.js")).problems,
+  "approve-sweep": async () => (await import("./commands/approve-sweep.js")).approveSweep,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -12,8 +12,10 @@ import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Registry } from "prom-client";
 import type { CommandIo } from "./commands/command.js";
 import type { Config } from "./config.js";
+import { pruneHistory } from "./console/prune-history.js";
 import { createConsumerRoutes } from "./consumers/http-routes.js";
 import { DatabaseLockedError, DatabaseUnavailableError, LeaseLostError } from "./errors.js";
+import { createHistoryRoutes } from "./http/history-routes.js";
 import { createHttpServer, isLoopback } from "./http-server.js";
 import type { Logger } from "./log.js";
 import { createMetrics, initMirrorSeries, type Metrics } from "./metrics.js";
@@ -21,7 +23,7 @@ import { createLeaseHolder, withMirrorLease } from "./mirror-lease.js";
 import { createIoLogger, createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import type { LeaseHolder } from "./store/types.js";
-import { refreshMirrorGauges } from "./sync/gauges.js";
+import { refreshMirrorGauges, refreshProblemGauges } from "./sync/gauges.js";
 import { buildStatus } from "./sync/status-report.js";
 import { syncMirror } from "./sync/sync-mirror.js";
 import { checkBindings } from "./sync-configs/bind.js";
@@ -29,6 +31,8 @@ import { preparePass, type ReconcileDeps, reconcileMirror } from "./sync-configs
 import { isDeclared } from "./sync-configs/resolve.js";
 
 const LOCK_RETRY_MS = 2000;
+/** How often the daemon prunes the pass history past `history.keep_days` (and once at start-up). */
+const PRUNE_EVERY_MS = 3_600_000;
 const UNAVAILABLE_RETRY_MAX_MS = 30_000;
 
 export interface Daemon {
@@ -45,6 +49,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   let runtime: Runtime | undefined;
   let scheduler: Scheduler | undefined;
   let watcher: NodeJS.Timeout | undefined;
+  let pruner: NodeJS.Timeout | undefined;
   // Readiness needs a working connection: the watcher pings the store each round.
   let connected = false;
   const http = createHttpServer({
@@ -53,13 +58,21 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
     getStatus: async () =>
       runtime ? await buildStatus(runtime.store, config.mirrors) : { mirrors: [], ready: false },
     token: config.http.token,
-    routes: createConsumerRoutes({
-      source: () => runtime?.store,
-      token: config.http.token,
-      mirrors: config.mirrors.map((m) => m.name),
-      searchEnabled: config.search.enabled,
-      signal: io.signal,
-    }),
+    // The console's routes first: the consumer routes answer every other `/v1/` path.
+    routes: [
+      createHistoryRoutes({
+        store: () => runtime?.store,
+        token: config.http.token,
+        mirrors: config.mirrors.map((m) => m.name),
+      }),
+      createConsumerRoutes({
+        source: () => runtime?.store,
+        token: config.http.token,
+        mirrors: config.mirrors.map((m) => m.name),
+        searchEnabled: config.search.enabled,
+        signal: io.signal,
+      }),
+    ],
     log,
   });
 
@@ -75,7 +88,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       const { port } = await http.listen(config.http.host, config.http.port, config.http.listenFrom);
       log.info(
         { host: config.http.host, port },
-        "http listening: /metrics /healthz /readyz /status /v1/changes /v1/search",
+        "http listening: /metrics /healthz /readyz /status /v1/changes /v1/search /v1/passes /v1/problems",
       );
       if (config.http.token === undefined && !isLoopback(config.http.host)) {
         log.warn(
@@ -89,6 +102,9 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       connected = true;
       await restoreMetrics(runtime, metrics);
       const rt = runtime;
+      await prune(rt);
+      pruner = setInterval(() => void prune(rt), PRUNE_EVERY_MS);
+      pruner.unref();
       const { leaseSeconds } = config.database;
       const sched = createScheduler({
         mirrors: config.mirrors,
@@ -99,7 +115,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
             async (passSignal, fence) => {
               const bound = await preparePass(mirror, reconcileDeps(rt, passSignal));
               if (!bound) return;
-              await syncMirror(bound, rt.syncContext(passSignal, fence), {
+              await syncMirror(bound, rt.syncContext(passSignal, fence, holder), {
                 full: mode === "full",
                 allowMassDelete: false,
                 dryRun: false,
@@ -129,8 +145,9 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       sched.start();
       watcher = setInterval(() => {
         rt.store.ping().then(
-          () => {
+          async () => {
             connected = true;
+            await refreshProblems(rt, log);
             return resumeOrphans(rt, sched, log);
           },
           (error: unknown) => {
@@ -148,6 +165,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
 
     async stop() {
       clearInterval(watcher);
+      clearInterval(pruner);
       await scheduler?.stop();
       await http.close();
       await runtime?.close();
@@ -210,6 +228,31 @@ async function resumeOrphans(runtime: Runtime, scheduler: Scheduler, log: Logger
     }
   } catch (error) {
     log.warn({ err: (error as Error).message }, "could not look for triggers left in flight; trying again");
+  }
+}
+
+/** History past `history.keep_days` deleted (`console/prune-history.ts`); a failure waits for the next round. */
+async function prune(runtime: Runtime): Promise<void> {
+  const { store, log, config } = runtime;
+  try {
+    const pruned = await pruneHistory(store, config.history.keepDays, new Date());
+    if (pruned.passes > 0 || pruned.problems > 0)
+      log.info({ ...pruned, keep_days: config.history.keepDays }, "history pruned");
+  } catch (error) {
+    log.warn({ err: (error as Error).message }, "could not prune the history; trying again within the hour");
+  }
+}
+
+/** `syncmirror_problems` follows the database: another replica's pass, or an apply, may have changed it. */
+async function refreshProblems(runtime: Runtime, log: Logger): Promise<void> {
+  try {
+    await refreshProblemGauges(
+      runtime.store,
+      runtime.metrics,
+      runtime.config.mirrors.map((m) => m.name),
+    );
+  } catch (error) {
+    log.warn({ err: (error as Error).message }, "could not read the open problems; trying again");
   }
 }
 

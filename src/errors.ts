@@ -291,3 +291,13 @@ export class SyncConfigNotAppliedError extends SyncmirrorError {
     );
   }
 }
+
+/** `approve-sweep` for a mirror whose latest full pass held nothing: there is nothing to approve. */
+export class NothingHeldError extends SyncmirrorError {
+  readonly code = "NOTHING_HELD" as const;
+  constructor(readonly mirror: string) {
+    super(
+      `mirror ${mirror} has no held sweep (its latest full pass held nothing): nothing was approved; \`syncmirror problems\` lists held sweeps`,
+    );
+  }
+}

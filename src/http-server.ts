@@ -1,8 +1,10 @@
 /**
- * The daemon's HTTP endpoints (SPEC "HTTP"): `/metrics`, `/healthz`, `/readyz`, `/status`.
- * Read-only and content-free: GET and HEAD only, nothing else is routed, and no response ever
- * carries an error message (it could name a file path or echo a secret). `/status` names users,
- * so it needs the bearer token, or, when none is configured, a loopback listener.
+ * The daemon's HTTP endpoints (SPEC "HTTP"): `/metrics`, `/healthz`, `/readyz`, `/status`, and the
+ * route handlers given (the `/v1/` endpoints, each behind the bearer token). These four are
+ * read-only and content-free: GET and HEAD only, and no response ever carries an error message (it
+ * could name a file path or echo a secret). POST reaches only `/v1/` paths, whose handlers say
+ * which methods they take. `/status` names users, so it needs the bearer token, or, when none is
+ * configured, a loopback listener.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { type AddressInfo, isIPv4 } from "node:net";
@@ -19,8 +21,8 @@ export interface HttpServerDeps {
   getStatus: () => unknown | Promise<unknown>;
   /** Bearer token for `/status`; undefined when none is configured. */
   token: string | undefined;
-  /** More routes (the consumer endpoints): a reply, or undefined to fall through to these. */
-  routes?: (req: IncomingMessage) => Promise<Reply | undefined>;
+  /** More routes (the `/v1/` endpoints), asked in order: a reply, or undefined to fall through. */
+  routes?: readonly RouteHandler[];
   log: Logger;
 }
 
@@ -41,6 +43,9 @@ export interface HttpServer {
   /** Stops accepting, closes keep-alive connections, resolves once the server is closed. */
   close(): Promise<void>;
 }
+
+/** Answers the requests it owns; undefined for the others. */
+export type RouteHandler = (req: IncomingMessage) => Promise<Reply | undefined>;
 
 export interface Reply {
   status: number;
@@ -98,12 +103,18 @@ export function createHttpServer(deps: HttpServerDeps): HttpServer {
   };
 }
 
+/** Only the `/v1/` endpoints take anything but GET and HEAD (the console's controls). */
+const POST_PREFIX = "/v1/";
+
 async function route(deps: HttpServerDeps, req: IncomingMessage, loopback: boolean): Promise<Reply> {
-  if (req.method !== "GET" && req.method !== "HEAD") {
+  const read = req.method === "GET" || req.method === "HEAD";
+  if (!read && !(req.method === "POST" && pathOf(req).startsWith(POST_PREFIX))) {
     return { ...text(405, "method not allowed"), headers: { Allow: "GET, HEAD" } };
   }
-  const extra = await deps.routes?.(req);
-  if (extra) return extra;
+  for (const handler of deps.routes ?? []) {
+    const reply = await handler(req);
+    if (reply) return reply;
+  }
   switch (pathOf(req)) {
     case HTTP_PATHS.metrics:
       return { status: 200, contentType: deps.registry.contentType, body: await deps.registry.metrics() };

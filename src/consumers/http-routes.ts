@@ -38,6 +38,8 @@ export function createConsumerRoutes(deps: ConsumerRoutesDeps) {
     if (!isBearerAuthorized(req.headers.authorization, deps.token)) {
       return { ...json(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
     }
+    if (req.method !== "GET" && req.method !== "HEAD")
+      return { ...json(405, { error: "method not allowed" }), headers: { Allow: "GET, HEAD" } };
     const source = deps.source();
     if (source === undefined) return json(503, { error: "not ready: the database is not open yet" });
     try {

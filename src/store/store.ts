@@ -28,7 +28,12 @@ import type {
   PageCounts,
   Pair,
   PairRef,
+  PassError,
+  PassRecord,
   PendingContinue,
+  Problem,
+  ProblemKind,
+  ProblemSighting,
   ResourceWrite,
   Run,
   RunSource,
@@ -36,6 +41,7 @@ import type {
   SkippedPairRecord,
   SourceReport,
   StoredResourceState,
+  SweepApproval,
   Trigger,
 } from "./types.js";
 
@@ -113,6 +119,9 @@ export interface TriggerRepo {
     knownBefore: string | null;
     intentAt: string;
     allowMassDelete: boolean;
+    /** The process writing it (`LeaseHolder`): the replica the history names. */
+    startedBy?: string | null;
+    startedByName?: string | null;
   }): Promise<Trigger>;
   /** The trigger's runs are known (from the POST response or adopted from the run list). */
   activate(
@@ -126,9 +135,14 @@ export interface TriggerRepo {
     },
   ): Promise<ActiveTrigger>;
   setMassDeleteAllowed(id: number, allow: boolean): Promise<void>;
+  /**
+   * Moves the mirror's pending `approve-sweep` onto this trigger, unless it already took one, so
+   * exactly one full pass uses it; returns the trigger as it is now.
+   */
+  takeSweepApproval(id: number): Promise<Trigger>;
   addSweepCounts(
     id: number,
-    c: { deleted?: number; revoked?: number; held?: number; sweepsHeld?: number },
+    c: { deleted?: number; revoked?: number; held?: number; sweepsHeld?: number; approvedUsed?: number },
   ): Promise<void>;
   markLeaversSwept(id: number, leaversUnknown: boolean): Promise<void>;
   finish(
@@ -171,6 +185,49 @@ export interface MirrorRepo {
     mirror: string,
     o: { mode: Mode; outcome: string; message: string; at: string; heldRevocations?: number },
   ): Promise<void>;
+  /**
+   * `approve-sweep`: the revocations the mirror's latest full pass held may be applied by the next
+   * full pass that sweeps (replacing an earlier approval). Null, and nothing written, when nothing
+   * is held.
+   */
+  approveSweep(mirror: string, a: { by: string; at: string }): Promise<SweepApproval | null>;
+}
+
+/** The pass history (SPEC "Operator console"): one entry per trigger row, with every error it met. */
+export interface HistoryRepo {
+  /** Appends errors a pass met to its trigger's history, in order. */
+  addErrors(triggerRowId: number, errors: readonly PassError[]): Promise<void>;
+  /** Passes newest first by trigger row id (below `before` when given), each with its errors and its runs' totals. */
+  list(q: { mirror?: string | undefined; before?: number | undefined; limit: number }): Promise<PassRecord[]>;
+  /**
+   * Deletes up to `limit` passes that finished before `finishedBefore`, with their runs, sources
+   * and errors; returns how many. Kept whatever their age, because the sync logic reads them: a
+   * trigger in flight, each mirror's newest trigger (the bound of a full owed, by row id), its
+   * newest finished trigger of each mode (the skipped gauge, the last outcome) and the trigger
+   * holding its newest run (`runs.newestCreatedAt`: adoption takes only runs after it).
+   */
+  prune(finishedBefore: string, limit: number): Promise<number>;
+}
+
+/** Open problems (SPEC "Operator console"): recorded and cleared by the transactions that see them. */
+export interface ProblemRepo {
+  /** Inserts each problem, or updates it (its first sighting kept) when its subject is already open. */
+  record(sightings: readonly ProblemSighting[]): Promise<void>;
+  /** Deletes the pair's problems of `kinds`, and the user's that name no server (a rejected row without one). */
+  clearPair(pair: PairRef, kinds: readonly ProblemKind[]): Promise<void>;
+  /** Deletes the user's rejected-row problems whose key a run created at or after `since` ingested since. */
+  clearRowsSeen(mirror: string, userEmail: string, since: string): Promise<void>;
+  /** Deletes the mirror's problems of `kind` whose subject is not in `keep`. */
+  clearKindExcept(mirror: string, kind: ProblemKind, keep: readonly string[]): Promise<void>;
+  /**
+   * Open problems (a declared sync config's apply error included, read from its record), by
+   * mirror, kind and subject; at most `limit`.
+   */
+  list(q: { mirror?: string | undefined; limit: number }): Promise<Problem[]>;
+  /** Open problems by mirror and kind, config errors included (the `syncmirror_problems` gauge). */
+  countByKind(): Promise<{ mirror: string; kind: ProblemKind; n: number }[]>;
+  /** Deletes problems not seen since `lastSeenBefore` (retention); returns how many. */
+  pruneStale(lastSeenBefore: string): Promise<number>;
 }
 
 /**
@@ -233,6 +290,8 @@ export interface StoreOps {
   dryRun: DryRunRepo;
   leases: LeaseRepo;
   syncConfigs: SyncConfigRepo;
+  history: HistoryRepo;
+  problems: ProblemRepo;
 }
 
 /** The change feed as consumers read it: one consistent snapshot per page. */

@@ -3,7 +3,7 @@ import type { MirrorConfig } from "../config.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
-import type { Fence } from "../store/types.js";
+import type { Fence, LeaseHolder } from "../store/types.js";
 import type { PageWindow } from "./page-window.js";
 
 /** Named points where an env-guarded crash seam may kill the process (reliability tests only). */
@@ -33,6 +33,8 @@ export interface SyncContext {
   ingestConcurrency: number;
   /** The lease this pass runs under: `syncMirror` fences every write of the pass with it (`fence.ts`). */
   lease?: Fence;
+  /** The process running the pass, as the history names it (the trigger's replica, each error's). */
+  replica?: LeaseHolder;
   /** Resources asked for per export page (`export.page_size`). */
   exportPageSize: number;
   /** Export pages one run may fetch ahead of the page it needs next (`export.pages_ahead_per_run`). */

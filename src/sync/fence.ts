@@ -35,6 +35,8 @@ const READS: Reads = {
   dryRun: [],
   leases: ["isHeld", "holders"],
   syncConfigs: ["find", "list"],
+  history: ["list"],
+  problems: ["list", "countByKind"],
 };
 
 /** Throws LeaseLostError unless `fence` still holds the lease; run first in a transaction. */

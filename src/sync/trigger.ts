@@ -18,6 +18,8 @@ export async function recordIntent({ mirror, ctx, options }: MirrorPass, plan: P
     knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),
     intentAt: ctx.now().toISOString(),
     allowMassDelete: options.allowMassDelete,
+    startedBy: ctx.replica?.id ?? null,
+    startedByName: ctx.replica?.name ?? null,
   });
 }
 

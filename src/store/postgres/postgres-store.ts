@@ -18,6 +18,7 @@ import { createAccessRepo } from "./access.js";
 import { createChangeRepo, publishChanges } from "./changes.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
+import { createHistoryRepo } from "./history.js";
 import { createLeaseRepo } from "./leases.js";
 import { createChangeListener } from "./listen.js";
 import { createMirrorRepo } from "./mirrors.js";
@@ -31,6 +32,7 @@ import {
   storeError,
 } from "./open.js";
 import { createPairRepo } from "./pairs.js";
+import { createProblemRepo } from "./problems.js";
 import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
 import * as schema from "./schema.js";
@@ -100,6 +102,8 @@ function createPostgresDriver(
         dryRun: createDryRunRepo(conn),
         leases: createLeaseRepo(conn),
         syncConfigs: createSyncConfigRepo(conn),
+        history: createHistoryRepo(conn),
+        problems: createProblemRepo(conn),
       };
     },
     begin: () => beginOn(pool),

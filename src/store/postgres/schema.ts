@@ -105,6 +105,13 @@ export const mirrorState = pgTable("mirror_state", {
   lastMessage: text("last_message"),
   /** Revocations the latest held sweep is holding back. */
   heldRevocations: integer("held_revocations").notNull().default(0),
+  /**
+   * `approve-sweep` given and not yet taken by a full pass: it may revoke up to this many access
+   * rows the guard would hold (`sync/sweep-approval.ts`), with who approved and when.
+   */
+  sweepApprovedUpTo: integer("sweep_approved_up_to"),
+  sweepApprovedBy: text("sweep_approved_by"),
+  sweepApprovedAt: isoTimestamp("sweep_approved_at"),
 });
 
 /** A trigger's life: `intent` before the POST, `active` once its runs are known, `done` once settled. */
@@ -137,8 +144,20 @@ export const triggers = pgTable(
     /** The access check that decides who left could not be read: nobody lost access for leaving. */
     leaversUnknown: boolean("leavers_unknown").notNull().default(false),
     leaversSwept: boolean("leavers_swept").notNull().default(false),
+    /** The process that wrote the intent: its instance id, and its `hostname:pid` for people. */
+    startedBy: text("started_by"),
+    startedByName: text("started_by_name"),
+    /** The `approve-sweep` this full pass took from `mirror_state`, and how much of it its sweep used. */
+    sweepApprovedUpTo: integer("sweep_approved_up_to"),
+    sweepApprovedBy: text("sweep_approved_by"),
+    sweepApprovedAt: isoTimestamp("sweep_approved_at"),
+    sweepApprovedUsed: integer("sweep_approved_used").notNull().default(0),
   },
-  (t) => [index("triggers_mirror_state").on(t.mirror, t.state)],
+  (t) => [
+    index("triggers_mirror_state").on(t.mirror, t.state),
+    // The history pages newest first, per mirror or not.
+    index("triggers_mirror_id").on(t.mirror, t.id),
+  ],
 );
 
 export const runs = pgTable(
@@ -279,4 +298,53 @@ export const managedSyncConfigs = pgTable("managed_sync_configs", {
   fullPendingAfter: integer("full_pending_after"),
   lastError: text("last_error"),
   lastErrorAt: isoTimestamp("last_error_at"),
+  /** When the current run of errors began (the problem's first sighting); cleared by an apply. */
+  firstErrorAt: isoTimestamp("first_error_at"),
 });
+
+/**
+ * Every error a pass met, kept with its trigger across resumed attempts (the history): a whole
+ * attempt's failure (no `sync_id`), a run that could not be read, a source that did not succeed.
+ */
+export const passErrors = pgTable(
+  "pass_errors",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    triggerRowId: integer("trigger_row_id").notNull(),
+    at: isoTimestamp("at").notNull(),
+    syncId: text("sync_id"),
+    userEmail: text("user_email"),
+    source: text("source"),
+    error: text("error").notNull(),
+    /** `hostname:pid` of the process that met it. */
+    replica: text("replica"),
+  },
+  (t) => [index("pass_errors_trigger").on(t.triggerRowId, t.id)],
+);
+
+/**
+ * Open problems (`syncmirror problems`), one row per thing that is wrong, written in the same
+ * transaction as the fact it describes and deleted by the one that shows it fixed. `subject` names
+ * the thing within the mirror (kind group, user, server or key).
+ */
+export const problems = pgTable(
+  "problems",
+  {
+    mirror: text("mirror").notNull(),
+    subject: text("subject").notNull(),
+    kind: text("kind").notNull(),
+    userEmail: text("user_email"),
+    serverInstanceId: text("server_instance_id"),
+    source: text("source"),
+    syncId: text("sync_id"),
+    key: text("key"),
+    reason: text("reason").notNull(),
+    count: integer("count"),
+    firstSeenAt: isoTimestamp("first_seen_at").notNull(),
+    lastSeenAt: isoTimestamp("last_seen_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.mirror, t.subject] }),
+    index("problems_pair").on(t.mirror, t.userEmail, t.serverInstanceId),
+  ],
+);

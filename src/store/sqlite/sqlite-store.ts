@@ -17,10 +17,12 @@ import { createAccessRepo } from "./access.js";
 import { createChangeRepo } from "./changes.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
+import { createHistoryRepo } from "./history.js";
 import { createLeaseRepo } from "./leases.js";
 import { createMirrorRepo } from "./mirrors.js";
 import { type Db, type OpenDatabase, openDatabase } from "./open.js";
 import { createPairRepo } from "./pairs.js";
+import { createProblemRepo } from "./problems.js";
 import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
 import { applySearchSetting, rebuildSearchIndex, searchResources } from "./search.js";
@@ -88,6 +90,8 @@ function createSqliteDriver(database: OpenDatabase, now: () => Date): StoreDrive
       dryRun: createDryRunRepo(conn),
       leases: createLeaseRepo(conn, now),
       syncConfigs: createSyncConfigRepo(conn),
+      history: createHistoryRepo(conn),
+      problems: createProblemRepo(conn),
     }),
     async begin() {
       sqlite.exec("BEGIN IMMEDIATE");

@@ -1,0 +1,92 @@
+/**
+ * The history's and the problems' rows as domain objects, the same for both dialects once each has
+ * read them: a page of passes from its triggers and its runs' totals, and a declared sync config's
+ * apply error as a problem (it lives in its record, not in `problems`).
+ */
+import { type DecodeJson, toTrigger } from "./rows.js";
+import type { PassError, PassRecord, Problem, Trigger } from "./types.js";
+
+type TriggerColumns = Parameters<typeof toTrigger>[0];
+
+/** One group of a page's runs: a trigger's runs of one status, with their counts summed. */
+export interface RunTotals {
+  triggerRowId: number;
+  status: string;
+  n: number;
+  upserted: number;
+  unchanged: number;
+  rejected: number;
+  keysNew: number;
+  keysChanged: number;
+}
+
+/** One group of a page's sources: a trigger's sources (of runs read to the end) of one export status. */
+export interface SourceTotals {
+  triggerRowId: number;
+  status: string;
+  n: number;
+}
+
+export type PassErrorRow = PassError & { triggerRowId: number };
+
+/** The page's passes, in the order of `triggers`, each with its runs' and sources' totals and its errors. */
+export function toPassRecords(
+  triggers: readonly TriggerColumns[],
+  runs: readonly RunTotals[],
+  sources: readonly SourceTotals[],
+  errors: readonly PassErrorRow[],
+  decode: DecodeJson,
+): PassRecord[] {
+  return triggers.map((row) => {
+    const trigger: Trigger = toTrigger(row, decode);
+    const record: PassRecord = {
+      trigger,
+      summary: decode(row.summary),
+      runs: {},
+      sources: {},
+      rows: { upserted: 0, unchanged: 0, rejected: 0, keysNew: 0, keysChanged: 0 },
+      errors: [],
+    };
+    for (const r of runs.filter((r) => r.triggerRowId === trigger.id)) {
+      record.runs[r.status] = r.n;
+      record.rows.upserted += r.upserted;
+      record.rows.unchanged += r.unchanged;
+      record.rows.rejected += r.rejected;
+      record.rows.keysNew += r.keysNew;
+      record.rows.keysChanged += r.keysChanged;
+    }
+    for (const s of sources.filter((s) => s.triggerRowId === trigger.id)) record.sources[s.status] = s.n;
+    record.errors = errors
+      .filter((e) => e.triggerRowId === trigger.id)
+      .map(({ triggerRowId: _t, ...e }) => e);
+    return record;
+  });
+}
+
+/** The columns of a declared sync config's record that make its apply error a problem. */
+export interface ConfigErrorColumns {
+  mirror: string;
+  name: string | null;
+  lastError: string | null;
+  lastErrorAt: string | null;
+  firstErrorAt: string | null;
+}
+
+/** A declared sync config the daemon (or `apply`) could not apply, as a problem of its mirror. */
+export function configErrorProblem(c: ConfigErrorColumns): Problem {
+  const at = c.lastErrorAt ?? "";
+  return {
+    mirror: c.mirror,
+    kind: "config_error",
+    subject: JSON.stringify(["config", c.name]),
+    userEmail: null,
+    serverInstanceId: null,
+    source: null,
+    syncId: null,
+    key: null,
+    reason: `the declared sync config${c.name ? ` "${c.name}"` : ""} could not be applied: ${c.lastError ?? ""}`,
+    count: null,
+    firstSeenAt: c.firstErrorAt ?? at,
+    lastSeenAt: at,
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * The pass history (`../store.ts` HistoryRepo) on PostgreSQL: the trigger rows, their runs' totals
+ * and the errors each pass met, paged newest first; and retention.
+ */
+import { type AnyColumn, and, asc, desc, eq, getTableColumns, inArray, lt, sql } from "drizzle-orm";
+import { type RunTotals, type SourceTotals, toPassRecords } from "../history-rows.js";
+import { keepJson } from "../rows.js";
+import type { HistoryRepo } from "../store.js";
+import type { Conn } from "./connection.js";
+import { pgText } from "./pg-values.js";
+import { passErrors, runSources, runs, triggers } from "./schema.js";
+
+const total = (column: AnyColumn) => sql<number>`coalesce(sum(${column}), 0)::int`;
+const n = sql<number>`count(*)::int`;
+
+/**
+ * Finished passes older than the cutoff that the sync logic does not read (see HistoryRepo.prune):
+ * not each mirror's newest trigger, nor its newest finished one per mode, nor the one holding its
+ * newest run.
+ */
+const PRUNABLE = `
+  SELECT id FROM triggers
+  WHERE state = 'done' AND finished_at < $1::timestamptz
+    AND id NOT IN (SELECT max(id) FROM triggers GROUP BY mirror)
+    AND id NOT IN (SELECT max(id) FROM triggers WHERE state = 'done' GROUP BY mirror, mode)
+    AND id NOT IN (
+      SELECT r.trigger_row_id FROM runs r
+      JOIN (SELECT mirror, max(created_at) AS newest FROM runs GROUP BY mirror) n
+        ON n.mirror = r.mirror AND n.newest = r.created_at)
+  ORDER BY id LIMIT $2`;
+
+export function createHistoryRepo({ db, client }: Conn): HistoryRepo {
+  return {
+    async addErrors(triggerRowId, errors) {
+      if (errors.length === 0) return;
+      await db.insert(passErrors).values(errors.map((e) => ({ triggerRowId, ...e, error: pgText(e.error) })));
+    },
+
+    async list({ mirror, before, limit }) {
+      const rows = await db
+        .select()
+        .from(triggers)
+        .where(
+          and(
+            mirror === undefined ? undefined : eq(triggers.mirror, mirror),
+            before === undefined ? undefined : lt(triggers.id, before),
+          ),
+        )
+        .orderBy(desc(triggers.id))
+        .limit(limit);
+      if (rows.length === 0) return [];
+      const ids = rows.map((r) => r.id);
+      const runTotals: RunTotals[] = await db
+        .select({
+          triggerRowId: runs.triggerRowId,
+          status: runs.status,
+          n,
+          upserted: total(runs.upserted),
+          unchanged: total(runs.unchanged),
+          rejected: total(runs.rejected),
+          keysNew: total(runs.keysNew),
+          keysChanged: total(runs.keysChanged),
+        })
+        .from(runs)
+        .where(inArray(runs.triggerRowId, ids))
+        .groupBy(runs.triggerRowId, runs.status);
+      const sourceTotals: SourceTotals[] = await db
+        .select({
+          triggerRowId: runs.triggerRowId,
+          status: sql<string>`coalesce(${runSources.exportStatus}, 'unknown')`,
+          n,
+        })
+        .from(runSources)
+        .innerJoin(runs, eq(runs.syncId, runSources.syncId))
+        .where(and(inArray(runs.triggerRowId, ids), eq(runs.ingest, "done")))
+        .groupBy(runs.triggerRowId, runSources.exportStatus);
+      const { id: _id, ...errorColumns } = getTableColumns(passErrors);
+      const errors = await db
+        .select(errorColumns)
+        .from(passErrors)
+        .where(inArray(passErrors.triggerRowId, ids))
+        .orderBy(asc(passErrors.id));
+      return toPassRecords(rows, runTotals, sourceTotals, errors, keepJson);
+    },
+
+    async prune(finishedBefore, limit) {
+      const found = await client.query<{ id: number }>(PRUNABLE, [finishedBefore, limit]);
+      const ids = found.rows.map((r) => r.id);
+      if (ids.length === 0) return 0;
+      const runIds = db.select({ s: runs.syncId }).from(runs).where(inArray(runs.triggerRowId, ids));
+      await db.delete(runSources).where(inArray(runSources.syncId, runIds));
+      await db.delete(runs).where(inArray(runs.triggerRowId, ids));
+      await db.delete(passErrors).where(inArray(passErrors.triggerRowId, ids));
+      await db.delete(triggers).where(inArray(triggers.id, ids));
+      return ids.length;
+    },
+  };
+}
