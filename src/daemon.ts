@@ -99,8 +99,9 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       if (io.signal.aborted) return;
       runtime = await openWhenFree(config, io, log, metrics);
       if (runtime === undefined) return;
-      connected = true;
+      // Ready once the gauges are read back: the first scrape a probe lets through is right.
       await restoreMetrics(runtime, metrics);
+      connected = true;
       const rt = runtime;
       await prune(rt);
       pruner = setInterval(() => void prune(rt), PRUNE_EVERY_MS);

@@ -25,16 +25,22 @@ CREATE TABLE "problems" (
 	CONSTRAINT "problems_mirror_subject_pk" PRIMARY KEY("mirror","subject")
 );
 --> statement-breakpoint
+CREATE TABLE "sweep_approvals" (
+	"id" integer PRIMARY KEY GENERATED ALWAYS AS IDENTITY (sequence name "sweep_approvals_id_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 2147483647 START WITH 1 CACHE 1),
+	"mirror" text NOT NULL,
+	"user_email" text NOT NULL,
+	"server_instance_id" text NOT NULL,
+	"up_to" integer NOT NULL,
+	"by" text NOT NULL,
+	"at" timestamp with time zone NOT NULL,
+	"trigger_row_id" integer,
+	"used" integer DEFAULT 0 NOT NULL
+);
+--> statement-breakpoint
 ALTER TABLE "managed_sync_configs" ADD COLUMN "first_error_at" timestamp with time zone;--> statement-breakpoint
-ALTER TABLE "mirror_state" ADD COLUMN "sweep_approved_up_to" integer;--> statement-breakpoint
-ALTER TABLE "mirror_state" ADD COLUMN "sweep_approved_by" text;--> statement-breakpoint
-ALTER TABLE "mirror_state" ADD COLUMN "sweep_approved_at" timestamp with time zone;--> statement-breakpoint
 ALTER TABLE "triggers" ADD COLUMN "started_by" text;--> statement-breakpoint
 ALTER TABLE "triggers" ADD COLUMN "started_by_name" text;--> statement-breakpoint
-ALTER TABLE "triggers" ADD COLUMN "sweep_approved_up_to" integer;--> statement-breakpoint
-ALTER TABLE "triggers" ADD COLUMN "sweep_approved_by" text;--> statement-breakpoint
-ALTER TABLE "triggers" ADD COLUMN "sweep_approved_at" timestamp with time zone;--> statement-breakpoint
-ALTER TABLE "triggers" ADD COLUMN "sweep_approved_used" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 CREATE INDEX "pass_errors_trigger" ON "pass_errors" USING btree ("trigger_row_id","id");--> statement-breakpoint
 CREATE INDEX "problems_pair" ON "problems" USING btree ("mirror","user_email","server_instance_id");--> statement-breakpoint
+CREATE INDEX "sweep_approvals_mirror" ON "sweep_approvals" USING btree ("mirror","trigger_row_id");--> statement-breakpoint
 CREATE INDEX "triggers_mirror_id" ON "triggers" USING btree ("mirror","id");

@@ -27,14 +27,20 @@ CREATE TABLE `problems` (
 );
 --> statement-breakpoint
 CREATE INDEX `problems_pair` ON `problems` (`mirror`,`user_email`,`server_instance_id`);--> statement-breakpoint
+CREATE TABLE `sweep_approvals` (
+	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
+	`mirror` text NOT NULL,
+	`user_email` text NOT NULL,
+	`server_instance_id` text NOT NULL,
+	`up_to` integer NOT NULL,
+	`by` text NOT NULL,
+	`at` text NOT NULL,
+	`trigger_row_id` integer,
+	`used` integer DEFAULT 0 NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `sweep_approvals_mirror` ON `sweep_approvals` (`mirror`,`trigger_row_id`);--> statement-breakpoint
 ALTER TABLE `managed_sync_configs` ADD `first_error_at` text;--> statement-breakpoint
-ALTER TABLE `mirror_state` ADD `sweep_approved_up_to` integer;--> statement-breakpoint
-ALTER TABLE `mirror_state` ADD `sweep_approved_by` text;--> statement-breakpoint
-ALTER TABLE `mirror_state` ADD `sweep_approved_at` text;--> statement-breakpoint
 ALTER TABLE `triggers` ADD `started_by` text;--> statement-breakpoint
 ALTER TABLE `triggers` ADD `started_by_name` text;--> statement-breakpoint
-ALTER TABLE `triggers` ADD `sweep_approved_up_to` integer;--> statement-breakpoint
-ALTER TABLE `triggers` ADD `sweep_approved_by` text;--> statement-breakpoint
-ALTER TABLE `triggers` ADD `sweep_approved_at` text;--> statement-breakpoint
-ALTER TABLE `triggers` ADD `sweep_approved_used` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 CREATE INDEX `triggers_mirror_id` ON `triggers` (`mirror`,`id`);

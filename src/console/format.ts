@@ -28,7 +28,10 @@ function formatPass(p: PassJson): string[] {
   const tallies = [tally("runs", p.runs), tally("sources", p.sources), tally("skipped", p.skipped)];
   lines.push(`  ${tallies.filter((t) => t !== "").join("; ") || "no runs"}`);
   const a = p.sweep_approval;
-  if (a) lines.push(`  sweep approved by ${a.by ?? "?"} at ${a.at ?? "?"}: up to ${a.up_to}, used ${a.used}`);
+  if (a)
+    lines.push(
+      `  sweep approved by ${a.by} at ${a.at}: ${a.pairs} pair(s), up to ${a.up_to}; ${a.used} revoked on it`,
+    );
   for (const e of p.errors) {
     const where = [e.sync_id, e.user_email, e.source].filter((x) => x !== null).join(" ");
     lines.push(`  error ${e.at}${where ? ` [${where}]` : ""}: ${e.error}`);
@@ -67,5 +70,5 @@ function formatProblem(p: ProblemJson): string {
 }
 
 function describeApproval(a: PendingApprovalJson): string {
-  return `${a.mirror}: sweep approved by ${a.by ?? "?"} at ${a.at ?? "?"} (up to ${a.up_to} revocations): the next full pass applies it`;
+  return `${a.mirror}: sweep approved by ${a.by} at ${a.at} (${a.pairs} pair(s), up to ${a.up_to} revocations): the next full pass applies it`;
 }

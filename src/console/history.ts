@@ -58,17 +58,21 @@ export interface PassJson {
   sources: Record<string, number>;
   skipped: Record<string, number>;
   skipped_total: number | null;
-  /** The `approve-sweep` this full pass took: up to how many revocations, how many it used, who, when. */
-  sweep_approval: { up_to: number; used: number; by: string | null; at: string | null } | null;
+  /**
+   * The `approve-sweep` this full pass took: the pairs it covered, the revocations they held in all
+   * (`up_to`), how many this pass applied on it, who approved and when.
+   */
+  sweep_approval: { pairs: number; up_to: number; used: number; by: string; at: string } | null;
   errors: PassErrorJson[];
 }
 
 /** An `approve-sweep` no full pass has taken yet. */
 export interface PendingApprovalJson {
   mirror: string;
+  pairs: number;
   up_to: number;
-  by: string | null;
-  at: string | null;
+  by: string;
+  at: string;
 }
 
 export interface HistoryJson {
@@ -102,22 +106,14 @@ export async function pendingApprovals(
   store: Store,
   mirrors: readonly string[],
 ): Promise<PendingApprovalJson[]> {
-  const pending: PendingApprovalJson[] = [];
-  for (const mirror of mirrors) {
-    const state = await store.mirrors.get(mirror);
-    if (state?.sweepApprovedUpTo == null) continue;
-    pending.push({
-      mirror,
-      up_to: state.sweepApprovedUpTo,
-      by: state.sweepApprovedBy,
-      at: state.sweepApprovedAt,
-    });
-  }
-  return pending;
+  return (await store.approvals.pending())
+    .filter((a) => mirrors.includes(a.mirror))
+    .map((a) => ({ mirror: a.mirror, pairs: a.pairs, up_to: a.upTo, by: a.by, at: a.at }));
 }
 
 function passJson(r: PassRecord): PassJson {
   const t = r.trigger;
+  const a = r.sweepApproval;
   // Written by this program when the pass settled (`sync/settle.ts`).
   const summary = r.summary as Partial<MirrorSummary> | null;
   const done = t.state === "done";
@@ -157,15 +153,7 @@ function passJson(r: PassRecord): PassJson {
     sources: r.sources,
     skipped,
     skipped_total: t.adopted ? null : t.skippedCount,
-    sweep_approval:
-      t.sweepApprovedUpTo === null
-        ? null
-        : {
-            up_to: t.sweepApprovedUpTo,
-            used: t.sweepApprovedUsed,
-            by: t.sweepApprovedBy,
-            at: t.sweepApprovedAt,
-          },
+    sweep_approval: a === null ? null : { pairs: a.pairs, up_to: a.upTo, used: a.used, by: a.by, at: a.at },
     errors: r.errors.map((e) => ({
       at: e.at,
       sync_id: e.syncId,

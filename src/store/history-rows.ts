@@ -4,7 +4,7 @@
  * apply error as a problem (it lives in its record, not in `problems`).
  */
 import { type DecodeJson, toTrigger } from "./rows.js";
-import type { PassError, PassRecord, Problem, Trigger } from "./types.js";
+import type { PassError, PassRecord, Problem, SweepApproval, Trigger } from "./types.js";
 
 type TriggerColumns = Parameters<typeof toTrigger>[0];
 
@@ -29,12 +29,16 @@ export interface SourceTotals {
 
 export type PassErrorRow = PassError & { triggerRowId: number };
 
+/** A trigger's taken approval, its pairs' rows summed. */
+export type ApprovalTotals = SweepApproval & { triggerRowId: number | null; used: number };
+
 /** The page's passes, in the order of `triggers`, each with its runs' and sources' totals and its errors. */
 export function toPassRecords(
   triggers: readonly TriggerColumns[],
   runs: readonly RunTotals[],
   sources: readonly SourceTotals[],
   errors: readonly PassErrorRow[],
+  approvals: readonly ApprovalTotals[],
   decode: DecodeJson,
 ): PassRecord[] {
   return triggers.map((row) => {
@@ -46,6 +50,7 @@ export function toPassRecords(
       sources: {},
       rows: { upserted: 0, unchanged: 0, rejected: 0, keysNew: 0, keysChanged: 0 },
       errors: [],
+      sweepApproval: null,
     };
     for (const r of runs.filter((r) => r.triggerRowId === trigger.id)) {
       record.runs[r.status] = r.n;
@@ -59,6 +64,11 @@ export function toPassRecords(
     record.errors = errors
       .filter((e) => e.triggerRowId === trigger.id)
       .map(({ triggerRowId: _t, ...e }) => e);
+    const approval = approvals.find((x) => x.triggerRowId === trigger.id);
+    if (approval) {
+      const { triggerRowId: _t, ...taken } = approval;
+      record.sweepApproval = taken;
+    }
     return record;
   });
 }
@@ -89,4 +99,27 @@ export function configErrorProblem(c: ConfigErrorColumns): Problem {
     firstSeenAt: c.firstErrorAt ?? at,
     lastSeenAt: at,
   };
+}
+
+/** The pairs an `approve-sweep` covers: each held sweep open as a problem, up to what it held. */
+export function heldPairs(
+  rows: readonly {
+    userEmail: string | null;
+    serverInstanceId: string | null;
+    count: number | null;
+    mirror: string;
+  }[],
+): { mirror: string; userEmail: string; serverInstanceId: string; upTo: number }[] {
+  return rows.flatMap((r) =>
+    r.userEmail === null || r.serverInstanceId === null
+      ? []
+      : [
+          {
+            mirror: r.mirror,
+            userEmail: r.userEmail,
+            serverInstanceId: r.serverInstanceId,
+            upTo: r.count ?? 0,
+          },
+        ],
+  );
 }

@@ -4,14 +4,6 @@
  */
 import type { MirrorRepo } from "./store.js";
 
-/** A mirror's `approve-sweep` cleared: taken by a full pass. */
-export const NO_APPROVAL = { sweepApprovedUpTo: null, sweepApprovedBy: null, sweepApprovedAt: null };
-
-/** The approval `mirrors.approveSweep` writes: every revocation the latest full pass held. */
-export function approvalColumns(heldRevocations: number, a: { by: string; at: string }) {
-  return { sweepApprovedUpTo: heldRevocations, sweepApprovedBy: a.by, sweepApprovedAt: a.at };
-}
-
 type OutcomeRecord = Parameters<MirrorRepo["recordOutcome"]>[1];
 
 export function outcomeColumns(o: OutcomeRecord): {

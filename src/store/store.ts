@@ -135,14 +135,9 @@ export interface TriggerRepo {
     },
   ): Promise<ActiveTrigger>;
   setMassDeleteAllowed(id: number, allow: boolean): Promise<void>;
-  /**
-   * Moves the mirror's pending `approve-sweep` onto this trigger, unless it already took one, so
-   * exactly one full pass uses it; returns the trigger as it is now.
-   */
-  takeSweepApproval(id: number): Promise<Trigger>;
   addSweepCounts(
     id: number,
-    c: { deleted?: number; revoked?: number; held?: number; sweepsHeld?: number; approvedUsed?: number },
+    c: { deleted?: number; revoked?: number; held?: number; sweepsHeld?: number },
   ): Promise<void>;
   markLeaversSwept(id: number, leaversUnknown: boolean): Promise<void>;
   finish(
@@ -185,12 +180,26 @@ export interface MirrorRepo {
     mirror: string,
     o: { mode: Mode; outcome: string; message: string; at: string; heldRevocations?: number },
   ): Promise<void>;
+}
+
+/**
+ * `approve-sweep` (`sync/sweep-approval.ts`): the sweeps the guard holds now, approved pair by pair
+ * for the next full pass that sweeps, whichever process runs it.
+ */
+export interface SweepApprovalRepo {
   /**
-   * `approve-sweep`: the revocations the mirror's latest full pass held may be applied by the next
-   * full pass that sweeps (replacing an earlier approval). Null, and nothing written, when nothing
-   * is held.
+   * Approves each held sweep open as a problem (`held_sweep`) up to the revocations it held,
+   * replacing a pending approval of the mirror. Null, and nothing written, when none is held.
    */
-  approveSweep(mirror: string, a: { by: string; at: string }): Promise<SweepApproval | null>;
+  approve(mirror: string, a: { by: string; at: string }): Promise<SweepApproval | null>;
+  /** Approvals no pass has taken yet, by mirror. */
+  pending(): Promise<SweepApproval[]>;
+  /** The trigger takes its mirror's pending approval, unless it took one already: one pass uses it. */
+  take(triggerRowId: number, mirror: string): Promise<void>;
+  /** How many revocations the trigger's approval allows the pair; null when it does not cover it. */
+  allowance(triggerRowId: number, pair: PairRef): Promise<number | null>;
+  /** The pair's sweep applied `revoked` revocations on the approval. */
+  use(triggerRowId: number, pair: PairRef, revoked: number): Promise<void>;
 }
 
 /** The pass history (SPEC "Operator console"): one entry per trigger row, with every error it met. */
@@ -204,7 +213,8 @@ export interface HistoryRepo {
    * and errors; returns how many. Kept whatever their age, because the sync logic reads them: a
    * trigger in flight, each mirror's newest trigger (the bound of a full owed, by row id), its
    * newest finished trigger of each mode (the skipped gauge, the last outcome) and the trigger
-   * holding its newest run (`runs.newestCreatedAt`: adoption takes only runs after it).
+   * holding its newest run (`runs.newestCreatedAt`: adoption takes only runs after it). A pruned
+   * pass's approval rows go with it.
    */
   prune(finishedBefore: string, limit: number): Promise<number>;
 }
@@ -292,6 +302,7 @@ export interface StoreOps {
   syncConfigs: SyncConfigRepo;
   history: HistoryRepo;
   problems: ProblemRepo;
+  approvals: SweepApprovalRepo;
 }
 
 /** The change feed as consumers read it: one consistent snapshot per page. */

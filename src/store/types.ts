@@ -49,11 +49,6 @@ export interface Trigger {
   /** The process that wrote the intent (`LeaseHolder`): null for triggers written before it was kept. */
   startedBy: string | null;
   startedByName: string | null;
-  /** The `approve-sweep` this full pass took (null: none), and how many revocations it used. */
-  sweepApprovedUpTo: number | null;
-  sweepApprovedBy: string | null;
-  sweepApprovedAt: string | null;
-  sweepApprovedUsed: number;
 }
 
 /** An active trigger: its upstream id is known. */
@@ -148,15 +143,16 @@ export interface MirrorState {
   lastOutcomeAt: string | null;
   lastMessage: string | null;
   heldRevocations: number;
-  /** An `approve-sweep` no full pass has taken yet (null: none). */
-  sweepApprovedUpTo: number | null;
-  sweepApprovedBy: string | null;
-  sweepApprovedAt: string | null;
 }
 
-/** An `approve-sweep`: the next full pass that sweeps may revoke up to `upTo` held access rows. */
+/**
+ * An `approve-sweep`: the next full pass that sweeps may apply the sweeps the guard held for
+ * `pairs` pairs, up to `upTo` revocations in all (each pair up to what it held).
+ */
 export interface SweepApproval {
+  mirror: string;
   upTo: number;
+  pairs: number;
   by: string;
   at: string;
 }
@@ -187,6 +183,8 @@ export interface PassRecord {
   sources: Record<string, number>;
   rows: Pick<Run, "upserted" | "unchanged" | "rejected" | "keysNew" | "keysChanged">;
   errors: PassError[];
+  /** The `approve-sweep` this pass took, with how many revocations it applied on it. */
+  sweepApproval: (SweepApproval & { used: number }) | null;
 }
 
 /** What `syncmirror problems` lists: the kinds, each a label of `syncmirror_problems`. */

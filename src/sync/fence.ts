@@ -37,6 +37,7 @@ const READS: Reads = {
   syncConfigs: ["find", "list"],
   history: ["list"],
   problems: ["list", "countByKind"],
+  approvals: ["pending", "allowance"],
 };
 
 /** Throws LeaseLostError unless `fence` still holds the lease; run first in a transaction. */

@@ -35,7 +35,7 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
   const threshold = mirror.deleteAfterMissedFull;
   const runs = await store.runs.ofTrigger(trigger.id);
   // The first full pass that sweeps takes the mirror's `approve-sweep`, if any (sweep-approval.ts).
-  if (runs.some((r) => r.ingest === "done")) await store.triggers.takeSweepApproval(trigger.id);
+  if (runs.some((r) => r.ingest === "done")) await store.approvals.take(trigger.id, mirror.name);
   for (const run of runs) {
     if (run.ingest !== "done" || run.createdAt === null) continue;
     for (const source of await store.runs.sourcesOf(run.syncId)) {
@@ -49,11 +49,13 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
       const swept = await store.transaction(async (tx) => {
         const total = await tx.access.countPairKeys(pair);
         const revocable = await tx.access.countRevocable(pair, snapshotAt, threshold);
-        // Read here: the approval's use so far is the trigger's, committed by earlier pairs.
         const guard = decideGuard(
           { revocable, total },
-          mirror.maxDeleteFraction,
-          await tx.triggers.get(trigger.id),
+          {
+            maxDeleteFraction: mirror.maxDeleteFraction,
+            allowMassDelete: trigger.allowMassDelete,
+            approved: await tx.approvals.allowance(trigger.id, pair),
+          },
         );
         const at = ctx.now().toISOString();
         if (!guard.apply) {
@@ -65,7 +67,8 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
         const keys = await tx.access.sweepMissed(pair, snapshotAt, threshold);
         const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
         await tx.runs.markSwept(run.syncId, source.source, "applied");
-        await tx.triggers.addSweepCounts(trigger.id, { ...result, approvedUsed: guard.approvedUsed });
+        await tx.triggers.addSweepCounts(trigger.id, result);
+        if (guard.approved) await tx.approvals.use(trigger.id, pair, result.revoked);
         await tx.problems.clearPair(pair, ["held_sweep"]);
         return { held: false, result } as const;
       });

@@ -3,15 +3,26 @@
  * and the errors each pass met, paged newest first; and retention.
  */
 import { type AnyColumn, and, asc, desc, eq, getTableColumns, inArray, lt, sql } from "drizzle-orm";
-import { type RunTotals, type SourceTotals, toPassRecords } from "../history-rows.js";
+import { type ApprovalTotals, type RunTotals, type SourceTotals, toPassRecords } from "../history-rows.js";
 import { keepJson } from "../rows.js";
 import type { HistoryRepo } from "../store.js";
 import type { Conn } from "./connection.js";
 import { pgText } from "./pg-values.js";
-import { passErrors, runSources, runs, triggers } from "./schema.js";
+import { passErrors, runSources, runs, sweepApprovals, triggers } from "./schema.js";
 
 const total = (column: AnyColumn) => sql<number>`coalesce(sum(${column}), 0)::int`;
 const n = sql<number>`count(*)::int`;
+
+/** A trigger's taken approval, its pairs' rows summed (they share who and when). */
+const approvalTotals = {
+  triggerRowId: sweepApprovals.triggerRowId,
+  mirror: sweepApprovals.mirror,
+  upTo: total(sweepApprovals.upTo),
+  used: total(sweepApprovals.used),
+  pairs: n,
+  by: sql<string>`max(${sweepApprovals.by})`,
+  at: sql<string>`min(${sweepApprovals.at})`.mapWith(sweepApprovals.at),
+};
 
 /**
  * Finished passes older than the cutoff that the sync logic does not read (see HistoryRepo.prune):
@@ -80,7 +91,12 @@ export function createHistoryRepo({ db, client }: Conn): HistoryRepo {
         .from(passErrors)
         .where(inArray(passErrors.triggerRowId, ids))
         .orderBy(asc(passErrors.id));
-      return toPassRecords(rows, runTotals, sourceTotals, errors, keepJson);
+      const approvals: ApprovalTotals[] = await db
+        .select(approvalTotals)
+        .from(sweepApprovals)
+        .where(inArray(sweepApprovals.triggerRowId, ids))
+        .groupBy(sweepApprovals.triggerRowId, sweepApprovals.mirror);
+      return toPassRecords(rows, runTotals, sourceTotals, errors, approvals, keepJson);
     },
 
     async prune(finishedBefore, limit) {
@@ -91,6 +107,7 @@ export function createHistoryRepo({ db, client }: Conn): HistoryRepo {
       await db.delete(runSources).where(inArray(runSources.syncId, runIds));
       await db.delete(runs).where(inArray(runs.triggerRowId, ids));
       await db.delete(passErrors).where(inArray(passErrors.triggerRowId, ids));
+      await db.delete(sweepApprovals).where(inArray(sweepApprovals.triggerRowId, ids));
       await db.delete(triggers).where(inArray(triggers.id, ids));
       return ids.length;
     },

@@ -2,7 +2,7 @@
  * One row per mirror: what `status` shows.
  */
 import { eq } from "drizzle-orm";
-import { approvalColumns, outcomeColumns } from "../outcome-columns.js";
+import { outcomeColumns } from "../outcome-columns.js";
 import type { MirrorRepo } from "../store.js";
 import type { Conn } from "./connection.js";
 import { mirrorState } from "./schema.js";
@@ -23,14 +23,6 @@ export function createMirrorRepo({ db }: Conn): MirrorRepo {
 
     async recordOutcome(mirror, o) {
       await db.update(mirrorState).set(outcomeColumns(o)).where(eq(mirrorState.mirror, mirror));
-    },
-
-    async approveSweep(mirror, a) {
-      const [state] = await db.select().from(mirrorState).where(eq(mirrorState.mirror, mirror));
-      const held = state?.heldRevocations;
-      if (!held) return null;
-      await db.update(mirrorState).set(approvalColumns(held, a)).where(eq(mirrorState.mirror, mirror));
-      return { upTo: held, ...a };
     },
   };
 }

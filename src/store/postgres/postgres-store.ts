@@ -15,6 +15,7 @@ import type { Store } from "../store.js";
 import { createStore } from "../store-runtime.js";
 import type { ChangeOp } from "../types.js";
 import { createAccessRepo } from "./access.js";
+import { createSweepApprovalRepo } from "./approvals.js";
 import { createChangeRepo, publishChanges } from "./changes.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
@@ -104,6 +105,7 @@ function createPostgresDriver(
         syncConfigs: createSyncConfigRepo(conn),
         history: createHistoryRepo(conn),
         problems: createProblemRepo(conn),
+        approvals: createSweepApprovalRepo(conn),
       };
     },
     begin: () => beginOn(pool),

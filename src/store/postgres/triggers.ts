@@ -2,12 +2,11 @@
  * Triggers, from intent to settled; rows are mapped to `Trigger` here.
  */
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
-import { NO_APPROVAL } from "../outcome-columns.js";
 import { found, keepJson, toTrigger as mapTrigger } from "../rows.js";
 import type { TriggerRepo } from "../store.js";
 import type { ActiveTrigger, Trigger } from "../types.js";
 import type { Conn } from "./connection.js";
-import { mirrorState, triggers } from "./schema.js";
+import { triggers } from "./schema.js";
 
 type TriggerRow = typeof triggers.$inferSelect;
 
@@ -74,25 +73,8 @@ export function createTriggerRepo({ db }: Conn): TriggerRepo {
           revoked: sql`${triggers.revoked} + ${c.revoked ?? 0}`,
           held: sql`${triggers.held} + ${c.held ?? 0}`,
           sweepsHeld: sql`${triggers.sweepsHeld} + ${c.sweepsHeld ?? 0}`,
-          sweepApprovedUsed: sql`${triggers.sweepApprovedUsed} + ${c.approvedUsed ?? 0}`,
         })
         .where(eq(triggers.id, id));
-    },
-
-    async takeSweepApproval(id) {
-      const trigger = await get(id);
-      const [state] = await db.select().from(mirrorState).where(eq(mirrorState.mirror, trigger.mirror));
-      if (trigger.sweepApprovedUpTo !== null || state?.sweepApprovedUpTo == null) return trigger;
-      await db
-        .update(triggers)
-        .set({
-          sweepApprovedUpTo: state.sweepApprovedUpTo,
-          sweepApprovedBy: state.sweepApprovedBy,
-          sweepApprovedAt: state.sweepApprovedAt,
-        })
-        .where(eq(triggers.id, id));
-      await db.update(mirrorState).set(NO_APPROVAL).where(eq(mirrorState.mirror, trigger.mirror));
-      return get(id);
     },
 
     async markLeaversSwept(id, leaversUnknown) {

@@ -3,14 +3,25 @@
  * the errors each pass met, paged newest first; and retention.
  */
 import { type AnyColumn, and, asc, count, desc, eq, getTableColumns, inArray, lt, sql } from "drizzle-orm";
-import { type RunTotals, type SourceTotals, toPassRecords } from "../history-rows.js";
+import { type ApprovalTotals, type RunTotals, type SourceTotals, toPassRecords } from "../history-rows.js";
 import { parseJsonText } from "../rows.js";
 import type { HistoryRepo } from "../store.js";
 import type { Db } from "./open.js";
-import { passErrors, runSources, runs, triggers } from "./schema.js";
+import { passErrors, runSources, runs, sweepApprovals, triggers } from "./schema.js";
 import type { Sync } from "./sync-repo.js";
 
 const total = (column: AnyColumn) => sql<number>`coalesce(sum(${column}), 0)`;
+
+/** A trigger's taken approval, its pairs' rows summed (they share who and when). */
+const approvalTotals = {
+  triggerRowId: sweepApprovals.triggerRowId,
+  mirror: sweepApprovals.mirror,
+  upTo: total(sweepApprovals.upTo),
+  used: total(sweepApprovals.used),
+  pairs: count(),
+  by: sql<string>`max(${sweepApprovals.by})`,
+  at: sql<string>`min(${sweepApprovals.at})`,
+};
 
 /**
  * Finished passes older than the cutoff that the sync logic does not read (see HistoryRepo.prune):
@@ -87,7 +98,13 @@ export function createHistoryRepo(db: Db): Sync<HistoryRepo> {
         .where(inArray(passErrors.triggerRowId, ids))
         .orderBy(asc(passErrors.id))
         .all();
-      return toPassRecords(rows, runTotals, sourceTotals, errors, parseJsonText);
+      const approvals: ApprovalTotals[] = db
+        .select(approvalTotals)
+        .from(sweepApprovals)
+        .where(inArray(sweepApprovals.triggerRowId, ids))
+        .groupBy(sweepApprovals.triggerRowId, sweepApprovals.mirror)
+        .all();
+      return toPassRecords(rows, runTotals, sourceTotals, errors, approvals, parseJsonText);
     },
 
     prune(finishedBefore, limit) {
@@ -97,6 +114,7 @@ export function createHistoryRepo(db: Db): Sync<HistoryRepo> {
       db.delete(runSources).where(inArray(runSources.syncId, runIds)).run();
       db.delete(runs).where(inArray(runs.triggerRowId, ids)).run();
       db.delete(passErrors).where(inArray(passErrors.triggerRowId, ids)).run();
+      db.delete(sweepApprovals).where(inArray(sweepApprovals.triggerRowId, ids)).run();
       db.delete(triggers).where(inArray(triggers.id, ids)).run();
       return ids.length;
     },

@@ -85,13 +85,6 @@ export const mirrorState = sqliteTable("mirror_state", {
   lastMessage: text("last_message"),
   /** Revocations the latest held sweep is holding back. */
   heldRevocations: integer("held_revocations").notNull().default(0),
-  /**
-   * `approve-sweep` given and not yet taken by a full pass: it may revoke up to this many access
-   * rows the guard would hold (`sync/sweep-approval.ts`), with who approved and when.
-   */
-  sweepApprovedUpTo: integer("sweep_approved_up_to"),
-  sweepApprovedBy: text("sweep_approved_by"),
-  sweepApprovedAt: text("sweep_approved_at"),
 });
 
 /**
@@ -130,11 +123,6 @@ export const triggers = sqliteTable(
     /** The process that wrote the intent: its instance id, and its `hostname:pid` for people. */
     startedBy: text("started_by"),
     startedByName: text("started_by_name"),
-    /** The `approve-sweep` this full pass took from `mirror_state`, and how much of it its sweep used. */
-    sweepApprovedUpTo: integer("sweep_approved_up_to"),
-    sweepApprovedBy: text("sweep_approved_by"),
-    sweepApprovedAt: text("sweep_approved_at"),
-    sweepApprovedUsed: integer("sweep_approved_used").notNull().default(0),
   },
   (t) => [
     index("triggers_mirror_state").on(t.mirror, t.state),
@@ -334,4 +322,26 @@ export const problems = sqliteTable(
     primaryKey({ columns: [t.mirror, t.subject] }),
     index("problems_pair").on(t.mirror, t.userEmail, t.serverInstanceId),
   ],
+);
+
+/**
+ * `approve-sweep` (`sync/sweep-approval.ts`): one row per pair whose sweep the guard held, with how
+ * many revocations it may apply. Pending while `trigger_row_id` is null; the next full pass that
+ * sweeps takes the mirror's pending rows (sets it), so exactly one pass uses them.
+ */
+export const sweepApprovals = sqliteTable(
+  "sweep_approvals",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    mirror: text("mirror").notNull(),
+    userEmail: text("user_email").notNull(),
+    serverInstanceId: text("server_instance_id").notNull(),
+    upTo: integer("up_to").notNull(),
+    by: text("by").notNull(),
+    at: text("at").notNull(),
+    triggerRowId: integer("trigger_row_id"),
+    /** Revocations the pass that took it applied on it. */
+    used: integer("used").notNull().default(0),
+  },
+  (t) => [index("sweep_approvals_mirror").on(t.mirror, t.triggerRowId)],
 );

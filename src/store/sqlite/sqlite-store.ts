@@ -14,6 +14,7 @@ import type { Store } from "../store.js";
 import { createStore } from "../store-runtime.js";
 import type { ChangeOp } from "../types.js";
 import { createAccessRepo } from "./access.js";
+import { createSweepApprovalRepo } from "./approvals.js";
 import { createChangeRepo } from "./changes.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
@@ -92,6 +93,7 @@ function createSqliteDriver(database: OpenDatabase, now: () => Date): StoreDrive
       syncConfigs: createSyncConfigRepo(conn),
       history: createHistoryRepo(conn),
       problems: createProblemRepo(conn),
+      approvals: createSweepApprovalRepo(conn),
     }),
     async begin() {
       sqlite.exec("BEGIN IMMEDIATE");

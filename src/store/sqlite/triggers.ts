@@ -2,12 +2,11 @@
  * Triggers, from intent to settled; rows are mapped to `Trigger` here, the skipped list parsed once.
  */
 import { and, asc, desc, eq, inArray } from "drizzle-orm";
-import { NO_APPROVAL } from "../outcome-columns.js";
 import { found, toTrigger as mapTrigger, parseJsonText } from "../rows.js";
 import type { TriggerRepo } from "../store.js";
 import type { ActiveTrigger, Trigger } from "../types.js";
 import type { Db } from "./open.js";
-import { mirrorState, triggers } from "./schema.js";
+import { triggers } from "./schema.js";
 import { p, plus, type Sync } from "./sync-repo.js";
 
 type TriggerRow = typeof triggers.$inferSelect;
@@ -26,7 +25,6 @@ export function createTriggerRepo(db: Db): Sync<TriggerRepo> {
       revoked: plus(triggers.revoked, "revoked"),
       held: plus(triggers.held, "held"),
       sweepsHeld: plus(triggers.sweepsHeld, "sweepsHeld"),
-      sweepApprovedUsed: plus(triggers.sweepApprovedUsed, "approvedUsed"),
     })
     .where(eq(triggers.id, p("id")))
     .prepare();
@@ -89,24 +87,7 @@ export function createTriggerRepo(db: Db): Sync<TriggerRepo> {
         revoked: c.revoked ?? 0,
         held: c.held ?? 0,
         sweepsHeld: c.sweepsHeld ?? 0,
-        approvedUsed: c.approvedUsed ?? 0,
       });
-    },
-
-    takeSweepApproval(id) {
-      const trigger = get(id);
-      const state = db.select().from(mirrorState).where(eq(mirrorState.mirror, trigger.mirror)).get();
-      if (trigger.sweepApprovedUpTo !== null || state?.sweepApprovedUpTo == null) return trigger;
-      db.update(triggers)
-        .set({
-          sweepApprovedUpTo: state.sweepApprovedUpTo,
-          sweepApprovedBy: state.sweepApprovedBy,
-          sweepApprovedAt: state.sweepApprovedAt,
-        })
-        .where(eq(triggers.id, id))
-        .run();
-      db.update(mirrorState).set(NO_APPROVAL).where(eq(mirrorState.mirror, trigger.mirror)).run();
-      return get(id);
     },
 
     markLeaversSwept(id, leaversUnknown) {

@@ -33,6 +33,13 @@ const READS = new Set([
   "mirrors.get",
   "leases.isHeld",
   "leases.holders",
+  "syncConfigs.find",
+  "syncConfigs.list",
+  "history.list",
+  "problems.list",
+  "problems.countByKind",
+  "approvals.pending",
+  "approvals.allowance",
 ]);
 
 describe.each(await storeDialects())("a fenced store: $name", (dialect) => {

@@ -252,43 +252,42 @@ describe.each(await storeDialects())("store contract, console: $name", (dialect)
     expect((await store.problems.list({ mirror, limit: 10 }))[0]).toMatchObject({ firstSeenAt: T3 });
   });
 
-  it("gives an approve-sweep to exactly one full pass, only when something is held", async () => {
+  it("approves the held sweeps pair by pair, taken by exactly one full pass", async () => {
     const { store } = opened;
     const mirror = `m-${uid()}`;
-    await store.mirrors.ensure(mirror, "cfg");
-    expect(await store.mirrors.approveSweep(mirror, { by: "ann@host", at: T1 })).toBeNull();
-    expect(await store.mirrors.approveSweep(`m-${uid()}`, { by: "ann@host", at: T1 })).toBeNull();
-    await store.mirrors.recordOutcome(mirror, {
-      mode: "full",
-      outcome: "partial",
-      message: "held",
-      at: T1,
-      heldRevocations: 30,
-    });
-    expect(await store.mirrors.approveSweep(mirror, { by: "ann@host", at: T2 })).toEqual({
-      upTo: 30,
-      by: "ann@host",
-      at: T2,
-    });
-    expect(await store.mirrors.get(mirror)).toMatchObject({
-      sweepApprovedUpTo: 30,
-      sweepApprovedBy: "ann@host",
-    });
+    const held = (user: string, count: number) =>
+      sighting(mirror, { kind: "held_sweep", subject: `sweep-${user}`, userEmail: user, count });
+    const ann = { mirror, userEmail: ANN, serverInstanceId: "srv-1" };
+    const bo = { ...ann, userEmail: "bo@example.test" };
+    await store.problems.record([sighting(mirror, { kind: "failed_source" })]);
+    expect(await store.approvals.approve(mirror, { by: "ann@host", at: T1 }), "nothing held").toBeNull();
+    await store.problems.record([held(ANN, 30), held(bo.userEmail, 12)]);
+    await store.approvals.approve(mirror, { by: "first@host", at: T1 });
+    const approval = { mirror, upTo: 42, pairs: 2, by: "ann@host", at: T2 };
+    expect(
+      await store.approvals.approve(mirror, { by: "ann@host", at: T2 }),
+      "replaces the pending one",
+    ).toEqual(approval);
+    expect((await store.approvals.pending()).filter((a) => a.mirror === mirror)).toEqual([approval]);
+
     const taker = await createIntent(store, mirror, { intentAt: T2 });
     const next = await createIntent(store, mirror, { intentAt: T3 });
-    expect(await store.triggers.takeSweepApproval(taker.id)).toMatchObject({
-      sweepApprovedUpTo: 30,
-      sweepApprovedBy: "ann@host",
-      sweepApprovedAt: T2,
-      sweepApprovedUsed: 0,
-    });
-    expect(await store.triggers.takeSweepApproval(next.id)).toMatchObject({ sweepApprovedUpTo: null });
-    expect(await store.mirrors.get(mirror)).toMatchObject({ sweepApprovedUpTo: null, sweepApprovedBy: null });
-    await store.triggers.addSweepCounts(taker.id, { revoked: 12, approvedUsed: 12 });
-    expect(await store.triggers.takeSweepApproval(taker.id)).toMatchObject({
-      sweepApprovedUpTo: 30,
-      sweepApprovedUsed: 12,
-    });
+    await store.approvals.take(taker.id, mirror);
+    await store.approvals.take(next.id, mirror);
+    expect((await store.approvals.pending()).filter((a) => a.mirror === mirror)).toEqual([]);
+    expect(await store.approvals.allowance(taker.id, ann)).toBe(30);
+    expect(await store.approvals.allowance(taker.id, { ...ann, serverInstanceId: "srv-2" })).toBeNull();
+    expect(await store.approvals.allowance(next.id, ann), "one pass only").toBeNull();
+    await store.approvals.use(taker.id, ann, 28);
+    const [pass] = await store.history.list({ mirror, limit: 1, before: next.id });
+    expect(pass?.sweepApproval).toEqual({ ...approval, used: 28 });
+    const [other] = await store.history.list({ mirror, limit: 1 });
+    expect(other?.sweepApproval).toBeNull();
+
+    await store.problems.record([held(ANN, 50)]);
+    await store.approvals.approve(mirror, { by: "ann@host", at: T3 });
+    await store.approvals.take(taker.id, mirror);
+    expect(await store.approvals.allowance(taker.id, ann), "a pass takes one approval").toBe(30);
   });
 
   describe("retention", () => {
