@@ -12,7 +12,7 @@ import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Registry } from "prom-client";
 import type { CommandIo } from "./commands/command.js";
 import type { Config } from "./config.js";
-import { pruneHistory } from "./console/prune-history.js";
+import { startHistoryPruning } from "./console/prune-history.js";
 import { createConsumerRoutes } from "./consumers/http-routes.js";
 import { DatabaseLockedError, DatabaseUnavailableError, LeaseLostError } from "./errors.js";
 import { createHistoryRoutes } from "./http/history-routes.js";
@@ -31,8 +31,6 @@ import { preparePass, type ReconcileDeps, reconcileMirror } from "./sync-configs
 import { isDeclared } from "./sync-configs/resolve.js";
 
 const LOCK_RETRY_MS = 2000;
-/** How often the daemon prunes the pass history past `history.keep_days` (and once at start-up). */
-const PRUNE_EVERY_MS = 3_600_000;
 const UNAVAILABLE_RETRY_MAX_MS = 30_000;
 
 export interface Daemon {
@@ -49,7 +47,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   let runtime: Runtime | undefined;
   let scheduler: Scheduler | undefined;
   let watcher: NodeJS.Timeout | undefined;
-  let pruner: NodeJS.Timeout | undefined;
+  let pruning: { stop(): void } | undefined;
   // Readiness needs a working connection: the watcher pings the store each round.
   let connected = false;
   const http = createHttpServer({
@@ -103,9 +101,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       await restoreMetrics(runtime, metrics);
       connected = true;
       const rt = runtime;
-      await prune(rt);
-      pruner = setInterval(() => void prune(rt), PRUNE_EVERY_MS);
-      pruner.unref();
+      pruning = await startHistoryPruning({ store: rt.store, keepDays: config.history.keepDays, log });
       const { leaseSeconds } = config.database;
       const sched = createScheduler({
         mirrors: config.mirrors,
@@ -166,7 +162,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
 
     async stop() {
       clearInterval(watcher);
-      clearInterval(pruner);
+      pruning?.stop();
       await scheduler?.stop();
       await http.close();
       await runtime?.close();
@@ -229,18 +225,6 @@ async function resumeOrphans(runtime: Runtime, scheduler: Scheduler, log: Logger
     }
   } catch (error) {
     log.warn({ err: (error as Error).message }, "could not look for triggers left in flight; trying again");
-  }
-}
-
-/** History past `history.keep_days` deleted (`console/prune-history.ts`); a failure waits for the next round. */
-async function prune(runtime: Runtime): Promise<void> {
-  const { store, log, config } = runtime;
-  try {
-    const pruned = await pruneHistory(store, config.history.keepDays, new Date());
-    if (pruned.passes > 0 || pruned.problems > 0)
-      log.info({ ...pruned, keep_days: config.history.keepDays }, "history pruned");
-  } catch (error) {
-    log.warn({ err: (error as Error).message }, "could not prune the history; trying again within the hour");
   }
 }
 

@@ -5,7 +5,8 @@
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from "prom-client";
 import { SKIP_REASONS } from "./skip-reasons.js";
-import { MODES, PROBLEM_KINDS } from "./store/types.js";
+import { PROBLEM_KINDS } from "./store/console-types.js";
+import { MODES } from "./store/types.js";
 import { OUTCOMES } from "./sync/outcome.js";
 
 export interface Metrics {

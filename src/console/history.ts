@@ -3,8 +3,9 @@
  * "Operator console"): one entry per pass (a trigger row), newest first, each with every error it
  * met across its attempts, and the cursor of the next page. Read-only.
  */
+
+import type { PassRecord } from "../store/console-types.js";
 import type { Store } from "../store/store.js";
-import type { PassRecord } from "../store/types.js";
 import type { MirrorSummary } from "../sync/summary.js";
 import type { HistoryParams } from "./params.js";
 

@@ -3,8 +3,9 @@
  * (SPEC "Operator console"): what each concerns, why, first and last seen. Each clears itself when
  * a later pass shows it fixed (docs/console-history.md). Read-only.
  */
+
+import { PROBLEM_KINDS, type Problem, type ProblemKind } from "../store/console-types.js";
 import type { Store } from "../store/store.js";
-import { PROBLEM_KINDS, type Problem, type ProblemKind } from "../store/types.js";
 import { type PendingApprovalJson, pendingApprovals } from "./history.js";
 import type { ProblemParams } from "./params.js";
 

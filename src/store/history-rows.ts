@@ -3,8 +3,10 @@
  * read them: a page of passes from its triggers and its runs' totals, and a declared sync config's
  * apply error as a problem (it lives in its record, not in `problems`).
  */
+
+import type { PassError, PassRecord, Problem, SweepApproval } from "./console-types.js";
 import { type DecodeJson, toTrigger } from "./rows.js";
-import type { PassError, PassRecord, Problem, SweepApproval, Trigger } from "./types.js";
+import type { Trigger } from "./types.js";
 
 type TriggerColumns = Parameters<typeof toTrigger>[0];
 
@@ -122,4 +124,22 @@ export function heldPairs(
           },
         ],
   );
+}
+
+/**
+ * The ids of finished passes older than the cutoff that the sync logic does not read (see
+ * `HistoryRepo.prune`): not each mirror's newest trigger, nor its newest finished one per mode, nor
+ * the one holding its newest run. `cutoff` and `limit` are the dialect's placeholders.
+ */
+export function prunableTriggers(cutoff: string, limit: string): string {
+  return `
+  SELECT id FROM triggers
+  WHERE state = 'done' AND finished_at < ${cutoff}
+    AND id NOT IN (SELECT max(id) FROM triggers GROUP BY mirror)
+    AND id NOT IN (SELECT max(id) FROM triggers WHERE state = 'done' GROUP BY mirror, mode)
+    AND id NOT IN (
+      SELECT r.trigger_row_id FROM runs r
+      JOIN (SELECT mirror, max(created_at) AS newest FROM runs GROUP BY mirror) n
+        ON n.mirror = r.mirror AND n.newest = r.created_at)
+  ORDER BY id LIMIT ${limit}`;
 }

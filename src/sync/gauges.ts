@@ -4,8 +4,9 @@
  * restart and agree whichever replica wrote the state.
  */
 import type { Metrics } from "../metrics.js";
+import { PROBLEM_KINDS } from "../store/console-types.js";
 import type { Store } from "../store/store.js";
-import { MODES, PROBLEM_KINDS, type Trigger } from "../store/types.js";
+import { MODES, type Trigger } from "../store/types.js";
 
 const KNOWN_SKIP_REASONS = ["not_a_project_user", "not_syncable", "not_accessible"];
 

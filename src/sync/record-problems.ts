@@ -4,8 +4,10 @@
  * rows each page rejected, and at the run's last page each source's problem recorded or cleared,
  * with the errors the pass met kept in its history.
  */
+
+import type { PassError, ProblemSighting } from "../store/console-types.js";
 import type { StoreOps } from "../store/store.js";
-import type { PassError, ProblemSighting, Run, RunSource } from "../store/types.js";
+import type { Run, RunSource } from "../store/types.js";
 import { sourceDelivered, sourceSucceeded } from "./outcome.js";
 import { problemSubject } from "./problem-subject.js";
 import type { SourceErrors } from "./source-errors.js";

@@ -5,8 +5,10 @@
  * 100 pairs) also clears the skipped pairs it no longer names: they ran (cleared with their last
  * page already) or left the sync config.
  */
+
+import type { ProblemSighting } from "../store/console-types.js";
 import type { StoreOps } from "../store/store.js";
-import type { ProblemSighting, Trigger } from "../store/types.js";
+import type { Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { skippedListComplete } from "./leavers.js";
 import { problemSubject } from "./problem-subject.js";

@@ -8,7 +8,8 @@
  */
 import type { AccessItem } from "../api/schemas.js";
 import { AbortedError } from "../errors.js";
-import type { PairRef, ProblemKind, ProblemSighting, RunSource, Trigger } from "../store/types.js";
+import type { ProblemKind, ProblemSighting } from "../store/console-types.js";
+import type { PairRef, RunSource, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import {
   decideLeavers,

@@ -3,9 +3,10 @@
  * until a full pass takes the mirror's rows.
  */
 import { and, asc, eq, isNull, max, min, sql, sum } from "drizzle-orm";
+import type { SweepApprovalRepo } from "../console-repos.js";
+import type { SweepApproval } from "../console-types.js";
 import { heldPairs } from "../history-rows.js";
-import type { SweepApprovalRepo } from "../store.js";
-import type { PairRef, SweepApproval } from "../types.js";
+import type { PairRef } from "../types.js";
 import type { Conn } from "./connection.js";
 import { sweepApprovals as a, problems } from "./schema.js";
 

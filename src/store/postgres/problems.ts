@@ -4,9 +4,9 @@
  * succeeds.
  */
 import { and, asc, eq, inArray, isNotNull, isNull, lt, notInArray, or, sql } from "drizzle-orm";
+import type { ProblemRepo } from "../console-repos.js";
+import type { Problem, ProblemKind } from "../console-types.js";
 import { configErrorProblem } from "../history-rows.js";
-import type { ProblemRepo } from "../store.js";
-import type { Problem, ProblemKind } from "../types.js";
 import type { Conn } from "./connection.js";
 import { pgText } from "./pg-values.js";
 import { managedSyncConfigs, problems, resourceAccess } from "./schema.js";

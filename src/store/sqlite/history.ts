@@ -3,9 +3,15 @@
  * the errors each pass met, paged newest first; and retention.
  */
 import { type AnyColumn, and, asc, count, desc, eq, getTableColumns, inArray, lt, sql } from "drizzle-orm";
-import { type ApprovalTotals, type RunTotals, type SourceTotals, toPassRecords } from "../history-rows.js";
+import type { HistoryRepo } from "../console-repos.js";
+import {
+  type ApprovalTotals,
+  prunableTriggers,
+  type RunTotals,
+  type SourceTotals,
+  toPassRecords,
+} from "../history-rows.js";
 import { parseJsonText } from "../rows.js";
-import type { HistoryRepo } from "../store.js";
 import type { Db } from "./open.js";
 import { passErrors, runSources, runs, sweepApprovals, triggers } from "./schema.js";
 import type { Sync } from "./sync-repo.js";
@@ -23,25 +29,9 @@ const approvalTotals = {
   at: sql<string>`min(${sweepApprovals.at})`,
 };
 
-/**
- * Finished passes older than the cutoff that the sync logic does not read (see HistoryRepo.prune):
- * not each mirror's newest trigger, nor its newest finished one per mode, nor the one holding its
- * newest run.
- */
-const PRUNABLE = `
-  SELECT id FROM triggers
-  WHERE state = 'done' AND finished_at < ?
-    AND id NOT IN (SELECT max(id) FROM triggers GROUP BY mirror)
-    AND id NOT IN (SELECT max(id) FROM triggers WHERE state = 'done' GROUP BY mirror, mode)
-    AND id NOT IN (
-      SELECT r.trigger_row_id FROM runs r
-      JOIN (SELECT mirror, max(created_at) AS newest FROM runs GROUP BY mirror) n
-        ON n.mirror = r.mirror AND n.newest = r.created_at)
-  ORDER BY id LIMIT ?`;
-
 export function createHistoryRepo(db: Db): Sync<HistoryRepo> {
   const sqlite = db.$client;
-  const prunable = sqlite.prepare<[string, number], { id: number }>(PRUNABLE);
+  const prunable = sqlite.prepare<[string, number], { id: number }>(prunableTriggers("?", "?"));
   return {
     addErrors(triggerRowId, errors) {
       for (const e of errors)

@@ -3,9 +3,9 @@
  * from its record (`managed_sync_configs.last_error`), so it clears itself when an apply succeeds.
  */
 import { and, asc, count, eq, inArray, isNotNull, isNull, lt, notInArray, or, sql } from "drizzle-orm";
+import type { ProblemRepo } from "../console-repos.js";
+import type { Problem, ProblemKind } from "../console-types.js";
 import { configErrorProblem } from "../history-rows.js";
-import type { ProblemRepo } from "../store.js";
-import type { Problem, ProblemKind } from "../types.js";
 import type { Db } from "./open.js";
 import { managedSyncConfigs, problems, resourceAccess } from "./schema.js";
 import type { Sync } from "./sync-repo.js";

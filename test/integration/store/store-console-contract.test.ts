@@ -5,8 +5,8 @@
  * exactly one full pass, and retention that never prunes what the sync logic reads.
  */
 import { describe, expect, it } from "vitest";
+import type { PassError, ProblemSighting } from "../../../src/store/console-types.js";
 import type { Store } from "../../../src/store/store.js";
-import type { PassError, ProblemSighting } from "../../../src/store/types.js";
 import { storeDialects, useStore } from "../../helpers/store-dialects.js";
 import { createIntent, T1, T2, T3, uid } from "../../helpers/store-fixtures.js";
 
