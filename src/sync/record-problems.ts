@@ -79,12 +79,13 @@ export async function recordRunOutcome(
   });
   for (const s of sources) {
     const pair = { mirror: where.mirror, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
-    await tx.problems.clearPair(pair, ["skipped_pair"]);
+    // One statement per source: a 500-run trigger's last pages stay a few round trips each.
     if (sourceDelivered(s)) {
       const fixed = sourceSucceeded(run, s) ? (["rejected_row"] as const) : [];
-      await tx.problems.clearPair(pair, ["failed_source", "incomplete_source", ...fixed]);
+      await tx.problems.clearPair(pair, ["skipped_pair", "failed_source", "incomplete_source", ...fixed]);
       continue;
     }
+    await tx.problems.clearPair(pair, ["skipped_pair"]);
     const reason = describeSource(s, serviceErrors.get(s.source) ?? null);
     sightings.push({
       mirror: where.mirror,
