@@ -47,6 +47,9 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   pause: async () => (await import("./commands/pause.js")).pause,
   resume: async () => (await import("./commands/resume.js")).resume,
   trigger: async () => (await import("./commands/trigger.js")).trigger,
+  history: async () => (await import("./commands/history.js")).history,
+  problems: async () => (await import("./commands/problems.js")).problems,
+  "approve-sweep": async () => (await import("./commands/approve-sweep.js")).approveSweep,
 };
 
 async function main(argv: string[]): Promise<number> {

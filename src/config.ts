@@ -34,6 +34,8 @@ const DEFAULT_PAGES_AHEAD_PER_PASS = 4;
 export const DEFAULT_EXPORT_PAGE_SIZE = 250;
 /** The service's own limit on `limit`. */
 const MAX_EXPORT_PAGE_SIZE = 500;
+/** How long `history` and `/v1/passes` keep a finished pass (SPEC "Operator console"). */
+export const DEFAULT_HISTORY_KEEP_DAYS = 90;
 
 const timezone = z
   .string()
@@ -99,6 +101,9 @@ const File = z.strictObject({
       page_size: DEFAULT_EXPORT_PAGE_SIZE,
     }),
   defaults: Defaults.default(Defaults.parse({})),
+  history: z
+    .strictObject({ keep_days: positive.default(DEFAULT_HISTORY_KEEP_DAYS) })
+    .default({ keep_days: DEFAULT_HISTORY_KEEP_DAYS }),
   manage_sync_configs: z.boolean().default(false),
   mirrors: z.array(Mirror).min(1, "list at least one mirror").superRefine(declaring.checkMirrorIdentities),
 });
@@ -138,6 +143,8 @@ export interface Config {
     readonly pageSize: number;
   };
   readonly mirrors: readonly MirrorConfig[];
+  /** `history.keep_days`: finished passes older than this are pruned by the daemon (`sync/prune-history.ts`). */
+  readonly history: { readonly keepDays: number };
   /** `manage_sync_configs`: the daemon applies the declared sync configs itself. */
   readonly manageSyncConfigs: boolean;
 }
@@ -284,6 +291,7 @@ function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
       pageSize: data.export.page_size,
     }),
     mirrors: Object.freeze(mirrors),
+    history: Object.freeze({ keepDays: data.history.keep_days }),
     manageSyncConfigs: data.manage_sync_configs,
   });
 }

@@ -14,9 +14,11 @@ import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Registry } from "prom-client";
 import type { CommandIo } from "./commands/command.js";
 import type { Config } from "./config.js";
+import { startHistoryPruning } from "./console/prune-history.js";
 import { createConsumerRoutes } from "./consumers/http-routes.js";
 import { DatabaseLockedError, DatabaseUnavailableError } from "./errors.js";
 import { createControlRoutes } from "./http/control-routes.js";
+import { createHistoryRoutes } from "./http/history-routes.js";
 import { createHttpServer, isLoopback } from "./http-server.js";
 import type { Logger } from "./log.js";
 import { createMetrics, initMirrorSeries, type Metrics } from "./metrics.js";
@@ -25,7 +27,7 @@ import { reconcileDeps, runOwedPass } from "./mirror-pass.js";
 import { createIoLogger, createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import type { LeaseHolder } from "./store/types.js";
-import { refreshMirrorGauges } from "./sync/gauges.js";
+import { refreshMirrorGauges, refreshProblemGauges } from "./sync/gauges.js";
 import { buildStatus } from "./sync/status-report.js";
 import { checkBindings } from "./sync-configs/bind.js";
 import { reconcileMirror } from "./sync-configs/reconcile.js";
@@ -49,6 +51,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   let runtime: Runtime | undefined;
   let scheduler: Scheduler | undefined;
   let watcher: NodeJS.Timeout | undefined;
+  let pruning: { stop(): void } | undefined;
   // Readiness needs a working connection: the watcher pings the store each round.
   let connected = false;
   const mirrors = config.mirrors.map((m) => m.name);
@@ -58,7 +61,13 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
     getStatus: async () =>
       runtime ? await buildStatus(runtime.store, config.mirrors) : { mirrors: [], ready: false },
     token: config.http.token,
+    // The console's routes first: the consumer routes answer every other `/v1/` path.
     routes: [
+      createHistoryRoutes({
+        store: () => runtime?.store,
+        token: config.http.token,
+        mirrors,
+      }),
       createControlRoutes({
         source: () => runtime?.store,
         token: config.http.token,
@@ -89,7 +98,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       const { port } = await http.listen(config.http.host, config.http.port, config.http.listenFrom);
       log.info(
         { host: config.http.host, port },
-        "http listening: /metrics /healthz /readyz /status /v1/changes /v1/search /v1/mirrors/{name}/(pause|resume|trigger)",
+        "http listening: /metrics /healthz /readyz /status /v1/changes /v1/search /v1/passes /v1/problems /v1/mirrors/{name}/(pause|resume|trigger|approve-sweep)",
       );
       if (config.http.token === undefined && !isLoopback(config.http.host)) {
         log.warn(
@@ -104,6 +113,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       await restoreMetrics(runtime, metrics);
       connected = true;
       const rt = runtime;
+      pruning = await startHistoryPruning({ store: rt.store, keepDays: config.history.keepDays, log });
       const sched = createScheduler({
         mirrors: config.mirrors,
         maxConcurrentMirrors: config.maxConcurrentMirrors,
@@ -133,8 +143,9 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       await sched.start();
       watcher = setInterval(() => {
         rt.store.ping().then(
-          () => {
+          async () => {
             connected = true;
+            await refreshProblems(rt, log);
             sched.wake();
             return beat().catch(() => {});
           },
@@ -155,6 +166,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
 
     async stop() {
       clearInterval(watcher);
+      pruning?.stop();
       await scheduler?.stop();
       // Gone at once for `trigger` and `status`, rather than when the heartbeat expires.
       await runtime?.store.replicas.leave(holder.id).catch(() => {});
@@ -207,6 +219,19 @@ async function openWhenFree(
  * One poll interval: how soon a trigger orphaned by a dead replica is resumed after its lease
  * expires, or a pass left due by another replica or by a control is started.
  */
+/** `syncmirror_problems` follows the database: another replica's pass, or an apply, may have changed it. */
+async function refreshProblems(runtime: Runtime, log: Logger): Promise<void> {
+  try {
+    await refreshProblemGauges(
+      runtime.store,
+      runtime.metrics,
+      runtime.config.mirrors.map((m) => m.name),
+    );
+  } catch (error) {
+    log.warn({ err: (error as Error).message }, "could not read the open problems; trying again");
+  }
+}
+
 function watchIntervalMs(config: Config): number {
   const seconds = Math.min(...config.mirrors.map((m) => m.pollInitialSeconds));
   return Math.max(250, seconds * 1000);

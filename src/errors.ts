@@ -304,3 +304,13 @@ export class SyncConfigNotAppliedError extends SyncmirrorError {
     );
   }
 }
+
+/** `approve-sweep` for a mirror with no sweep held by the mass-delete guard: nothing to approve. */
+export class NothingHeldError extends SyncmirrorError {
+  readonly code = "NOTHING_HELD" as const;
+  constructor(readonly mirror: string) {
+    super(
+      `mirror ${mirror} has no held sweep to approve (no held_sweep problem is open): nothing was approved; \`syncmirror problems --mirror ${mirror}\` lists what is open`,
+    );
+  }
+}

@@ -50,6 +50,9 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
+/** Answers the requests it owns; undefined for the others. */
+export type RouteHandler = (req: IncomingMessage) => Promise<Reply | undefined>;
+
 export interface Reply {
   status: number;
   contentType: string;

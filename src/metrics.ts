@@ -5,6 +5,7 @@
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from "prom-client";
 import { SKIP_REASONS } from "./skip-reasons.js";
+import { PROBLEM_KINDS } from "./store/console-types.js";
 import { MODES } from "./store/types.js";
 import { OUTCOMES } from "./sync/outcome.js";
 
@@ -37,6 +38,8 @@ export interface Metrics {
   mirrorHeld: Gauge<"mirror">;
   /** Leases this process took from another holder that stopped renewing them (SPEC "Fencing"). */
   leaseTakeovers: Counter<"mirror">;
+  /** Open problems by kind (SPEC "Operator console"), read from the database. */
+  problems: Gauge<"mirror" | "kind">;
 }
 
 export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -178,6 +181,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ["mirror"],
       registers,
     }),
+    problems: new Gauge({
+      name: "syncmirror_problems",
+      help: "Open problems by kind (rejected_row, failed_source, incomplete_source, skipped_pair, held_sweep, config_error): `syncmirror problems` lists them",
+      labelNames: ["mirror", "kind"],
+      registers,
+    }),
   };
 }
 
@@ -197,6 +206,7 @@ export function initMirrorSeries(metrics: Metrics, mirror: string, declared = fa
   metrics.leaseTakeovers.inc(labels, 0);
   metrics.mirrorHeld.set(labels, 0);
   metrics.mirrorPaused.set(labels, 0);
+  for (const kind of PROBLEM_KINDS) metrics.problems.set({ ...labels, kind }, 0);
   for (const source_type of SOURCE_TYPES) {
     metrics.resourcesUpserted.inc({ ...labels, source_type }, 0);
     metrics.resourcesUnchanged.inc({ ...labels, source_type }, 0);

@@ -47,11 +47,10 @@ export async function runOwedPass(
         if (due) await dropDue(runtime, mirror.name);
         return undefined;
       }
-      return syncMirror(bound, runtime.syncContext(passSignal, fence), {
+      return syncMirror(bound, runtime.syncContext(passSignal, fence, holder), {
         full: due?.mode === "full",
         allowMassDelete: false,
         dryRun: false,
-        startedBy: holder,
         servesDue: due !== null,
       });
     },

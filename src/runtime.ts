@@ -12,7 +12,7 @@ import { createLogger, type Logger } from "./log.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { openStore } from "./store/open-store.js";
 import type { Store } from "./store/store.js";
-import type { Fence } from "./store/types.js";
+import type { Fence, LeaseHolder } from "./store/types.js";
 import type { CrashPoint, SyncContext } from "./sync/context.js";
 import { createPageWindow } from "./sync/page-window.js";
 
@@ -22,8 +22,11 @@ export interface Runtime {
   metrics: Metrics;
   store: Store;
   api: ApiClient;
-  /** The context of one pass; with `lease`, every write of the pass is fenced by it. */
-  syncContext(signal: AbortSignal, lease?: Fence): SyncContext;
+  /**
+   * The context of one pass; with `lease`, every write of the pass is fenced by it; `replica` is
+   * the process the history names.
+   */
+  syncContext(signal: AbortSignal, lease?: Fence, replica?: LeaseHolder): SyncContext;
   close(): Promise<void>;
 }
 
@@ -56,7 +59,7 @@ export async function createRuntime(
     metrics,
     store,
     api,
-    syncContext: (signal, lease) => ({
+    syncContext: (signal, lease, replica) => ({
       store,
       api,
       log,
@@ -70,6 +73,7 @@ export async function createRuntime(
       pagesAheadPerRun: config.export.pagesAheadPerRun,
       pagesAhead: createPageWindow(config.export.pagesAheadPerPass),
       ...(lease === undefined ? {} : { lease }),
+      ...(replica === undefined ? {} : { replica }),
     }),
     async close() {
       await api.close();

@@ -16,6 +16,9 @@ import {
   SyncmirrorError,
   UsageError,
 } from "../errors.js";
+import { createLogger } from "../log.js";
+import { openStoreForReading } from "../store/open-store.js";
+import type { Store } from "../store/store.js";
 import type { CommandIo } from "./command.js";
 import { type CommandName, usageHint } from "./help.js";
 
@@ -114,4 +117,17 @@ export function isSetupError(error: unknown): boolean {
     error instanceof DatabaseRefusedError ||
     error instanceof SchemaTooNewError
   );
+}
+
+/**
+ * Runs `fn` on the configured store without the writer lock, so it works beside a running daemon;
+ * before the first sync (no SQLite file yet) on an empty store, creating nothing.
+ */
+export async function withStoreUnlocked<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStoreForReading(config, createLogger({ level: "warn", name: "syncmirror" }));
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
 }

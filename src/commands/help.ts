@@ -20,7 +20,10 @@ export type CommandName =
   | "copy-store"
   | "pause"
   | "resume"
-  | "trigger";
+  | "trigger"
+  | "history"
+  | "problems"
+  | "approve-sweep";
 
 interface CommandHelp {
   summary: string;
@@ -237,6 +240,46 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     ],
     exit: "0 once the pass is due (when this process ran it, its outcome is printed: use sync for an exit code that follows it); 2 bad usage or config, an unknown mirror",
     example: "syncmirror trigger --mirror eng-wiki --full",
+  },
+  history: {
+    summary: "past passes, newest first, each with every error it met (the same JSON as GET /v1/passes)",
+    usage: "syncmirror history [--mirror NAME] [--limit N] [--before ID] [--json] [--config FILE]",
+    flags: [
+      ["--mirror NAME", "only this mirror's passes (default: every mirror)"],
+      ["--limit N", "passes per page, 1 to 500 (default: 20)"],
+      ["--before ID", "the page of passes older than pass ID (a reply's next_before; default: the newest)"],
+      ["--json", "print the JSON object GET /v1/passes serves (default: text)"],
+      CONFIG_FLAG,
+      HELP_FLAG,
+    ],
+    exit: "0; 2 bad usage or config",
+    example: "syncmirror history --mirror eng-wiki --limit 5",
+  },
+  problems: {
+    summary:
+      "open problems: rejected rows, failed or incomplete sources, skipped pairs, held sweeps, sync configs not applied",
+    usage: "syncmirror problems [--mirror NAME] [--limit N] [--json] [--config FILE]",
+    flags: [
+      ["--mirror NAME", "only this mirror's problems (default: every mirror)"],
+      ["--limit N", "problems listed, 1 to 10000 (default: 1000; the counts cover them all)"],
+      ["--json", "print the JSON object GET /v1/problems serves (default: text)"],
+      CONFIG_FLAG,
+      HELP_FLAG,
+    ],
+    exit: "0; 2 bad usage or config",
+    example: "syncmirror problems --json",
+  },
+  "approve-sweep": {
+    summary: "let the next full pass apply the revocations the mass-delete guard held (once, any replica)",
+    usage: "syncmirror approve-sweep --mirror NAME [--json] [--config FILE]",
+    flags: [
+      ["--mirror NAME", "the mirror whose held sweep to approve (required)"],
+      ["--json", "print the JSON object POST /v1/mirrors/NAME/approve-sweep answers (default: text)"],
+      CONFIG_FLAG,
+      HELP_FLAG,
+    ],
+    exit: "0 approved; 1 nothing held (nothing is approved); 2 bad usage or config, unknown mirror",
+    example: "syncmirror approve-sweep --mirror eng-wiki",
   },
 };
 

@@ -2,11 +2,10 @@
  * `syncmirror status [--json]`: per-mirror state from the database. Needs no token and takes no
  * lock, so it works beside a running daemon.
  */
-import { createLogger } from "../log.js";
-import { missingDatabaseFile, openStoreForReading } from "../store/open-store.js";
+import { missingDatabaseFile } from "../store/open-store.js";
 import { buildStatus, type MirrorStatus, type ReplicaStatus } from "../sync/status-report.js";
 import type { Command } from "./command.js";
-import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
+import { loadCommandConfig, parseCommandArgs, withErrors, withStoreUnlocked } from "./common.js";
 
 export const status: Command = (args, io) =>
   withErrors(io, async () => {
@@ -18,18 +17,13 @@ export const status: Command = (args, io) =>
         `no mirror database at ${missing} yet: nothing has synced; \`syncmirror sync\` creates it\n`,
       );
     }
-    const store = await openStoreForReading(config, createLogger({ level: "warn", name: "syncmirror" }));
-    try {
-      const report = await buildStatus(store, config.mirrors);
-      io.stdout.write(
-        values.json
-          ? `${JSON.stringify(report, null, 2)}\n`
-          : `${report.mirrors.map(formatMirror).join("\n")}\n${formatReplicas(report.replicas)}`,
-      );
-      return 0;
-    } finally {
-      await store.close();
-    }
+    const report = await withStoreUnlocked(config, (store) => buildStatus(store, config.mirrors));
+    io.stdout.write(
+      values.json
+        ? `${JSON.stringify(report, null, 2)}\n`
+        : `${report.mirrors.map(formatMirror).join("\n")}\n${formatReplicas(report.replicas)}`,
+    );
+    return 0;
   });
 
 function formatMirror(s: MirrorStatus): string {

@@ -84,7 +84,7 @@ async function runPasses(
           metrics: runtime.metrics,
         },
         async (signal, fence) => {
-          const ctx = runtime.syncContext(signal, fence);
+          const ctx = runtime.syncContext(signal, fence, holder);
           if (io.isTty && !out.json) ctx.onProgress = (p) => drawProgress(io, p);
           const mode = options.full ? "full" : "incremental";
           try {

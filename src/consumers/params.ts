@@ -9,7 +9,8 @@ export const FEED_MAX_LIMIT = 1000;
 export const FEED_MAX_WAIT_SECONDS = 60;
 export const SEARCH_MAX_LIMIT = 100;
 
-const integer = (min: number, max: number) =>
+/** A whole number in digits between `min` and `max` (query strings and CLI flags are text). */
+export const integer = (min: number, max: number) =>
   z
     .string()
     .regex(/^-?\d{1,16}$/, "must be a whole number written in digits")
@@ -22,7 +23,7 @@ const integer = (min: number, max: number) =>
         .max(max, `must be at most ${max}`),
     );
 
-const mirrorName = z.string().regex(/^[a-z0-9_-]+$/, "must be a mirror name ([a-z0-9_-]+)");
+export const mirrorName = z.string().regex(/^[a-z0-9_-]+$/, "must be a mirror name ([a-z0-9_-]+)");
 
 const FeedParams = z.strictObject({
   after: integer(0, Number.MAX_SAFE_INTEGER),
@@ -63,6 +64,19 @@ export function parseSearchParams(
     mirrors,
     names,
   );
+}
+
+/**
+ * Any endpoint's parameters (the console's too): `schema` parsed, then `mirror` checked against the
+ * config. Throws UsageError (HTTP 400, CLI exit 2) naming each bad parameter.
+ */
+export function parseParams<T extends { mirror?: string | undefined }>(
+  schema: z.ZodType<T>,
+  raw: Raw,
+  mirrors: readonly string[],
+  names: ParamNames = {},
+): T {
+  return checkMirror(parse(schema, raw, {}, names), mirrors, names);
 }
 
 /** Query-string parameters as one object; a parameter given twice is refused, not guessed at. */

@@ -9,6 +9,9 @@
  *   content_hash, and modified_at = now. Answers `{edited, live}`.
  * - `POST /_sim/docs/remove-random` `{fraction, seed?}`: removes that share of the live documents
  *   (as `sim.docs.remove`), so the next full snapshot misses their keys. Answers `{removed, live}`.
+ * - `POST /_sim/outcomes` `{task, error?, user?, server_instance_id?, times?}`: how matching sources
+ *   finish from now on, as `sim.setOutcome` does (`task` COMPLETED, INCOMPLETE or FAILED; `error` the
+ *   text a FAILED source carries). Answers `{outcomes}`, the rules set so far.
  * - `GET /_sim/requests`: the request log, oldest first, as `sim.requests` holds it: `{entries}`.
  * - `DELETE /_sim/requests`: clears the request log (204).
  */
@@ -18,7 +21,7 @@ import { invalid, requireObject } from "./http-error.js";
 import { createRandom, hash32 } from "./random.js";
 import type { Route } from "./router.js";
 import type { RequestLogEntry } from "./server.js";
-import type { SimState } from "./state.js";
+import type { Outcome, OutcomeMatch, SimState } from "./state.js";
 
 export function createAdminRoutes(
   state: SimState,
@@ -42,6 +45,15 @@ export function createAdminRoutes(
         const { picked, live } = pickRandom(state, body, "remove-random");
         for (const index of picked) docs.remove(docIdOf(index));
         return { status: 200, body: { removed: picked.length, live } };
+      },
+    },
+    {
+      method: "POST",
+      template: "/outcomes",
+      handler: ({ body }) => {
+        const { match, outcome } = parseOutcome(body);
+        state.outcomes.push({ match, outcome, left: outcome.times ?? Number.POSITIVE_INFINITY });
+        return { status: 200, body: { outcomes: state.outcomes.length } };
       },
     },
     {
@@ -88,4 +100,32 @@ function parseEditRandom(body: unknown): { fraction: number; seed: number } {
     throw invalid(["body", "seed"], "Input should be a valid integer", "int_type", seed);
   }
   return { fraction, seed };
+}
+
+const TASKS: readonly Outcome["task"][] = ["COMPLETED", "INCOMPLETE", "FAILED"];
+
+function parseOutcome(body: unknown): { match: OutcomeMatch; outcome: Outcome } {
+  const { task, error, user, server_instance_id, times } = requireObject(body);
+  if (!TASKS.includes(task as Outcome["task"]))
+    throw invalid(["body", "task"], `Input should be one of ${TASKS.join(", ")}`, "enum", task);
+  const text = (name: string, value: unknown): string | undefined => {
+    if (value === undefined || typeof value === "string") return value;
+    throw invalid(["body", name], "Input should be a valid string", "string_type", value);
+  };
+  if (times !== undefined && !(typeof times === "number" && Number.isInteger(times) && times > 0))
+    throw invalid(["body", "times"], "Input should be a positive integer", "int_type", times);
+  const match: OutcomeMatch = {};
+  const who = text("user", user);
+  const where = text("server_instance_id", server_instance_id);
+  if (who !== undefined) match.user = who;
+  if (where !== undefined) match.server_instance_id = where;
+  const said = text("error", error);
+  return {
+    match,
+    outcome: {
+      task: task as Outcome["task"],
+      ...(said === undefined ? {} : { error: said }),
+      ...(times === undefined ? {} : { times: times as number }),
+    },
+  };
 }

@@ -29,6 +29,10 @@ export const COPIED_TABLES: readonly PgTable[] = [
   // and who paused, resumed or triggered what.
   pg.schedules,
   pg.controlActions,
+  // The history's errors, the open problems and the sweep approvals (pending or used).
+  pg.passErrors,
+  pg.problems,
+  pg.sweepApprovals,
 ];
 
 /** Tables left behind, by name, and why. */

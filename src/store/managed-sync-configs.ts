@@ -29,6 +29,8 @@ export interface ManagedSyncConfig {
   fullPendingAfter: number | null;
   lastError: string | null;
   lastErrorAt: string | null;
+  /** When the current run of apply errors began (cleared with the error by an apply). */
+  firstErrorAt: string | null;
 }
 
 export interface SyncConfigRepo {
@@ -79,6 +81,7 @@ export function appliedColumns(c: Parameters<SyncConfigRepo["recordApplied"]>[1]
     creatingAt: null,
     lastError: null,
     lastErrorAt: null,
+    firstErrorAt: null,
     ...(c.fullOwed ? { fullPendingAfter: newestTrigger } : {}),
   };
 }

@@ -12,6 +12,7 @@
  * DatabaseError (`isDatabaseError`), whose message says what to do; other errors are the caller's.
  */
 import { DatabaseError, DatabaseUnavailableError } from "../errors.js";
+import type { HistoryRepo, ProblemRepo, SweepApprovalRepo } from "./console-repos.js";
 import type { FeedPage, FeedQuery, SearchHit, SearchQuery, SearchSettingApplied } from "./consumer-types.js";
 import type { SyncConfigRepo } from "./managed-sync-configs.js";
 import type {
@@ -289,6 +290,9 @@ export interface StoreOps {
   schedules: ScheduleRepo;
   replicas: ReplicaRepo;
   controls: ControlRepo;
+  history: HistoryRepo;
+  problems: ProblemRepo;
+  approvals: SweepApprovalRepo;
 }
 
 /** The change feed as consumers read it: one consistent snapshot per page. */

@@ -35,6 +35,11 @@ export interface SyncContext {
   ingestConcurrency: number;
   /** The lease this pass runs under: `syncMirror` fences every write of the pass with it (`fence.ts`). */
   lease?: Fence;
+  /**
+   * The process running the pass, as the history names it: recorded on the trigger it starts
+   * (`started_by`, `started_by_name`) and on each error it meets.
+   */
+  replica?: LeaseHolder;
   /** Resources asked for per export page (`export.page_size`). */
   exportPageSize: number;
   /** Export pages one run may fetch ahead of the page it needs next (`export.pages_ahead_per_run`). */
@@ -56,8 +61,6 @@ export interface PassOptions {
   full: boolean;
   allowMassDelete: boolean;
   dryRun: boolean;
-  /** The process starting the pass, recorded on its trigger (`started_by`, `started_by_name`). */
-  startedBy?: LeaseHolder;
   /**
    * A due pass (scheduled or requested): the due it covers is taken off the mirror's schedule in
    * the transaction that writes the trigger's intent, so a crash either leaves both (the trigger

@@ -38,7 +38,7 @@ export function decideOutcome(s: PassFacts): { outcome: Outcome; message: string
   if (s.timedOut) problems.push("some runs did not finish within run_timeout_minutes");
   if (s.held > 0) {
     problems.push(
-      `a sweep of ${s.held} revocations was held: check upstream, then run sync --full --allow-mass-delete`,
+      `a sweep of ${s.held} revocations was held: check upstream, then run syncmirror approve-sweep (the next full pass applies it) or sync --full --allow-mass-delete`,
     );
   }
   if (s.leaversUnknown)

@@ -38,6 +38,9 @@ const READS: Reads = {
   schedules: ["find", "list", "lock"],
   replicas: ["live"],
   controls: ["list"],
+  history: ["list"],
+  problems: ["list", "countByKind"],
+  approvals: ["pending", "allowance"],
 };
 
 /** Throws LeaseLostError unless `fence` still holds the lease; run first in a transaction. */

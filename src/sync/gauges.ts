@@ -4,6 +4,7 @@
  * restart and agree whichever replica wrote the state.
  */
 import type { Metrics } from "../metrics.js";
+import { PROBLEM_KINDS } from "../store/console-types.js";
 import type { Store } from "../store/store.js";
 import { MODES, type Trigger } from "../store/types.js";
 
@@ -25,6 +26,25 @@ export async function refreshMirrorGauges(store: Store, metrics: Metrics, mirror
   for (const mode of MODES) {
     const last = mode === "full" ? state?.lastFullSuccessAt : state?.lastIncrementalSuccessAt;
     if (last) metrics.lastSuccess.set({ ...labels, mode }, Date.parse(last) / 1000);
+  }
+  await refreshProblemGauges(store, metrics, [mirror]);
+}
+
+/**
+ * `syncmirror_problems` of `mirrors`, every kind (0 when none is open). The daemon also calls it
+ * each watch round: another replica's pass, or an apply, may have opened or cleared some.
+ */
+export async function refreshProblemGauges(
+  store: Store,
+  metrics: Metrics,
+  mirrors: readonly string[],
+): Promise<void> {
+  const open = await store.problems.countByKind();
+  for (const mirror of mirrors) {
+    for (const kind of PROBLEM_KINDS) {
+      const n = open.filter((c) => c.mirror === mirror && c.kind === kind).reduce((sum, c) => sum + c.n, 0);
+      metrics.problems.set({ mirror, kind }, n);
+    }
   }
 }
 

@@ -19,7 +19,9 @@ import type {
 import type { MirrorPass } from "./context.js";
 import { type ExportPageStream, engineOf, fetchExportPages } from "./export-pages.js";
 import { sourceSucceeded } from "./outcome.js";
-import { keyOf, serialize, toInput } from "./resource-input.js";
+import { type RejectedRow, recordRejectedRows, recordRunOutcome, type Sighting } from "./record-problems.js";
+import { keyOf, serialize, serverOf, toInput } from "./resource-input.js";
+import { readSourceErrors, type SourceErrors } from "./source-errors.js";
 
 /**
  * On SQLite a page's statements never wait for I/O, so without a break the event loop stands
@@ -50,8 +52,10 @@ async function ingestNextPage(
   const next = await pages.next();
   if (next === undefined) return false;
   const { page, offset } = next;
+  // Over HTTP, so before the last page's transaction: the text of its failed sources.
+  const serviceErrors = page.page.next_offset === null ? await readSourceErrors(pass, run, page) : new Map();
   const applied = await pass.ctx.store.transaction((tx) =>
-    applyPage(pass, tx, trigger, run, page, offset === 0),
+    applyPage(pass, tx, trigger, run, { page, firstPage: offset === 0, serviceErrors }),
   );
   reportPage(pass, run, applied);
   if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
@@ -104,11 +108,11 @@ async function applyPage(
   tx: StoreOps,
   trigger: Trigger,
   run: Run,
-  page: ExportPage,
-  firstPage: boolean,
+  { page, firstPage, serviceErrors }: { page: ExportPage; firstPage: boolean; serviceErrors: SourceErrors },
 ): Promise<AppliedPage> {
   const { ctx, mirror } = pass;
   const at = ctx.now().toISOString();
+  const where = { mirror: mirror.name, at, replica: ctx.replica?.name ?? null };
   const seenAt = run.createdAt as string;
   const engineVersion = engineOf(page);
   if (firstPage) {
@@ -127,6 +131,7 @@ async function applyPage(
   const counts: PageCounts = { upserted: 0, unchanged: 0, rejected: 0, keysNew: 0, keysChanged: 0 };
   const rows: RowTally = new Map();
   const warnings: AppliedPage["warnings"] = [];
+  const rejected: RejectedRow[] = [];
   const tallyRow = (sourceType: string, outcome: "upserted" | "unchanged") => {
     const n = rows.get(sourceType) ?? { upserted: 0, unchanged: 0 };
     n[outcome]++;
@@ -146,9 +151,15 @@ async function applyPage(
     if (!parsed.success) {
       counts.rejected++;
       const issue = parsed.error.issues[0];
+      const path = issue?.path.join(".");
       warnings.push({
-        fields: { sync_id: run.syncId, key: keyOf(raw), path: issue?.path.join("."), reason: issue?.message },
+        fields: { sync_id: run.syncId, key: keyOf(raw), path, reason: issue?.message },
         message: "resource rejected: it does not have the documented shape",
+      });
+      rejected.push({
+        key: keyOf(raw),
+        serverInstanceId: serverOf(raw),
+        reason: `it does not have the documented shape: ${path || "(the resource)"}: ${issue?.message ?? "invalid"}`,
       });
       continue;
     }
@@ -169,6 +180,11 @@ async function applyPage(
         warnings.push({
           fields: { sync_id: run.syncId, key: r.key, path: serialized.path, reason: serialized.reason },
           message: "resource rejected: it cannot be stored",
+        });
+        rejected.push({
+          key: r.key,
+          serverInstanceId: r.serverInstanceId,
+          reason: `it cannot be stored: ${serialized.path ?? "(the resource)"} ${serialized.reason}`,
         });
         continue;
       }
@@ -213,28 +229,38 @@ async function applyPage(
     }
   }
   await tx.changes.recordAll(changes);
+  await recordRejectedRows(tx, where, run, rejected);
   const next = page.page.next_offset;
   await tx.runs.checkpoint(run.syncId, next, counts);
-  if (next === null) return { rows, warnings, finishedSources: await finishRun(pass, tx, trigger, run) };
+  if (next === null) {
+    const last = { ...where, triggerRowId: trigger.id, serviceErrors };
+    return { rows, warnings, finishedSources: await finishRun(pass, tx, trigger, run, last) };
+  }
   return { rows, warnings };
 }
 
-/** The last page is in: each source that succeeded moves its pair's watermark. Returns the sources. */
+/**
+ * The last page is in: each source that succeeded moves its pair's watermark, and the run's
+ * problems and errors are recorded (`record-problems.ts`). Returns the sources.
+ */
 async function finishRun(
   { mirror }: MirrorPass,
   tx: StoreOps,
   trigger: Trigger,
   run: Run,
+  last: Sighting & { triggerRowId: number; serviceErrors: SourceErrors },
 ): Promise<NonNullable<AppliedPage["finishedSources"]>> {
   const createdAt = run.createdAt as string;
   const sources: NonNullable<AppliedPage["finishedSources"]> = [];
   // Re-read: the checkpoint just marked it done and added this page's rejections.
   const finished = await tx.runs.get(run.syncId);
-  for (const s of await tx.runs.sourcesOf(run.syncId)) {
+  const runSources = await tx.runs.sourcesOf(run.syncId);
+  for (const s of runSources) {
     const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
     await tx.pairs.ran(pair, createdAt);
     if (sourceSucceeded(finished, s)) await tx.pairs.succeeded(pair, createdAt, trigger.mode === "full");
     sources.push({ sourceType: s.sourceType, status: s.exportStatus ?? "unknown" });
   }
+  await recordRunOutcome(tx, last, finished, runSources, last.serviceErrors);
   return sources;
 }

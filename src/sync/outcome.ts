@@ -9,6 +9,14 @@ export type Outcome = (typeof OUTCOMES)[number];
 const GOOD_EXPORT_STATUSES = new Set(["ok", "no_results"]);
 
 /**
+ * The source itself finished well: its task COMPLETED and its export is ok or no_results (whether
+ * every page of it was then ingested is the run's part of `sourceSucceeded`).
+ */
+export function sourceDelivered(s: Pick<RunSource, "taskStatus" | "exportStatus">): boolean {
+  return s.taskStatus === "COMPLETED" && s.exportStatus !== null && GOOD_EXPORT_STATUSES.has(s.exportStatus);
+}
+
+/**
  * A source succeeds when its task COMPLETED, its export is ok or no_results, and every page is in.
  * A run with a resource refused for its shape counts as a page not fully read: a key missing from
  * the snapshot for that reason must not be swept as a crawl miss.
@@ -17,13 +25,7 @@ export function sourceSucceeded(
   run: Pick<Run, "ingest" | "rejected">,
   s: Pick<RunSource, "taskStatus" | "exportStatus">,
 ): boolean {
-  return (
-    run.ingest === "done" &&
-    run.rejected === 0 &&
-    s.taskStatus === "COMPLETED" &&
-    s.exportStatus !== null &&
-    GOOD_EXPORT_STATUSES.has(s.exportStatus)
-  );
+  return run.ingest === "done" && run.rejected === 0 && sourceDelivered(s);
 }
 
 /** Exit code of `sync`: 0 only when every selected mirror succeeded. */

@@ -43,6 +43,12 @@ export function keyOf(raw: unknown): string | undefined {
   return typeof key === "string" ? key : undefined;
 }
 
+/** The server a resource refused for its shape names, when it names one. */
+export function serverOf(raw: unknown): string | null {
+  const server = (raw as { server_instance_id?: unknown } | null)?.server_instance_id;
+  return typeof server === "string" ? server : null;
+}
+
 /**
  * SQLite text is UTF-8, which cannot hold an unpaired UTF-16 surrogate (JSON allows `"\ud800"`):
  * better-sqlite3 would write bytes that are not UTF-8, which other readers of the mirror refuse.

@@ -8,6 +8,7 @@ import type { MirrorPass } from "./context.js";
 import { decideOutcome } from "./decide-outcome.js";
 import { refreshMirrorGauges } from "./gauges.js";
 import { type Outcome, sourceSucceeded } from "./outcome.js";
+import { recordSkippedPairs } from "./skipped-problems.js";
 import { emptySummary, type MirrorSummary } from "./summary.js";
 
 export async function settle(
@@ -85,7 +86,7 @@ export async function settle(
     keepInFlight: false,
     dryRun: extra.dryRun ?? false,
     heldRevocations: trigger.mode === "full" ? trigger.held : undefined,
-    recordSkipped: async (tx) => {
+    record: async (tx) => {
       if (firstSeen === undefined) return;
       for (const s of skipped) {
         await tx.pairs.skipped(
@@ -93,6 +94,7 @@ export async function settle(
           { reason: s.reason, authStatus: s.auth_status ?? null, seenAt: firstSeen },
         );
       }
+      await recordSkippedPairs(tx, pass, trigger, at.toISOString());
     },
   });
   return summary;
@@ -134,7 +136,21 @@ export async function settleWithoutRuns(
   summary.errors.push({ sync_id: null, user_email: null, error: r.message });
   const at = ctx.now();
   summary.duration_seconds = Math.max(0, (at.getTime() - r.startedAtMs) / 1000);
-  await closeTrigger(pass, trigger, summary, { at, keepInFlight: r.keepInFlight, dryRun: false });
+  // Kept with the trigger, so a trigger resumed after several failed attempts shows each of them.
+  const attempt = {
+    at: at.toISOString(),
+    syncId: null,
+    userEmail: null,
+    source: null,
+    error: r.message,
+    replica: ctx.replica?.name ?? null,
+  };
+  await closeTrigger(pass, trigger, summary, {
+    at,
+    keepInFlight: r.keepInFlight,
+    dryRun: false,
+    record: (tx) => tx.history.addErrors(trigger.id, [attempt]),
+  });
   return summary;
 }
 
@@ -163,14 +179,15 @@ async function closeTrigger(
     keepInFlight: boolean;
     dryRun: boolean;
     heldRevocations?: number | undefined;
-    recordSkipped?: (tx: StoreOps) => Promise<void>;
+    /** Facts written with the close: the skipped pairs, the attempt's error. */
+    record?: (tx: StoreOps) => Promise<void>;
   },
 ): Promise<void> {
   const { ctx, mirror } = pass;
   const { outcome, message } = summary;
   const at = c.at.toISOString();
   await ctx.store.transaction(async (tx) => {
-    await c.recordSkipped?.(tx);
+    await c.record?.(tx);
     if (!c.keepInFlight) await tx.triggers.finish(trigger.id, { outcome, message, summary, finishedAt: at });
     if (!c.dryRun) {
       if (trigger.mode === "full" && outcome === "succeeded")

@@ -8,14 +8,20 @@
  */
 import type { AccessItem } from "../api/schemas.js";
 import { AbortedError } from "../errors.js";
-import type { PairRef, Trigger } from "../store/types.js";
+import type { ProblemKind, ProblemSighting } from "../store/console-types.js";
+import type { PairRef, RunSource, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
-import { decideLeavers, type LeavingPair, type RunFact, skippedListComplete } from "./leavers.js";
+import {
+  decideLeavers,
+  type LeaveReason,
+  type LeavingPair,
+  type RunFact,
+  skippedListComplete,
+} from "./leavers.js";
 import { sourceSucceeded } from "./outcome.js";
+import { problemSubject } from "./problem-subject.js";
 import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
-
-/** A sweep that would revoke more than this many keys (and more than the fraction) is held. */
-export const MASS_DELETE_MIN_KEYS = 10;
+import { decideGuard } from "./sweep-approval.js";
 
 export async function sweep(pass: MirrorPass, trigger: Trigger): Promise<void> {
   if (trigger.mode !== "full") return;
@@ -28,7 +34,10 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
   const threshold = mirror.deleteAfterMissedFull;
-  for (const run of await store.runs.ofTrigger(trigger.id)) {
+  const runs = await store.runs.ofTrigger(trigger.id);
+  // The first full pass that sweeps takes the mirror's `approve-sweep`, if any (sweep-approval.ts).
+  if (runs.some((r) => r.ingest === "done")) await store.approvals.take(trigger.id, mirror.name);
+  for (const run of runs) {
     if (run.ingest !== "done" || run.createdAt === null) continue;
     for (const source of await store.runs.sourcesOf(run.syncId)) {
       if (!sourceSucceeded(run, source) || source.swept !== null) continue;
@@ -41,25 +50,53 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
       const swept = await store.transaction(async (tx) => {
         const total = await tx.access.countPairKeys(pair);
         const revocable = await tx.access.countRevocable(pair, snapshotAt, threshold);
-        const held =
-          !trigger.allowMassDelete &&
-          revocable > MASS_DELETE_MIN_KEYS &&
-          revocable > mirror.maxDeleteFraction * total;
-        if (held) {
+        const guard = decideGuard(
+          { revocable, total },
+          {
+            maxDeleteFraction: mirror.maxDeleteFraction,
+            allowMassDelete: trigger.allowMassDelete,
+            approved: await tx.approvals.allowance(trigger.id, pair),
+          },
+        );
+        const at = ctx.now().toISOString();
+        if (!guard.apply) {
           await tx.runs.markSwept(run.syncId, source.source, "held");
           await tx.triggers.addSweepCounts(trigger.id, { held: revocable, sweepsHeld: 1 });
+          await tx.problems.record([heldSweep(pair, { source, syncId: run.syncId, revocable, total, at })]);
           return { held: true, revocable, total } as const;
         }
         const keys = await tx.access.sweepMissed(pair, snapshotAt, threshold);
         const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
         await tx.runs.markSwept(run.syncId, source.source, "applied");
         await tx.triggers.addSweepCounts(trigger.id, result);
+        if (guard.approved) await tx.approvals.use(trigger.id, pair, result.revoked);
+        await tx.problems.clearPair(pair, ["held_sweep"]);
         return { held: false, result } as const;
       });
       reportSweep(pass, pair, swept);
       ctx.crashPoint("mid-sweep");
     }
   }
+}
+
+/** The problem a held sweep is, until a sweep applies for its pair. */
+function heldSweep(
+  pair: PairRef,
+  h: { source: RunSource; syncId: string; revocable: number; total: number; at: string },
+): ProblemSighting {
+  return {
+    mirror: pair.mirror,
+    kind: "held_sweep",
+    subject: problemSubject("sweep", pair.userEmail, pair.serverInstanceId),
+    userEmail: pair.userEmail,
+    serverInstanceId: pair.serverInstanceId,
+    source: h.source.source,
+    syncId: h.syncId,
+    key: null,
+    reason: `the mass-delete guard held a sweep that would revoke ${h.revocable} of the pair's ${h.total} access rows: check upstream, then \`syncmirror approve-sweep\` or \`sync --full --allow-mass-delete\``,
+    count: h.revocable,
+    at: h.at,
+  };
 }
 
 /** A pair's sweep, once committed: its counters, and a warning when the guard held it. */
@@ -80,7 +117,7 @@ function reportSweep(
       would_revoke: swept.revocable,
       of: swept.total,
     },
-    "sweep held by the mass-delete guard: nothing revoked; run `syncmirror sync --full --allow-mass-delete` to apply it",
+    "sweep held by the mass-delete guard: nothing revoked; `syncmirror approve-sweep` lets the next full pass apply it (or `syncmirror sync --full --allow-mass-delete`)",
   );
 }
 
@@ -97,6 +134,7 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger): Promise<void> {
     const revoked = await store.transaction(async (tx) => {
       const keys = await tx.access.revokePair(pair);
       await tx.pairs.retire(pair, reason, at);
+      await tx.problems.clearPair(pair, problemsEndedBy(reason));
       const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
       await tx.triggers.addSweepCounts(trigger.id, result);
       return result;
@@ -108,6 +146,15 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger): Promise<void> {
     );
   }
   await store.triggers.markLeaversSwept(trigger.id, false);
+}
+
+/**
+ * A pair that lost its access has nothing left to sweep, ingest or reject; one that left the
+ * project or the sync config is no longer skipped either (one past its grace still is).
+ */
+function problemsEndedBy(reason: LeaveReason): ProblemKind[] {
+  const kinds: ProblemKind[] = ["held_sweep", "failed_source", "incomplete_source", "rejected_row"];
+  return reason === "inaccessible" ? kinds : [...kinds, "skipped_pair"];
 }
 
 /**

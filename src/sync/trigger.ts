@@ -24,8 +24,8 @@ export async function recordIntent({ mirror, ctx, options }: MirrorPass, plan: P
       knownBefore,
       intentAt,
       allowMassDelete: options.allowMassDelete,
-      startedBy: options.startedBy?.id ?? null,
-      startedByName: options.startedBy?.name ?? null,
+      startedBy: ctx.replica?.id ?? null,
+      startedByName: ctx.replica?.name ?? null,
       dueAt: due?.since ?? null,
       dueReason: due?.reason ?? null,
     });

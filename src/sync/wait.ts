@@ -10,6 +10,7 @@ import { isDatabaseError } from "../store/store.js";
 import type { Run, Trigger } from "../store/types.js";
 import type { MirrorPass, Progress } from "./context.js";
 import { sendContinue, settlePendingContinue } from "./continue.js";
+import { failRun } from "./fail-run.js";
 import { ingestRun } from "./ingest.js";
 import { isFinished, nextAction } from "./next-action.js";
 import { serverTime } from "./time.js";
@@ -196,8 +197,7 @@ async function abandonUnfinished({ ctx, mirror }: MirrorPass, trigger: Trigger):
   const abandoned = (await ctx.store.runs.ofTrigger(trigger.id)).filter(
     (r) => r.ingest === "waiting" && !isFinished(r.status),
   );
-  for (const r of abandoned)
-    await ctx.store.runs.setIngest(r.syncId, "failed", "run_timeout_minutes reached");
+  for (const r of abandoned) await failRun(ctx, trigger, r, "run_timeout_minutes reached");
   if (abandoned.length > 0) {
     ctx.log.error(
       { runs: abandoned.length, run_timeout_minutes: mirror.runTimeoutMinutes },
@@ -220,7 +220,7 @@ async function markVanished(
       await ctx.store.runs.updateStatus(run.syncId, detail.status, serverTime(detail.created_at));
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
-      await ctx.store.runs.setIngest(run.syncId, "failed", "the run no longer exists upstream (404)");
+      await failRun(ctx, trigger, run, "the run no longer exists upstream (404)");
       ctx.log.error(
         { sync_id: run.syncId },
         "run vanished upstream (404); its pairs do not advance this pass",
@@ -250,7 +250,7 @@ async function readOrFail(pass: MirrorPass, trigger: Trigger, run: Run, read: Ru
       throw error;
     }
     const message = error instanceof Error ? error.message : String(error);
-    await ctx.store.runs.setIngest(run.syncId, "failed", message);
+    await failRun(ctx, trigger, run, message);
     ctx.log.error(
       { sync_id: run.syncId, err: message },
       "export of run could not be read; its pairs do not advance",

@@ -126,6 +126,19 @@ describe("config", () => {
     }
   });
 
+  it("keeps the pass history 90 days unless history.keep_days says otherwise (a positive number)", () => {
+    const env = { SYNCMIRROR_API_TOKEN: "t0ken-value" };
+    expect(parseConfig("cfg.yaml", base, env).history).toEqual({ keepDays: 90 });
+    expect(parseConfig("cfg.yaml", `history:\n  keep_days: 7.5\n${base}`, env).history).toEqual({
+      keepDays: 7.5,
+    });
+    for (const bad of ["0", "-1", "forever"])
+      expect(issuesOf(`history:\n  keep_days: ${bad}\n${base}`).map((i) => i.path)).toEqual([
+        "history.keep_days",
+      ]);
+    expect(issuesOf(`history:\n  keep: 3\n${base}`).map((i) => i.path)).toEqual(["history"]);
+  });
+
   it("rejects duplicate mirror names and bad names", () => {
     const dup = `${base}  - name: eng-wiki\n    sync_config_id: other\n  - name: Bad Name\n    sync_config_id: x\n`;
     const issues = issuesOf(dup);

@@ -109,6 +109,7 @@ const TABLE: readonly Row[] = [
   { cls: errors.OutputClosedError, code: "OUTPUT_CLOSED", args: [] },
   plain(errors.SearchQueryError, "SEARCH_QUERY_INVALID"),
   plain(errors.SearchUnavailableError, "SEARCH_UNAVAILABLE"),
+  { cls: errors.NothingHeldError, code: "NOTHING_HELD", args: ["eng-wiki"], fields: { mirror: "eng-wiki" } },
 ];
 
 const construct = (row: Row) => new row.cls(...(row.args as never[]));

@@ -15,10 +15,12 @@ import type { Store } from "../store.js";
 import { createStore } from "../store-runtime.js";
 import type { ChangeOp } from "../types.js";
 import { createAccessRepo } from "./access.js";
+import { createSweepApprovalRepo } from "./approvals.js";
 import { createChangeRepo, publishChanges } from "./changes.js";
 import { createControlRepo } from "./controls.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
+import { createHistoryRepo } from "./history.js";
 import { createLeaseRepo } from "./leases.js";
 import { createChangeListener } from "./listen.js";
 import { createMirrorRepo } from "./mirrors.js";
@@ -32,6 +34,7 @@ import {
   storeError,
 } from "./open.js";
 import { createPairRepo } from "./pairs.js";
+import { createProblemRepo } from "./problems.js";
 import { createReplicaRepo } from "./replicas.js";
 import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
@@ -106,6 +109,9 @@ function createPostgresDriver(
         schedules: createScheduleRepo(conn),
         replicas: createReplicaRepo(conn),
         controls: createControlRepo(conn),
+        history: createHistoryRepo(conn),
+        problems: createProblemRepo(conn),
+        approvals: createSweepApprovalRepo(conn),
       };
     },
     begin: () => beginOn(pool),

@@ -144,7 +144,11 @@ export const triggers = pgTable(
     dueAt: isoTimestamp("due_at"),
     dueReason: text("due_reason", { enum: ["schedule", "catch-up", "requested"] }),
   },
-  (t) => [index("triggers_mirror_state").on(t.mirror, t.state)],
+  (t) => [
+    index("triggers_mirror_state").on(t.mirror, t.state),
+    // The history pages newest first, per mirror or not.
+    index("triggers_mirror_id").on(t.mirror, t.id),
+  ],
 );
 
 export const runs = pgTable(
@@ -314,4 +318,75 @@ export const managedSyncConfigs = pgTable("managed_sync_configs", {
   fullPendingAfter: integer("full_pending_after"),
   lastError: text("last_error"),
   lastErrorAt: isoTimestamp("last_error_at"),
+  /** When the current run of errors began (the problem's first sighting); cleared by an apply. */
+  firstErrorAt: isoTimestamp("first_error_at"),
 });
+
+/**
+ * Every error a pass met, kept with its trigger across resumed attempts (the history): a whole
+ * attempt's failure (no `sync_id`), a run that could not be read, a source that did not succeed.
+ */
+export const passErrors = pgTable(
+  "pass_errors",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    triggerRowId: integer("trigger_row_id").notNull(),
+    at: isoTimestamp("at").notNull(),
+    syncId: text("sync_id"),
+    userEmail: text("user_email"),
+    source: text("source"),
+    error: text("error").notNull(),
+    /** `hostname:pid` of the process that met it. */
+    replica: text("replica"),
+  },
+  (t) => [index("pass_errors_trigger").on(t.triggerRowId, t.id)],
+);
+
+/**
+ * Open problems (`syncmirror problems`), one row per thing that is wrong, written in the same
+ * transaction as the fact it describes and deleted by the one that shows it fixed. `subject` names
+ * the thing within the mirror (kind group, user, server or key).
+ */
+export const problems = pgTable(
+  "problems",
+  {
+    mirror: text("mirror").notNull(),
+    subject: text("subject").notNull(),
+    kind: text("kind").notNull(),
+    userEmail: text("user_email"),
+    serverInstanceId: text("server_instance_id"),
+    source: text("source"),
+    syncId: text("sync_id"),
+    key: text("key"),
+    reason: text("reason").notNull(),
+    count: integer("count"),
+    firstSeenAt: isoTimestamp("first_seen_at").notNull(),
+    lastSeenAt: isoTimestamp("last_seen_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.mirror, t.subject] }),
+    index("problems_pair").on(t.mirror, t.userEmail, t.serverInstanceId),
+  ],
+);
+
+/**
+ * `approve-sweep` (`sync/sweep-approval.ts`): one row per pair whose sweep the guard held, with how
+ * many revocations it may apply. Pending while `trigger_row_id` is null; the next full pass that
+ * sweeps takes the mirror's pending rows (sets it), so exactly one pass uses them.
+ */
+export const sweepApprovals = pgTable(
+  "sweep_approvals",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    mirror: text("mirror").notNull(),
+    userEmail: text("user_email").notNull(),
+    serverInstanceId: text("server_instance_id").notNull(),
+    upTo: integer("up_to").notNull(),
+    by: text("by").notNull(),
+    at: isoTimestamp("at").notNull(),
+    triggerRowId: integer("trigger_row_id"),
+    /** Revocations the pass that took it applied on it. */
+    used: integer("used").notNull().default(0),
+  },
+  (t) => [index("sweep_approvals_mirror").on(t.mirror, t.triggerRowId)],
+);

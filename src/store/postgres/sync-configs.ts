@@ -9,10 +9,12 @@ export function createSyncConfigRepo({ db }: Conn): SyncConfigRepo {
   /** Triggers created after this one owe nothing; the bound is a row id, so no clock is compared. */
   const newestTrigger = (mirror: string) =>
     sql`(SELECT coalesce(max(${triggers.id}), 0) FROM ${triggers} WHERE ${triggers.mirror} = ${mirror})`;
-  const upsert = async (mirror: string, set: Omit<PgInsertValue<typeof t>, "mirror">) => {
+  type Values = Omit<PgInsertValue<typeof t>, "mirror">;
+  /** `inserted`: values a new row takes instead of `set`'s (which may read the row it updates). */
+  const upsert = async (mirror: string, set: Values, inserted: Values = {}) => {
     await db
       .insert(t)
-      .values({ mirror, ...set })
+      .values({ mirror, ...set, ...inserted })
       .onConflictDoUpdate({ target: t.mirror, set });
   };
   return {
@@ -29,12 +31,18 @@ export function createSyncConfigRepo({ db }: Conn): SyncConfigRepo {
 
     recordApplied: (mirror, c) => upsert(mirror, appliedColumns(c, newestTrigger(mirror))),
 
+    // The first error of a run of them stays the problem's first sighting.
     recordError: (mirror, c) =>
-      upsert(mirror, {
-        lastError: c.error,
-        lastErrorAt: c.at,
-        ...(c.createRefused ? { creatingAt: null } : {}),
-      }),
+      upsert(
+        mirror,
+        {
+          lastError: c.error,
+          lastErrorAt: c.at,
+          firstErrorAt: sql`coalesce(${t.firstErrorAt}, ${c.at})`,
+          ...(c.createRefused ? { creatingAt: null } : {}),
+        },
+        { firstErrorAt: c.at },
+      ),
 
     async remove(mirror) {
       await db.delete(t).where(eq(t.mirror, mirror));

@@ -14,14 +14,17 @@ import type { Store } from "../store.js";
 import { createStore } from "../store-runtime.js";
 import type { ChangeOp } from "../types.js";
 import { createAccessRepo } from "./access.js";
+import { createSweepApprovalRepo } from "./approvals.js";
 import { createChangeRepo } from "./changes.js";
 import { createControlRepo } from "./controls.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
+import { createHistoryRepo } from "./history.js";
 import { createLeaseRepo } from "./leases.js";
 import { createMirrorRepo } from "./mirrors.js";
 import { type Db, type OpenDatabase, openDatabase } from "./open.js";
 import { createPairRepo } from "./pairs.js";
+import { createProblemRepo } from "./problems.js";
 import { createReplicaRepo } from "./replicas.js";
 import { createResourceRepo } from "./resources.js";
 import { createRunRepo } from "./runs.js";
@@ -94,6 +97,9 @@ function createSqliteDriver(database: OpenDatabase, now: () => Date): StoreDrive
       schedules: createScheduleRepo(conn),
       replicas: createReplicaRepo(conn, now),
       controls: createControlRepo(conn),
+      history: createHistoryRepo(conn),
+      problems: createProblemRepo(conn),
+      approvals: createSweepApprovalRepo(conn),
     }),
     async begin() {
       sqlite.exec("BEGIN IMMEDIATE");

@@ -10,9 +10,14 @@ export function createSyncConfigRepo(db: Db): Sync<SyncConfigRepo> {
   /** Triggers created after this one owe nothing; the bound is a row id, so no clock is compared. */
   const newestTrigger = (mirror: string) =>
     sql`(SELECT coalesce(max(${triggers.id}), 0) FROM ${triggers} WHERE ${triggers.mirror} = ${mirror})`;
-  const upsert = (mirror: string, set: SQLiteUpdateSetSource<typeof t>) => {
+  /** `inserted`: values a new row takes instead of `set`'s (which may read the row it updates). */
+  const upsert = (
+    mirror: string,
+    set: SQLiteUpdateSetSource<typeof t>,
+    inserted: SQLiteUpdateSetSource<typeof t> = {},
+  ) => {
     db.insert(t)
-      .values({ mirror, ...set } as SQLiteInsertValue<typeof t>)
+      .values({ mirror, ...set, ...inserted } as SQLiteInsertValue<typeof t>)
       .onConflictDoUpdate({ target: t.mirror, set })
       .run();
   };
@@ -29,12 +34,18 @@ export function createSyncConfigRepo(db: Db): Sync<SyncConfigRepo> {
 
     recordApplied: (mirror, c) => upsert(mirror, appliedColumns(c, newestTrigger(mirror))),
 
+    // The first error of a run of them stays the problem's first sighting.
     recordError: (mirror, c) =>
-      upsert(mirror, {
-        lastError: c.error,
-        lastErrorAt: c.at,
-        ...(c.createRefused ? { creatingAt: null } : {}),
-      }),
+      upsert(
+        mirror,
+        {
+          lastError: c.error,
+          lastErrorAt: c.at,
+          firstErrorAt: sql`coalesce(${t.firstErrorAt}, ${c.at})`,
+          ...(c.createRefused ? { creatingAt: null } : {}),
+        },
+        { firstErrorAt: c.at },
+      ),
 
     remove(mirror) {
       db.delete(t).where(eq(t.mirror, mirror)).run();

@@ -40,6 +40,31 @@ describe("simulator admin routes", () => {
     expect(sim.docs.list().filter((d) => d.deleted)).toHaveLength(10);
   });
 
+  it("sets how matching sources finish, with the error text a failed one carries", async () => {
+    const { sim, api } = await startTestSimulator({ lifecycle: "manual" });
+    const headers = { authorization: `Bearer ${sim.token}`, "content-type": "application/json" };
+    const [user] = sim.users;
+    const set = await adminFetch(sim.baseUrl, "/outcomes", {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ task: "FAILED", error: "quota exceeded", user, times: 1 }),
+    });
+    expect(await set.json()).toEqual({ outcomes: 1 });
+    const trigger = (await api.post("/sync-task", { sync_config_id: sim.syncConfigId })).body as Body;
+    sim.runs.finishAll();
+    const runs = sim.runs.list().filter((r) => r.trigger_id === trigger.trigger_id);
+    const failed = runs.flatMap((r) => r.sources.filter((s) => s.status === "FAILED"));
+    expect(failed.map((s) => s.error)).toEqual(["quota exceeded"]);
+    for (const bad of [{ task: "DONE" }, { task: "FAILED", times: 0 }, { task: "FAILED", user: 3 }]) {
+      const refused = await adminFetch(sim.baseUrl, "/outcomes", {
+        method: "POST",
+        headers,
+        body: JSON.stringify(bad),
+      });
+      expect(refused.status, JSON.stringify(bad)).toBe(422);
+    }
+  });
+
   it("reads and clears the request log, needs the token, and is neither logged nor faulted", async () => {
     const { sim, api } = await startTestSimulator();
     const headers = { authorization: `Bearer ${sim.token}` };

@@ -43,6 +43,11 @@ const READS = new Set([
   "schedules.lock",
   "replicas.live",
   "controls.list",
+  "history.list",
+  "problems.list",
+  "problems.countByKind",
+  "approvals.pending",
+  "approvals.allowance",
 ]);
 
 describe.each(await storeDialects())("a fenced store: $name", (dialect) => {

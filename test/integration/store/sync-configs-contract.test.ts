@@ -33,7 +33,11 @@ describe.each(await storeDialects())("store contract, managed sync configs: $nam
       creatingAt: T1,
     });
     await opened.store.syncConfigs.recordError(mirror, { error: "lost", at: T1, createRefused: false });
-    expect(await opened.store.syncConfigs.find(mirror)).toMatchObject({ creatingAt: T1, lastError: "lost" });
+    expect(await opened.store.syncConfigs.find(mirror)).toMatchObject({
+      creatingAt: T1,
+      lastError: "lost",
+      firstErrorAt: T1,
+    });
     await applied(mirror, { id: "cfg-1" });
     expect(await opened.store.syncConfigs.find(mirror)).toEqual({
       mirror,
@@ -48,6 +52,7 @@ describe.each(await storeDialects())("store contract, managed sync configs: $nam
       fullPendingAfter: null,
       lastError: null,
       lastErrorAt: null,
+      firstErrorAt: null,
     });
   });
 

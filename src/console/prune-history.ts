@@ -1,0 +1,59 @@
+/**
+ * Retention of the pass history (`history.keep_days`): passes that finished longer ago are deleted
+ * with their runs and errors, a batch per transaction, except the ones the sync logic still reads
+ * (`HistoryRepo.prune` says which); problems not seen for as long go too. The daemon runs it at
+ * start-up and every hour; any replica may, at the same time as others (deleting is idempotent).
+ */
+import type { Logger } from "../log.js";
+import type { Store } from "../store/store.js";
+
+/** Passes deleted per transaction: a first prune of a long history never holds the database long. */
+const PRUNE_BATCH = 200;
+const DAY_MS = 86_400_000;
+/** How often the daemon prunes (and once at start-up). */
+const PRUNE_EVERY_MS = 3_600_000;
+
+export interface Pruned {
+  passes: number;
+  problems: number;
+}
+
+export async function pruneHistory(store: Store, keepDays: number, now: Date): Promise<Pruned> {
+  const before = new Date(now.getTime() - keepDays * DAY_MS).toISOString();
+  let passes = 0;
+  for (;;) {
+    const n = await store.transaction((tx) => tx.history.prune(before, PRUNE_BATCH));
+    passes += n;
+    if (n < PRUNE_BATCH) break;
+  }
+  const problems = await store.transaction((tx) => tx.problems.pruneStale(before));
+  return { passes, problems };
+}
+
+/**
+ * The daemon's retention: prunes now (resolving once done) and every hour until stopped. A failure
+ * is logged and waits for the next round; what was pruned is logged after its commit.
+ */
+export async function startHistoryPruning(deps: {
+  store: Store;
+  keepDays: number;
+  log: Logger;
+}): Promise<{ stop(): void }> {
+  const { store, keepDays, log } = deps;
+  const round = async () => {
+    try {
+      const pruned = await pruneHistory(store, keepDays, new Date());
+      if (pruned.passes > 0 || pruned.problems > 0)
+        log.info({ ...pruned, keep_days: keepDays }, "history pruned");
+    } catch (error) {
+      log.warn(
+        { err: (error as Error).message },
+        "could not prune the history; trying again within the hour",
+      );
+    }
+  };
+  await round();
+  const timer = setInterval(() => void round(), PRUNE_EVERY_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

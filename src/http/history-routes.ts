@@ -1,0 +1,83 @@
+/**
+ * The console's history endpoints (SPEC "Operator console"), bearer token always, even on loopback
+ * (they name users), never cookies: `GET /v1/passes`, `GET /v1/problems` and
+ * `POST /v1/mirrors/{name}/approve-sweep`. Their JSON is the CLI's `--json` (`history`, `problems`,
+ * `approve-sweep`), built by the same functions.
+ */
+import type { IncomingMessage } from "node:http";
+import { z } from "zod";
+import { approveSweep } from "../console/approve-sweep.js";
+import { buildHistory } from "../console/history.js";
+import { parseHistoryParams, parseProblemParams } from "../console/params.js";
+import { buildProblems } from "../console/problems.js";
+import { queryParams } from "../consumers/params.js";
+import { NothingHeldError, UsageError } from "../errors.js";
+import { isBearerAuthorized } from "../http-auth.js";
+import type { Reply, RouteHandler } from "../http-server.js";
+import type { Store } from "../store/store.js";
+import { readJsonBody } from "./json-body.js";
+
+export interface HistoryRoutesDeps {
+  /** The open store; undefined until the daemon has opened it. */
+  store: () => Store | undefined;
+  /** From the environment variable named by `http.token_env`. */
+  token: string | undefined;
+  mirrors: readonly string[];
+  now?: () => Date;
+}
+
+export const HISTORY_PATHS = Object.freeze({ passes: "/v1/passes", problems: "/v1/problems" });
+const APPROVE = /^\/v1\/mirrors\/([^/]+)\/approve-sweep$/;
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** `{"by": "..."}`, optional: who approves, kept beside the client's address. */
+const ApproveBody = z.strictObject({ by: z.string().trim().min(1).max(200).optional() });
+
+export function createHistoryRoutes(deps: HistoryRoutesDeps): RouteHandler {
+  return async (req) => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const approve = APPROVE.exec(url.pathname);
+    const read = url.pathname === HISTORY_PATHS.passes || url.pathname === HISTORY_PATHS.problems;
+    if (!read && !approve) return undefined;
+    if (!isBearerAuthorized(req.headers.authorization, deps.token))
+      return { ...json(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
+    const allowed = read ? "GET, HEAD" : "POST";
+    if (!allowed.split(", ").includes(req.method ?? ""))
+      return { ...json(405, { error: "method not allowed" }), headers: { Allow: allowed } };
+    const store = deps.store();
+    if (store === undefined) return json(503, { error: "not ready: the database is not open yet" });
+    try {
+      if (approve) return await approveRoute(deps, store, req, decodeURIComponent(approve[1] ?? ""));
+      const raw = queryParams(url.searchParams);
+      if (url.pathname === HISTORY_PATHS.passes)
+        return json(200, await buildHistory(store, deps.mirrors, parseHistoryParams(raw, deps.mirrors)));
+      return json(200, await buildProblems(store, deps.mirrors, parseProblemParams(raw, deps.mirrors)));
+    } catch (error) {
+      if (error instanceof UsageError) return json(400, { error: error.message });
+      if (error instanceof NothingHeldError) return json(409, { error: error.message });
+      throw error;
+    }
+  };
+}
+
+async function approveRoute(
+  deps: HistoryRoutesDeps,
+  store: Store,
+  req: IncomingMessage,
+  mirror: string,
+): Promise<Reply> {
+  if (!deps.mirrors.includes(mirror))
+    return json(404, { error: `"${mirror}" is not a mirror in the config (${deps.mirrors.join(", ")})` });
+  const body = ApproveBody.safeParse(await readJsonBody(req));
+  if (!body.success) {
+    const issue = body.error.issues[0];
+    throw new UsageError(`body: ${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`);
+  }
+  const from = `http ${req.socket.remoteAddress ?? "unknown address"}`;
+  const by = body.data.by === undefined ? from : `${body.data.by} (${from})`;
+  return json(200, await approveSweep(store, mirror, by, deps.now?.() ?? new Date()));
+}
+
+function json(status: number, body: unknown): Reply {
+  return { status, contentType: JSON_TYPE, body: `${JSON.stringify(body)}\n` };
+}

@@ -1,0 +1,68 @@
+/**
+ * `approve-sweep` (`../store.ts` SweepApprovalRepo) on PostgreSQL: one row per held pair, pending
+ * until a full pass takes the mirror's rows.
+ */
+import { and, asc, eq, isNull, max, min, sql, sum } from "drizzle-orm";
+import type { SweepApprovalRepo } from "../console-repos.js";
+import type { SweepApproval } from "../console-types.js";
+import { heldPairs } from "../history-rows.js";
+import type { PairRef } from "../types.js";
+import type { Conn } from "./connection.js";
+import { sweepApprovals as a, problems } from "./schema.js";
+
+const pairOf = (triggerRowId: number, pair: PairRef) =>
+  and(
+    eq(a.triggerRowId, triggerRowId),
+    eq(a.mirror, pair.mirror),
+    eq(a.userEmail, pair.userEmail),
+    eq(a.serverInstanceId, pair.serverInstanceId),
+  );
+
+export function createSweepApprovalRepo({ db }: Conn): SweepApprovalRepo {
+  const pending = (mirror?: string): Promise<SweepApproval[]> =>
+    db
+      .select({
+        mirror: a.mirror,
+        upTo: sum(a.upTo).mapWith(Number),
+        pairs: sql<number>`count(*)::int`,
+        by: sql<string>`${max(a.by)}`,
+        at: sql<string>`${min(a.at)}`.mapWith(a.at),
+      })
+      .from(a)
+      .where(and(isNull(a.triggerRowId), mirror === undefined ? undefined : eq(a.mirror, mirror)))
+      .groupBy(a.mirror)
+      .orderBy(asc(a.mirror));
+  return {
+    async approve(mirror, by) {
+      const rows = await db
+        .select()
+        .from(problems)
+        .where(and(eq(problems.mirror, mirror), eq(problems.kind, "held_sweep")));
+      const held = heldPairs(rows);
+      if (held.length === 0) return null;
+      await db.delete(a).where(and(eq(a.mirror, mirror), isNull(a.triggerRowId)));
+      await db.insert(a).values(held.map((h) => ({ ...h, ...by })));
+      return (await pending(mirror))[0] ?? null;
+    },
+
+    pending: () => pending(),
+
+    async take(triggerRowId, mirror) {
+      const [taken] = await db.select({ id: a.id }).from(a).where(eq(a.triggerRowId, triggerRowId)).limit(1);
+      if (taken) return;
+      await db
+        .update(a)
+        .set({ triggerRowId })
+        .where(and(eq(a.mirror, mirror), isNull(a.triggerRowId)));
+    },
+
+    async allowance(triggerRowId, pair) {
+      const [row] = await db.select({ upTo: a.upTo }).from(a).where(pairOf(triggerRowId, pair));
+      return row?.upTo ?? null;
+    },
+
+    async use(triggerRowId, pair, revoked) {
+      await db.update(a).set({ used: revoked }).where(pairOf(triggerRowId, pair));
+    },
+  };
+}

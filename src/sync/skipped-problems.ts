@@ -1,0 +1,44 @@
+/**
+ * Pairs the trigger skipped, as problems (SPEC "Operator console"), written when the pass settles.
+ * A user who left the project (`not_a_project_user`) is not one: that is the project's answer, and
+ * the next full pass revokes their access. A complete skipped list (the trigger's response, at most
+ * 100 pairs) also clears the skipped pairs it no longer names: they ran (cleared with their last
+ * page already) or left the sync config.
+ */
+
+import type { ProblemSighting } from "../store/console-types.js";
+import type { StoreOps } from "../store/store.js";
+import type { Trigger } from "../store/types.js";
+import type { MirrorPass } from "./context.js";
+import { skippedListComplete } from "./leavers.js";
+import { problemSubject } from "./problem-subject.js";
+
+export async function recordSkippedPairs(
+  tx: StoreOps,
+  { mirror }: MirrorPass,
+  trigger: Pick<Trigger, "skipped" | "skippedCount">,
+  at: string,
+): Promise<void> {
+  const sightings: ProblemSighting[] = (trigger.skipped ?? [])
+    .filter((s) => s.reason !== "not_a_project_user")
+    .map((s) => ({
+      mirror: mirror.name,
+      kind: "skipped_pair",
+      subject: problemSubject("skipped", s.user_email, s.server_instance_id),
+      userEmail: s.user_email,
+      serverInstanceId: s.server_instance_id,
+      source: null,
+      syncId: null,
+      key: null,
+      reason: s.auth_status ? `${s.reason} (${s.auth_status})` : s.reason,
+      count: null,
+      at,
+    }));
+  await tx.problems.record(sightings);
+  if (skippedListComplete(trigger.skipped, trigger.skippedCount))
+    await tx.problems.clearKindExcept(
+      mirror.name,
+      "skipped_pair",
+      sightings.map((s) => s.subject),
+    );
+}

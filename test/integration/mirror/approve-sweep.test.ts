@@ -1,0 +1,162 @@
+/**
+ * SPEC "Operator console", `approve-sweep`, through the real CLI on the suite's store: a sweep the
+ * mass-delete guard held is a problem per pair; the approval is stored (visible before use), taken
+ * by the next full pass only, which applies up to the number approved and names who approved in
+ * its history entry; a pair that would revoke more than approved is held again; nothing held,
+ * nothing approved (exit 1).
+ */
+import { hostname, userInfo } from "node:os";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ApprovalJson } from "../../../src/console/approve-sweep.js";
+import type { HistoryJson } from "../../../src/console/history.js";
+import type { ProblemsJson } from "../../../src/console/problems.js";
+import { accessRows, pickDocs } from "../../helpers/mirror-db.js";
+import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
+import { buildOnce } from "../daemon/setup.js";
+
+let h: Harness;
+beforeAll(buildOnce);
+afterEach(async () => {
+  await h?.close();
+});
+
+const notionOf = (h: Harness) =>
+  h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id as string;
+
+/** Removes `share` of the notion documents still there, so a full snapshot misses their keys. */
+function removeNotionDocs(share: number): void {
+  const notion = notionOf(h);
+  const docs = pickDocs(h, 0, (d) => d.server_instance_id === notion && d.visibleTo.length > 0);
+  for (const d of docs.slice(0, Math.ceil(docs.length * share))) h.sim.docs.remove(d.docId);
+}
+
+async function json<T>(args: string[]): Promise<T> {
+  const r = await h.cli([...args, "--json"]);
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as T;
+}
+
+describe("approve-sweep", () => {
+  it("lets the next full pass apply the held revocations, once, and its history names who approved", async () => {
+    h = await createHarness({ sim: { docs: 80 } });
+    await h.sync();
+    removeNotionDocs(1);
+    const held = await h.sync({ full: true });
+    expect(held.outcome).toBe("partial");
+    const heldRows = held.counts.held_revocations;
+    expect(heldRows).toBeGreaterThan(0);
+    const before = await json<ProblemsJson>(["problems"]);
+    const sweeps = before.problems.filter((p) => p.kind === "held_sweep");
+    expect(sweeps).toHaveLength(h.sim.users.length);
+    expect(sweeps.reduce((n, p) => n + (p.count ?? 0), 0)).toBe(heldRows);
+    expect(sweeps[0]).toMatchObject({
+      server_instance_id: notionOf(h),
+      reason: expect.stringMatching(/approve-sweep/),
+    });
+
+    const approval = await json<ApprovalJson>(["approve-sweep", "--mirror", "main"]);
+    const operator = `${userInfo().username}@${hostname()}`;
+    expect(approval).toMatchObject({
+      mirror: "main",
+      pairs: h.sim.users.length,
+      up_to: heldRows,
+      by: operator,
+    });
+    const pending = [
+      { mirror: "main", pairs: h.sim.users.length, up_to: heldRows, by: operator, at: approval.at },
+    ];
+    expect((await json<HistoryJson>(["history"])).pending_sweep_approvals).toEqual(pending);
+    expect((await json<ProblemsJson>(["problems"])).pending_sweep_approvals).toEqual(pending);
+
+    expect((await h.sync()).mode, "an incremental pass leaves the approval alone").toBe("incremental");
+    expect((await json<HistoryJson>(["history"])).pending_sweep_approvals).toEqual(pending);
+
+    const applied = await h.cli(["sync", "--full", "--json"]);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(JSON.parse(applied.stdout).mirrors[0].counts).toMatchObject({
+      access_revoked: heldRows,
+      held_revocations: 0,
+    });
+    for (const user of h.sim.users) expect(visibleKeys(h, user)).toEqual(expectedKeys(h.sim, user));
+    const history = await json<HistoryJson>(["history"]);
+    expect(history.pending_sweep_approvals).toEqual([]);
+    expect(history.passes[0]).toMatchObject({
+      mode: "full",
+      outcome: "succeeded",
+      counts: { revoked: heldRows, held: 0 },
+      sweep_approval: {
+        pairs: h.sim.users.length,
+        up_to: heldRows,
+        used: heldRows,
+        by: operator,
+        at: approval.at,
+      },
+    });
+    expect(history.passes[1]?.sweep_approval, "the incremental took none").toBeNull();
+    expect((await json<ProblemsJson>(["problems"])).problems).toEqual([]);
+  });
+
+  it("holds again a pair that would revoke more than was approved, beyond the guard's allowance", async () => {
+    h = await createHarness({ sim: { docs: 120, users: 1 }, defaults: { max_delete_fraction: 0.1 } });
+    await h.sync();
+    removeNotionDocs(0.2);
+    const first = await h.sync({ full: true });
+    const approved = first.counts.held_revocations;
+    expect(approved).toBeGreaterThan(10);
+    expect((await h.cli(["approve-sweep", "--mirror", "main"])).code).toBe(0);
+    // Past what was approved plus what the guard lets through anyway (10 keys, 10% of the pair's).
+    removeNotionDocs(0.5);
+    const accessBefore = accessRows(h);
+
+    const again = await h.sync({ full: true });
+    expect(again.outcome).toBe("partial");
+    expect(again.counts.held_revocations).toBeGreaterThan(approved);
+    expect(accessRows(h)).toEqual(accessBefore);
+    const [pass] = (await json<HistoryJson>(["history"])).passes;
+    expect(pass?.sweep_approval).toMatchObject({ pairs: 1, up_to: approved, used: 0 });
+    const [sweep] = (await json<ProblemsJson>(["problems"])).problems.filter((p) => p.kind === "held_sweep");
+    expect(sweep?.count).toBe(again.counts.held_revocations);
+    expect(Date.parse(sweep?.last_seen_at ?? "")).toBeGreaterThan(Date.parse(sweep?.first_seen_at ?? ""));
+
+    // The approval was used up by that pass: a new one covers the larger sweep.
+    expect((await json<ApprovalJson>(["approve-sweep", "--mirror", "main"])).up_to).toBe(
+      again.counts.held_revocations,
+    );
+    expect((await h.sync({ full: true })).outcome).toBe("succeeded");
+  });
+
+  it("holds the sweep of a pair the approval does not name", async () => {
+    h = await createHarness({ sim: { docs: 80 } });
+    await h.sync();
+    const notion = notionOf(h);
+    const [u1, ...others] = h.sim.users;
+    removeNotionDocs(1);
+    h.sim.setOutcome({ user: u1, server_instance_id: notion }, { task: "FAILED", times: 1 });
+    const held = await h.sync({ full: true });
+    expect((await json<ApprovalJson>(["approve-sweep", "--mirror", "main"])).pairs).toBe(others.length);
+
+    // This time user1's source succeeds: its sweep is as large, but nobody approved it.
+    const next = await h.sync({ full: true });
+    expect(next.outcome).toBe("partial");
+    expect(next.counts.access_revoked).toBe(held.counts.held_revocations);
+    const sweeps = (await json<ProblemsJson>(["problems"])).problems.filter((p) => p.kind === "held_sweep");
+    expect(sweeps.map((p) => p.user_email)).toEqual([u1]);
+    for (const user of others) expect(visibleKeys(h, user)).toEqual(expectedKeys(h.sim, user));
+  });
+
+  it("exits 1 and approves nothing when nothing is held; 2 for bad usage", async () => {
+    h = await createHarness({ sim: { docs: 10 } });
+    const before = await h.cli(["approve-sweep", "--mirror", "main"]);
+    expect(before.code, "before any pass: no database yet").toBe(1);
+    await h.sync();
+    const none = await h.cli(["approve-sweep", "--mirror", "main"]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/no held sweep .*nothing was approved/);
+    expect((await json<ProblemsJson>(["problems"])).pending_sweep_approvals).toEqual([]);
+    for (const bad of [[], ["--mirror", "nope"], ["--mirror", "main", "--full"]]) {
+      const r = await h.cli(["approve-sweep", ...bad]);
+      expect(r.code, bad.join(" ")).toBe(2);
+      expect(r.stderr).toMatch(/--mirror|--full/);
+    }
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * The operator console across replicas on one PostgreSQL database (SPEC "Operator console"): an
+ * `approve-sweep` given to one replica over HTTP is obeyed by the full pass another replica runs,
+ * whose history entry names that replica and who approved; the first replica's problems gauge
+ * follows what the other's pass cleared.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { HistoryJson } from "../../../src/console/history.js";
+import { configureConsumers, HTTP_TOKEN } from "../../helpers/consumers.js";
+import { type DaemonProcess, startDaemon, until } from "../../helpers/daemon.js";
+import { pickDocs } from "../../helpers/mirror-db.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { buildOnce, NEVER, setCrons } from "../daemon/setup.js";
+
+const available = process.env.SYNCMIRROR_POSTGRES_AVAILABLE === "1";
+const EVERY_TWO_SECONDS = "*/2 * * * * *";
+
+let h: Harness | undefined;
+const daemons: DaemonProcess[] = [];
+beforeAll(buildOnce);
+afterEach(async () => {
+  for (const d of daemons.splice(0)) await d.stop("SIGKILL");
+  await h?.close();
+  h = undefined;
+});
+
+async function replica(harness: Harness): Promise<DaemonProcess> {
+  const d = await startDaemon(harness);
+  daemons.push(d);
+  await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200");
+  return d;
+}
+
+const authorized = { authorization: `Bearer ${HTTP_TOKEN}` };
+
+describe.skipIf(!available)("the console across replicas", () => {
+  it("has the full pass of one replica apply the sweep approved on another, and both show it", async () => {
+    const harness = await createHarness({ dialect: "postgres", sim: { docs: 80 } });
+    h = harness;
+    configureConsumers(harness, { search: false });
+    await harness.sync();
+    const notion = harness.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id;
+    for (const doc of pickDocs(harness, 0, (d) => d.server_instance_id === notion))
+      harness.sim.docs.remove(doc.docId);
+    const held = await harness.sync({ full: true });
+    expect(held.counts.held_revocations).toBeGreaterThan(0);
+
+    setCrons(harness, { incremental_cron: NEVER, full_cron: NEVER });
+    const a = await replica(harness);
+    const heldGauge = () => a.metric("syncmirror_problems", { mirror: "main", kind: "held_sweep" });
+    expect(await heldGauge()).toBe(harness.sim.users.length);
+    const approved = await fetch(`http://127.0.0.1:${a.port}/v1/mirrors/main/approve-sweep`, {
+      method: "POST",
+      headers: authorized,
+      body: JSON.stringify({ by: "ana" }),
+    });
+    expect(approved.status).toBe(200);
+
+    // Only the second replica schedules full passes.
+    setCrons(harness, { incremental_cron: NEVER, full_cron: EVERY_TWO_SECONDS });
+    const b = await replica(harness);
+    const started = await until(() => b.logs().find((l) => l.msg === "daemon started"), "b's start-up line");
+    const applied = await until(async () => {
+      const res = await fetch(`http://127.0.0.1:${a.port}/v1/passes`, { headers: authorized });
+      const { passes } = (await res.json()) as HistoryJson;
+      return passes.find((p) => p.sweep_approval !== null && p.state === "done");
+    }, "a full pass that took the approval");
+    expect(applied).toMatchObject({
+      mode: "full",
+      outcome: "succeeded",
+      replica: { name: started.holder, instance_id: started.instance_id },
+      counts: { revoked: held.counts.held_revocations, held: 0 },
+      sweep_approval: { up_to: held.counts.held_revocations, used: held.counts.held_revocations },
+    });
+    expect(applied.sweep_approval?.by).toBe("ana (http 127.0.0.1)");
+    await until(
+      async () => (await heldGauge()) === 0,
+      "the first replica's gauge to follow the other's sweep",
+    );
+  });
+});
