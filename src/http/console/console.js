@@ -59,10 +59,11 @@ function time(iso) {
   );
 }
 
-function duration(seconds) {
+/** A pass's length to a tenth of a second while short; `whole` for the lag, to the second. */
+function duration(seconds, whole = false) {
   if (seconds === null || seconds === undefined) return "—";
   const s = Math.round(seconds);
-  if (s < 60) return seconds < 10 ? `${seconds.toFixed(1)} s` : `${s} s`;
+  if (s < 60) return seconds < 10 && !whole ? `${seconds.toFixed(1)} s` : `${s} s`;
   const [d, h, m] = [Math.floor(s / 86400), Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60)];
   if (d > 0) return `${d} d ${h} h`;
   if (h > 0) return `${h} h ${m} min`;
@@ -72,7 +73,7 @@ function duration(seconds) {
 /** Time since the mirror's last successful pass, incremental or full. */
 function lag(m) {
   const last = [m.last_incremental_success_at, m.last_full_success_at].filter(Boolean).sort().pop();
-  return last ? duration((Date.now() - Date.parse(last)) / 1000) : "never succeeded";
+  return last ? duration(Math.max(0, Date.now() - Date.parse(last)) / 1000, true) : "never succeeded";
 }
 
 function stateOf(m) {
@@ -91,10 +92,11 @@ function facts(rows) {
   );
 }
 
-function counted(record) {
+/** The non-zero entries of a count by status ("2 completed") or by kind ("held sweep: 2"). */
+function counted(record, byKind = false) {
   const parts = Object.entries(record ?? {})
     .filter(([, n]) => n > 0)
-    .map(([k, n]) => `${n} ${k.replaceAll("_", " ")}`);
+    .map(([k, n]) => (byKind ? `${k.replaceAll("_", " ")}: ${n}` : `${n} ${k.replaceAll("_", " ")}`));
   return parts.length ? parts.join(", ") : "none";
 }
 
@@ -117,7 +119,7 @@ function mirrorCard(m, problems, approvals) {
       ["Holder", m.holder ?? "none"],
       ["Paused", m.paused ? ["since ", time(m.paused.since), ` by ${m.paused.by}`] : "no"],
       ["Due", m.due ? [`${m.due.mode} (${m.due.reason}) since `, time(m.due.since)] : "nothing"],
-      ["Problems", counted(open)],
+      ["Problems", counted(open, true)],
       ["Held revocations", String(m.held_revocations)],
       ["Sweep approval", approval ? `pending: up to ${approval.up_to}, by ${approval.by}` : "none"],
     ]),
