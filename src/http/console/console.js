@@ -12,7 +12,7 @@ const REFUSED =
   "(default SYNCMIRROR_HTTP_TOKEN); a daemon with no token set refuses every request.";
 
 const $ = (id) => document.getElementById(id);
-const view = { shown: PAGE, nextBefore: null, passes: [], loading: false, timer: undefined };
+const view = { shown: PAGE, nextBefore: null, passes: [], loading: null, queued: null, timer: undefined };
 /** The reply to the last control given to each mirror, kept across refreshes. */
 const replies = new Map();
 
@@ -263,9 +263,25 @@ function notice(text) {
   $("notice").hidden = !text;
 }
 
-async function load() {
-  if (view.loading) return;
-  view.loading = true;
+/**
+ * Reads and renders everything. A call while a read is under way waits for it and reads once more
+ * after it (a control's effect is never left to the next refresh); several such calls share that read.
+ */
+function load() {
+  if (view.loading === null) {
+    view.loading = read().finally(() => {
+      view.loading = null;
+    });
+    return view.loading;
+  }
+  view.queued ??= view.loading.then(() => {
+    view.queued = null;
+    return load();
+  });
+  return view.queued;
+}
+
+async function read() {
   try {
     const limit = Math.min(MAX_PAGE, Math.max(PAGE, view.shown));
     const [status, problems, history] = await Promise.all([
@@ -273,15 +289,11 @@ async function load() {
       api("v1/problems"),
       api(`v1/passes?limit=${limit}`),
     ]);
-    if (status.ready === false)
-      notice("The daemon is still opening its database; the page refreshes by itself.");
-    else notice(null);
+    notice(null);
     render(status, problems, history);
     showConsole();
   } catch (error) {
     failed(error);
-  } finally {
-    view.loading = false;
   }
 }
 
@@ -294,10 +306,15 @@ function showConsole() {
   $("login").hidden = true;
   $("console").hidden = false;
   $("session").hidden = false;
+}
+
+/** Loads now and every REFRESH_MS while the tab is visible, until signOut: a daemon still starting (503) or out of reach is tried again. */
+function start() {
   clearInterval(view.timer);
   view.timer = setInterval(() => {
     if (!document.hidden) void load();
   }, REFRESH_MS);
+  void load();
 }
 
 /** Forgets the token and every piece of data on the page, and asks again. */
@@ -334,6 +351,8 @@ async function control(button) {
     replies.set(mirror, { ok: false, text: `${action} failed: ${error.message}` });
   }
   await load();
+  // When the reload failed the old buttons are still there.
+  for (const b of document.querySelectorAll("button[data-action]")) b.disabled = false;
 }
 
 async function older() {
@@ -356,7 +375,7 @@ $("login").addEventListener("submit", (event) => {
   sessionStorage.setItem(TOKEN_KEY, token);
   $("token").value = "";
   $("login-message").textContent = "";
-  void load();
+  start();
 });
 $("mirrors").addEventListener("click", (event) => {
   const button = event.target.closest("button[data-action]");
@@ -366,5 +385,5 @@ $("refresh").addEventListener("click", () => void load());
 $("forget").addEventListener("click", () => signOut("Token forgotten."));
 $("older").addEventListener("click", () => void older());
 
-if (sessionStorage.getItem(TOKEN_KEY)) void load();
+if (sessionStorage.getItem(TOKEN_KEY)) start();
 else signOut();

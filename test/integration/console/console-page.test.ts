@@ -38,6 +38,10 @@ const triggerCount = (h: Harness) => h.query("SELECT id FROM triggers").length;
 const shownData = async (page: Page) =>
   (await page.locator("#mirrors, #problems, #passes").allTextContents()).join("");
 
+/** Waits for what the page shows (it answers a click with a few requests to the daemon). */
+const poll = <T>(value: () => Promise<T>, message: string) =>
+  expect.poll(value, { message, timeout: 15_000 });
+
 async function signIn(page: Page, token: string): Promise<void> {
   await page.locator("#token").fill(token);
   await page.getByRole("button", { name: "Open the console" }).click();
@@ -82,14 +86,14 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
     });
     await page.goto(`http://127.0.0.1:${d.port}/`);
 
-    await expect.poll(() => page.locator("#token").isVisible(), { message: "the token prompt" }).toBe(true);
+    await poll(() => page.locator("#token").isVisible(), "the token prompt").toBe(true);
     expect(await page.locator("#console").isHidden()).toBe(true);
     expect(dataRequests, "no data asked for before the token is given").toEqual([]);
 
     await signIn(page, "not-the-token");
-    await expect
-      .poll(() => page.locator("#login-message").textContent(), { message: "the refusal" })
-      .toContain("refused this token (401)");
+    await poll(() => page.locator("#login-message").textContent(), "the refusal").toContain(
+      "refused this token (401)",
+    );
     expect(await page.locator("#token").isVisible(), "the prompt again").toBe(true);
     expect(await page.locator("#console").isHidden()).toBe(true);
     expect(await shownData(page)).toBe("");
@@ -115,9 +119,7 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
 
     page.once("dialog", (dialog) => void dialog.accept());
     await card.getByRole("button", { name: "Approve held sweep" }).click();
-    await expect
-      .poll(() => card.locator(".message").textContent(), { message: "the reply" })
-      .toContain("approved:");
+    await poll(() => card.locator(".message").textContent(), "the reply").toContain("approved:");
     expect(await card.locator("dl").innerText()).toMatch(
       new RegExp(`pending: up to ${held}, by http 127.0.0.1`),
     );
@@ -135,11 +137,10 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
     const problems = await api<ProblemsJson>(d, "/v1/problems");
     expect(problems.problems.filter((p) => p.kind === "held_sweep").map((p) => p.user_email)).toEqual([U1]);
     await page.getByRole("button", { name: "Refresh" }).click();
-    await expect
-      .poll(() => page.locator("article.pass").first().innerText(), {
-        message: "the applied sweep on the page",
-      })
-      .toContain(`Approved sweep (http 127.0.0.1): ${held} of up to ${held} revocations applied`);
+    await poll(
+      () => page.locator("article.pass").first().innerText(),
+      "the applied sweep on the page",
+    ).toContain(`Approved sweep (http 127.0.0.1): ${held} of up to ${held} revocations applied`);
     const heldRows = page.locator('#problems tr[data-kind="held_sweep"]');
     expect(await heldRows.count()).toBe(1);
     expect(await heldRows.innerText()).toContain(U1);
@@ -154,9 +155,7 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
     await page.getByRole("button", { name: "Forget token" }).click();
     expect(await shownData(page)).toBe("");
     await page.reload();
-    await expect
-      .poll(() => page.locator("#token").isVisible(), { message: "the prompt after forgetting" })
-      .toBe(true);
+    await poll(() => page.locator("#token").isVisible(), "the prompt after forgetting").toBe(true);
     await context.close();
   });
 
@@ -174,9 +173,7 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
     await signIn(page, HTTP_TOKEN);
     const card = page.locator('article.card[data-mirror="main"]');
     await card.getByRole("button", { name: "Pause" }).click();
-    await expect
-      .poll(() => card.locator(".message").textContent(), { message: "the reply" })
-      .toContain("paused main");
+    await poll(() => card.locator(".message").textContent(), "the reply").toContain("paused main");
     expect(await card.locator("dl").innerText()).toMatch(/Paused\s+since .* by http 127\.0\.0\.1/);
 
     const skipped = () => d.metric("syncmirror_ticks_skipped_total", { reason: "paused" });
