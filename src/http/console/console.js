@@ -245,8 +245,15 @@ function passEntry(p) {
   );
 }
 
+/** The daemons alive on the database (by heartbeat): who will take a pass asked for now. */
+function replicasLine(replicas) {
+  if (!replicas?.length) return "No daemon alive: a pass asked for here waits for one.";
+  return `Daemons alive: ${replicas.map((r) => `${r.name} (${r.running} of ${r.slots} slots busy)`).join(", ")}`;
+}
+
 function render(status, problems, history) {
   const approvals = problems.pending_sweep_approvals;
+  $("replicas").textContent = replicasLine(status.replicas);
   $("mirrors").replaceChildren(...status.mirrors.map((m) => mirrorCard(m, problems, approvals)));
   $("problems").replaceChildren(...[problemsTable(problems)].flat().filter(Boolean));
   view.passes = history.passes;
@@ -322,7 +329,7 @@ function signOut(message) {
   sessionStorage.removeItem(TOKEN_KEY);
   clearInterval(view.timer);
   replies.clear();
-  for (const id of ["mirrors", "problems", "passes"]) $(id).replaceChildren();
+  for (const id of ["replicas", "mirrors", "problems", "passes"]) $(id).replaceChildren();
   $("refreshed").textContent = "";
   notice(null);
   $("console").hidden = true;

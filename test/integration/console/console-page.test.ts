@@ -36,7 +36,7 @@ const triggerCount = (h: Harness) => h.query("SELECT id FROM triggers").length;
 
 /** What the page shows as data: the text of its mirrors, problems and passes. */
 const shownData = async (page: Page) =>
-  (await page.locator("#mirrors, #problems, #passes").allTextContents()).join("");
+  (await page.locator("#replicas, #mirrors, #problems, #passes").allTextContents()).join("");
 
 /** Waits for what the page shows (it answers a click with a few requests to the daemon). */
 const poll = <T>(value: () => Promise<T>, message: string) =>
@@ -73,6 +73,11 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
     const held = full.counts.held_revocations;
     expect(held).toBeGreaterThan(0);
     const d = await suite.daemon(h);
+    // The daemon is ready before its first heartbeat is written: wait for it, so that the page shows it.
+    const status = await until(async () => {
+      const s = await api<{ mirrors: { live_resources: number }[]; replicas: unknown[] }>(d, "/status");
+      return s.replicas.length === 1 && s;
+    }, "the daemon's heartbeat");
 
     const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
     const page = await context.newPage();
@@ -102,9 +107,11 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
     await signIn(page, HTTP_TOKEN);
     const card = page.locator('article.card[data-mirror="main"]');
     await card.waitFor();
-    const status = await api<{ mirrors: { live_resources: number }[] }>(d, "/status");
     const live = status.mirrors[0]?.live_resources;
     expect(live).toBeGreaterThan(0);
+    expect(await page.locator("#replicas").innerText()).toMatch(
+      /^Daemons alive: \S+:\d+ \(0 of 2 slots busy\)$/,
+    );
     const facts = await card.locator("dl").innerText();
     expect(facts).toMatch(new RegExp(`Live keys\\s+${live}\\b`));
     expect(facts).toMatch(/Last outcome\s+partial/);
