@@ -159,8 +159,14 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
       expect(headers.authorization, r.url()).toMatch(/^Bearer /);
       expect(headers.cookie, r.url()).toBeUndefined();
     }
+    expect(await context.cookies(), "no cookie, ever").toEqual([]);
+    expect(await page.evaluate<string | null>('sessionStorage.getItem("syncmirror.httpToken")')).toBe(
+      HTTP_TOKEN,
+    );
+    expect(await page.evaluate<number>("localStorage.length"), "the token is kept for the tab only").toBe(0);
     await page.getByRole("button", { name: "Forget token" }).click();
     expect(await shownData(page)).toBe("");
+    expect(await page.evaluate<number>("sessionStorage.length")).toBe(0);
     await page.reload();
     await poll(() => page.locator("#token").isVisible(), "the prompt after forgetting").toBe(true);
     await context.close();
