@@ -2,7 +2,7 @@
  * SPEC "Operator console", the web page, in a real browser (Debian's chromium through
  * playwright-core) against `syncmirror run` and the simulator: the page shows nothing until the
  * token is given (and a wrong one is refused with the prompt again); with it, the mirrors and a
- * failed pass's error in the service's words; a held sweep approved on the page is applied by
+ * failed pass's error in the service's words (markup in them shown as text); a held sweep approved on the page is applied by
  * the next full pass, asked for on the page too; a mirror paused on the page has its scheduled
  * ticks skipped as `paused` until it is resumed there. The page reads the same endpoints on either
  * store, so this runs on SQLite only. One browser for the file; a screenshot of each layout
@@ -23,6 +23,8 @@ import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "../daemon/setup.js";
 
 const ARTIFACTS = join(import.meta.dirname, "..", "..", "..", "test-results");
 const U1 = "user1@example.com";
+/** The service's error text, with markup in it that must show as text and never run. */
+const FAILURE = 'quota exceeded on <b>Roadmap</b><img src="x" onerror="window.pwned = 1">';
 
 async function api<T>(d: DaemonProcess, path: string): Promise<T> {
   const res = await fetch(`http://127.0.0.1:${d.port}${path}`, {
@@ -65,10 +67,7 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
     const notion = h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id as string;
     await h.sync();
     for (const doc of pickDocs(h, 0, (x) => x.server_instance_id === notion)) h.sim.docs.remove(doc.docId);
-    h.sim.setOutcome(
-      { user: U1, server_instance_id: notion },
-      { task: "FAILED", error: "quota exceeded on the Notion workspace", times: 1 },
-    );
+    h.sim.setOutcome({ user: U1, server_instance_id: notion }, { task: "FAILED", error: FAILURE, times: 1 });
     const full = await h.sync({ full: true });
     const held = full.counts.held_revocations;
     expect(held).toBeGreaterThan(0);
@@ -120,7 +119,10 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
     expect(facts).toMatch(new RegExp(`Problems\\s+failed source: 1, held sweep: ${h.sim.users.length - 1}`));
     expect(facts).toMatch(new RegExp(`Held revocations\\s+${held}\\b`));
     const failedPass = page.locator("article.pass").first();
-    expect(await failedPass.innerText()).toContain("FAILED: quota exceeded on the Notion workspace");
+    expect(await failedPass.innerText()).toContain(`FAILED: ${FAILURE}`);
+    expect(await page.locator("#problems").innerText()).toContain(`FAILED: ${FAILURE}`);
+    expect(await page.locator("main img, main b").count(), "server text is never markup").toBe(0);
+    expect(await page.evaluate<unknown>("window.pwned")).toBeUndefined();
     expect(await page.locator('#problems tr[data-kind="held_sweep"]').count()).toBe(h.sim.users.length - 1);
     await page.screenshot({ path: join(ARTIFACTS, "console.png"), fullPage: true });
 
