@@ -13,6 +13,8 @@ const REFUSED =
 
 const $ = (id) => document.getElementById(id);
 const view = { shown: PAGE, nextBefore: null, passes: [], loading: null, queued: null, timer: undefined };
+/** Bumped by signOut: an answer to a request made before it is dropped, never shown. */
+let signOuts = 0;
 /** The reply to the last control given to each mirror, kept across refreshes. */
 const replies = new Map();
 
@@ -289,6 +291,7 @@ function load() {
 }
 
 async function read() {
+  const asked = signOuts;
   try {
     const limit = Math.min(MAX_PAGE, Math.max(PAGE, view.shown));
     const [status, problems, history] = await Promise.all([
@@ -296,11 +299,12 @@ async function read() {
       api("v1/problems"),
       api(`v1/passes?limit=${limit}`),
     ]);
+    if (asked !== signOuts) return;
     notice(null);
     render(status, problems, history);
     showConsole();
   } catch (error) {
-    failed(error);
+    if (asked === signOuts) failed(error);
   }
 }
 
@@ -326,9 +330,11 @@ function start() {
 
 /** Forgets the token and every piece of data on the page, and asks again. */
 function signOut(message) {
+  signOuts += 1;
   sessionStorage.removeItem(TOKEN_KEY);
   clearInterval(view.timer);
   replies.clear();
+  Object.assign(view, { shown: PAGE, nextBefore: null, passes: [] });
   for (const id of ["replicas", "mirrors", "problems", "passes"]) $(id).replaceChildren();
   $("refreshed").textContent = "";
   notice(null);
@@ -350,10 +356,12 @@ async function control(button) {
   )
     return;
   for (const b of document.querySelectorAll("button[data-action]")) b.disabled = true;
+  const asked = signOuts;
   try {
     const reply = await api(`v1/mirrors/${encodeURIComponent(mirror)}/${action}`, mode ? { mode } : {});
-    replies.set(mirror, { ok: true, text: reply.message });
+    if (asked === signOuts) replies.set(mirror, { ok: true, text: reply.message });
   } catch (error) {
+    if (asked !== signOuts) return;
     if (error instanceof Refused) return signOut(REFUSED);
     replies.set(mirror, { ok: false, text: `${action} failed: ${error.message}` });
   }
@@ -363,15 +371,17 @@ async function control(button) {
 }
 
 async function older() {
+  const asked = signOuts;
   try {
     const history = await api(`v1/passes?limit=${PAGE}&before=${view.nextBefore}`);
+    if (asked !== signOuts) return;
     view.passes.push(...history.passes);
     view.shown = view.passes.length;
     view.nextBefore = history.next_before;
     $("passes").append(...history.passes.map(passEntry));
     $("older").hidden = view.nextBefore === null;
   } catch (error) {
-    failed(error);
+    if (asked === signOuts) failed(error);
   }
 }
 
