@@ -7,7 +7,8 @@
 # The config must keep `database.path` under /data and `http.listen` on port 9464 (the
 # HEALTHCHECK below probes 127.0.0.1:9464), e.g. `listen: 0.0.0.0:9464`. On that listener
 # /status (it names users) needs `Authorization: Bearer $SYNCMIRROR_HTTP_TOKEN`; without the
-# variable it answers 401. /metrics, /healthz and /readyz stay open (no personal data).
+# variable it answers 401. /metrics, /healthz and /readyz stay open (no personal data). The
+# console at / (docs/console.md; its files are dist/console/) asks for that token in the page.
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import pg from "pg";
 import { configDefaults, defineConfig } from "vitest/config";
 
@@ -5,7 +6,9 @@ import { configDefaults, defineConfig } from "vitest/config";
  * Two projects: every suite on SQLite, and the mirror, consumer, reliability and daemon suites again on
  * PostgreSQL (the same files, with SYNCMIRROR_TEST_DIALECT=postgres; see test/helpers/dialect.ts and
  * test/README.md). Where no PostgreSQL server answers, the second project is left out with one line
- * saying so, unless SYNCMIRROR_REQUIRE_POSTGRES=1 (CI), which makes that a failure.
+ * saying so, unless SYNCMIRROR_REQUIRE_POSTGRES=1 (CI), which makes that a failure. The console's
+ * browser tests likewise need Debian's chromium (SYNCMIRROR_CHROMIUM, default /usr/bin/chromium):
+ * without it they skip with one line, unless SYNCMIRROR_REQUIRE_BROWSER=1 (CI).
  */
 const serverUrl = process.env.SYNCMIRROR_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -30,6 +33,18 @@ if (!withPostgres) {
   console.warn(`PostgreSQL tests skipped: no server answers at ${where} (set SYNCMIRROR_TEST_DATABASE_URL)`);
 }
 
+const chromium = process.env.SYNCMIRROR_CHROMIUM ?? "/usr/bin/chromium";
+const withBrowser = existsSync(chromium);
+if (!withBrowser) {
+  if (process.env.SYNCMIRROR_REQUIRE_BROWSER === "1")
+    throw new Error(
+      `SYNCMIRROR_REQUIRE_BROWSER=1 but there is no browser at ${chromium} (apt-get install chromium)`,
+    );
+  console.warn(
+    `Browser tests skipped: no chromium at ${chromium} (apt-get install chromium, or set SYNCMIRROR_CHROMIUM)`,
+  );
+}
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -37,7 +52,10 @@ export default defineConfig({
     pool: "forks",
     // Builds the PostgreSQL template once and drops the run's leftover databases at the end.
     globalSetup: ["test/helpers/postgres-global-setup.ts"],
-    env: { SYNCMIRROR_POSTGRES_AVAILABLE: withPostgres ? "1" : "0" },
+    env: {
+      SYNCMIRROR_POSTGRES_AVAILABLE: withPostgres ? "1" : "0",
+      SYNCMIRROR_CHROMIUM: withBrowser ? chromium : "",
+    },
     // The JSON report lets .ci/run print a plain "N passed, N failed" closing line.
     reporters: ["default", "json"],
     outputFile: { json: "test-results/vitest.json" },

@@ -6,9 +6,10 @@
  * drizzle, ours) cost every process about 0.3 s of CPU and 0.25 s of start-up before any work
  * (bench/RESULTS.md, issue 10). Packages stay in node_modules when bundling would break them:
  * better-sqlite3 loads a native addon, pg an optional one, and pino resolves its worker files
- * (transports) next to its own sources.
+ * (transports) next to its own sources. The console's page (plain HTML, CSS and a script, no build
+ * step of their own) is copied to dist/console/, beside the chunks that serve it.
  */
-import { rmSync } from "node:fs";
+import { cpSync, rmSync } from "node:fs";
 import { build } from "esbuild";
 
 const OUT = "dist";
@@ -32,3 +33,4 @@ await build({
   sourcemap: "linked",
   logLevel: "warning",
 });
+cpSync("src/http/console", `${OUT}/console`, { recursive: true });

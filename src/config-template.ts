@@ -47,7 +47,7 @@ export function renderConfig(t: ConfigTemplate): string {
           `  url_env: ${t.database.urlEnv}   # the variable holding the postgres:// URL (it carries a password)`,
         ]),
     "http:",
-    `  listen: ${t.listen}   # /metrics /healthz /readyz /status of syncmirror run; $SYNCMIRROR_HTTP_LISTEN overrides it`,
+    `  listen: ${t.listen}   # the console (/), /metrics /healthz /readyz /status of syncmirror run; $SYNCMIRROR_HTTP_LISTEN overrides it`,
     ...(t.simulator ? simulatorDefaults(t.simulator.everyMinute) : []),
     "mirrors:",
     ...t.mirrors.flatMap((m) => mirrorLines(m, "")),

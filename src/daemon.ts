@@ -17,6 +17,7 @@ import type { Config } from "./config.js";
 import { startHistoryPruning } from "./console/prune-history.js";
 import { createConsumerRoutes } from "./consumers/http-routes.js";
 import { DatabaseLockedError, DatabaseUnavailableError } from "./errors.js";
+import { createConsolePage } from "./http/console-page.js";
 import { createControlRoutes } from "./http/control-routes.js";
 import { createHistoryRoutes } from "./http/history-routes.js";
 import { createHttpServer, isLoopback } from "./http-server.js";
@@ -83,6 +84,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         signal: io.signal,
       }),
     ],
+    page: createConsolePage(),
     log,
   });
 
@@ -98,7 +100,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       const { port } = await http.listen(config.http.host, config.http.port, config.http.listenFrom);
       log.info(
         { host: config.http.host, port },
-        "http listening: /metrics /healthz /readyz /status /v1/changes /v1/search /v1/passes /v1/problems /v1/mirrors/{name}/(pause|resume|trigger|approve-sweep)",
+        "http listening: / (console) /metrics /healthz /readyz /status /v1/changes /v1/search /v1/passes /v1/problems /v1/mirrors/{name}/(pause|resume|trigger|approve-sweep)",
       );
       if (config.http.token === undefined && !isLoopback(config.http.host)) {
         log.warn(

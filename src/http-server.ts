@@ -1,6 +1,7 @@
 /**
  * The daemon's HTTP endpoints (SPEC "HTTP"): `/metrics`, `/healthz`, `/readyz`, `/status`, and the
- * `/v1/` routes of other modules (consumers, controls), tried in order. GET and HEAD everywhere;
+ * `/v1/` routes of other modules (consumers, controls), tried in order, and the console's page at
+ * `/` (no data: served without the token; its script sends it). GET and HEAD everywhere;
  * POST only under `/v1/` (the controls), where every request needs the bearer token, even on
  * loopback, before any route sees it. No response ever carries an internal error message (it
  * could name a file path or echo a secret). `/status` names users, so it needs the bearer token,
@@ -23,6 +24,8 @@ export interface HttpServerDeps {
   token: string | undefined;
   /** Routes under `/v1/`, tried in order: each answers with a reply, or undefined for a path it does not serve. */
   routes?: readonly Route[];
+  /** The console's page and assets (outside `/v1/`): a reply for its paths, undefined for others. */
+  page?: RouteHandler;
   log: Logger;
 }
 
@@ -129,7 +132,7 @@ async function route(deps: HttpServerDeps, req: IncomingMessage, loopback: boole
       }
       return status(deps);
     default:
-      return text(404, "not found");
+      return (await deps.page?.(req)) ?? text(404, "not found");
   }
 }
 

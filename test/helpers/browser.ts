@@ -1,0 +1,31 @@
+/**
+ * Debian's chromium driven by playwright-core (its own browser download is blocked here): where it
+ * is (vitest.config.ts sets SYNCMIRROR_CHROMIUM to it, or to "" when there is none and the browser
+ * tests skip), and a launch that keeps it off the network.
+ */
+import { type Browser, chromium } from "playwright-core";
+
+/** The browser's path, or undefined when the browser tests are skipped. */
+export const CHROMIUM_PATH = process.env.SYNCMIRROR_CHROMIUM || undefined;
+
+/**
+ * Left to itself chromium reaches for the network at start (component updates, sync, QUIC probes,
+ * field trials): on a closed network those only add noise and delay. The profile is a fresh
+ * temporary directory (playwright's `launch` makes one and removes it on close).
+ */
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+export async function launchChromium(): Promise<Browser> {
+  if (CHROMIUM_PATH === undefined)
+    throw new Error("no chromium: see SYNCMIRROR_CHROMIUM in vitest.config.ts");
+  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: ARGS });
+}
