@@ -33,10 +33,20 @@ const listen = z.union([z.string(), z.number()]).superRefine((value, ctx) => {
   if (parseListen(value) === undefined) ctx.addIssue({ code: "custom", message: LISTEN_ADVICE });
 });
 
-export const HttpSection = z.strictObject({
-  listen: listen.default(DEFAULT_LISTEN),
-  token_env: envName.default(DEFAULT_HTTP_TOKEN_ENV),
-});
+export const HttpSection = z
+  .strictObject({
+    listen: listen.default(DEFAULT_LISTEN).meta({
+      description:
+        'Address of the daemon\'s HTTP server (`/metrics`, `/healthz`, `/readyz`, `/status`, `/v1/...`): "host:port", or a bare port meaning every interface. `$SYNCMIRROR_HTTP_LISTEN` overrides it.',
+      examples: ["127.0.0.1:9464"],
+    }),
+    token_env: envName
+      .default(DEFAULT_HTTP_TOKEN_ENV)
+      .describe(
+        "Name of the environment variable holding the bearer token of `/status` and every `/v1/` endpoint. Unset, `/v1/` answers 401 to everyone, and `/status` too unless `listen` is a loopback address.",
+      ),
+  })
+  .describe("The daemon's HTTP server.");
 
 export interface HttpConfig {
   readonly host: string;
