@@ -1,7 +1,7 @@
 /**
  * docs/configuration.md, rendered from the config schema itself (its JSON Schema, with the
  * descriptions and examples written beside each key), so the reference cannot drift from what
- * the parser accepts. `npm run docs` writes it; test/unit/config-docs.test.ts fails when the
+ * the parser accepts. `npm run docs` writes it; test/unit/generated-docs.test.ts fails when the
  * committed file differs.
  */
 import { stringify } from "yaml";
