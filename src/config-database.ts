@@ -1,5 +1,5 @@
 /**
- * `database:` in the config (SPEC "Database", "Scale-out"): a SQLite file by default, or a
+ * `database:` in the config (docs/reference/database.md, docs/scaling-out.md): a SQLite file by default, or a
  * PostgreSQL database whose URL (it carries a password) is read from the environment only.
  */
 import { z } from "zod";
@@ -48,7 +48,7 @@ export const DatabaseSection = z
   .default({ lease_seconds: 60, pool_size: 4 })
   .describe("Where the mirror lives: exactly one of `path` (SQLite) and `url_env` (PostgreSQL).");
 
-/** Where the mirror lives: a SQLite file (the default) or a PostgreSQL database (SPEC "Scale-out"). */
+/** Where the mirror lives: a SQLite file (the default) or a PostgreSQL database (docs/scaling-out.md). */
 export type DatabaseConfig =
   | { readonly kind: "sqlite"; readonly path: string; readonly leaseSeconds: number }
   | {

@@ -1,5 +1,5 @@
 /**
- * `http:` in the config (SPEC "HTTP"): where the daemon listens and which variable holds the
+ * `http:` in the config (docs/reference/http.md): where the daemon listens and which variable holds the
  * bearer token. `listen` is `"host:port"`, or a bare port meaning every interface (`9464` is
  * `0.0.0.0:9464`). `$SYNCMIRROR_HTTP_LISTEN` overrides it, so replicas on one host can share one
  * config file; config.ts reads the variable and hands its value here.

@@ -1,11 +1,11 @@
 /**
- * `mirrors[].sync_config` (SPEC "Declared sync configs"): a mirror may declare the upstream sync
+ * `mirrors[].sync_config` (docs/declared-sync-configs.md): a mirror may declare the upstream sync
  * config it mirrors instead of naming its id. Only the shape is checked here; the names of servers
  * and the project are resolved against the service by `plan` / `apply` (`sync-configs/resolve.ts`).
  */
 import { z } from "zod";
 
-/** The service's limits (API.md "Limits"): checked here so a typo fails before any request. */
+/** The service's limits (docs/reference/upstream-api.md#limits-and-retries): checked here so a typo fails before any request. */
 const MAX_SERVERS = 10;
 const MAX_INSTRUCTIONS_CHARS = 50_000;
 

@@ -1,5 +1,5 @@
 /**
- * The config file (SPEC "Config file"): YAML, validated with zod, frozen. The only reader of the
+ * The config file (docs/configuration.md): YAML, validated with zod, frozen. The only reader of the
  * environment: the token comes from the variable named by `api.token_env`, never from the file.
  */
 import { readFileSync } from "node:fs";
@@ -34,7 +34,7 @@ const DEFAULT_PAGES_AHEAD_PER_PASS = 4;
 export const DEFAULT_EXPORT_PAGE_SIZE = 250;
 /** The service's own limit on `limit`. */
 const MAX_EXPORT_PAGE_SIZE = 500;
-/** How long `history` and `/v1/passes` keep a finished pass (SPEC "Operator console"). */
+/** How long `history` and `/v1/passes` keep a finished pass (docs/console-history.md). */
 export const DEFAULT_HISTORY_KEEP_DAYS = 90;
 
 const timezone = z

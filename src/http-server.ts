@@ -1,5 +1,5 @@
 /**
- * The daemon's HTTP endpoints (SPEC "HTTP"): `/metrics`, `/healthz`, `/readyz`, `/status`, and the
+ * The daemon's HTTP endpoints (docs/reference/http.md): `/metrics`, `/healthz`, `/readyz`, `/status`, and the
  * `/v1/` routes of other modules (consumers, controls), tried in order. GET and HEAD everywhere;
  * POST only under `/v1/` (the controls), where every request needs the bearer token, even on
  * loopback, before any route sees it. No response ever carries an internal error message (it
