@@ -13,7 +13,7 @@ import { type CommandName, formatHelp, formatOverview, isCommandName } from "./c
 import { AbortedError, OutputClosedError } from "./errors.js";
 
 const controller = new AbortController();
-// Commands log the stop themselves: stderr carries JSON log lines only (SPEC "Logs").
+// Commands log the stop themselves: stderr carries JSON log lines only (docs/operations.md#logs).
 const stop = (signal: NodeJS.Signals) => {
   if (!controller.signal.aborted) controller.abort(new AbortedError(`${signal} received`));
 };

@@ -1,5 +1,5 @@
 /**
- * `database:` in the config (SPEC "Database", "Scale-out"): a SQLite file by default, or a
+ * `database:` in the config (docs/reference/database.md, docs/scaling-out.md): a SQLite file by default, or a
  * PostgreSQL database whose URL (it carries a password) is read from the environment only.
  */
 import { z } from "zod";
@@ -11,17 +11,44 @@ export const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an 
 
 export const DatabaseSection = z
   .strictObject({
-    path: z.string().min(1).optional(),
-    url_env: envName.optional(),
-    lease_seconds: z.number().int().min(5).max(3600).default(60),
-    pool_size: z.number().int().min(1).max(100).default(4),
+    path: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({
+        description:
+          "The SQLite file of the mirror, relative to the working directory (default `data/mirror.db` when `url_env` is not set). It and its `-wal`, `-shm` and `.lock` files are created readable by their owner only. Keep it on a local disk.",
+        examples: ["/data/mirror.db"],
+      }),
+    url_env: envName.optional().meta({
+      description:
+        "Instead of `path`: the name of the environment variable holding the `postgres://user:password@host:5432/db` URL of a PostgreSQL database. The URL is never read from the file.",
+      examples: ["SYNCMIRROR_DATABASE_URL"],
+    }),
+    lease_seconds: z
+      .number()
+      .int()
+      .min(5)
+      .max(3600)
+      .default(60)
+      .describe(
+        "How long a mirror's lease lasts without renewal: a replica that dies mid-pass is replaced within this plus one poll interval.",
+      ),
+    pool_size: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .default(4)
+      .describe("PostgreSQL connections per process (plan replicas x pool_size on the server)."),
   })
   .refine((d) => d.path === undefined || d.url_env === undefined, {
     message: "set exactly one of database.path (SQLite) and database.url_env (PostgreSQL)",
   })
-  .default({ lease_seconds: 60, pool_size: 4 });
+  .default({ lease_seconds: 60, pool_size: 4 })
+  .describe("Where the mirror lives: exactly one of `path` (SQLite) and `url_env` (PostgreSQL).");
 
-/** Where the mirror lives: a SQLite file (the default) or a PostgreSQL database (SPEC "Scale-out"). */
+/** Where the mirror lives: a SQLite file (the default) or a PostgreSQL database (docs/scaling-out.md). */
 export type DatabaseConfig =
   | { readonly kind: "sqlite"; readonly path: string; readonly leaseSeconds: number }
   | {

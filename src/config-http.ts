@@ -1,5 +1,5 @@
 /**
- * `http:` in the config (SPEC "HTTP"): where the daemon listens and which variable holds the
+ * `http:` in the config (docs/reference/http.md): where the daemon listens and which variable holds the
  * bearer token. `listen` is `"host:port"`, or a bare port meaning every interface (`9464` is
  * `0.0.0.0:9464`). `$SYNCMIRROR_HTTP_LISTEN` overrides it, so replicas on one host can share one
  * config file; config.ts reads the variable and hands its value here.
@@ -33,10 +33,20 @@ const listen = z.union([z.string(), z.number()]).superRefine((value, ctx) => {
   if (parseListen(value) === undefined) ctx.addIssue({ code: "custom", message: LISTEN_ADVICE });
 });
 
-export const HttpSection = z.strictObject({
-  listen: listen.default(DEFAULT_LISTEN),
-  token_env: envName.default(DEFAULT_HTTP_TOKEN_ENV),
-});
+export const HttpSection = z
+  .strictObject({
+    listen: listen.default(DEFAULT_LISTEN).meta({
+      description:
+        'Address of the daemon\'s HTTP server (`/metrics`, `/healthz`, `/readyz`, `/status`, `/v1/...`): "host:port", or a bare port meaning every interface. `$SYNCMIRROR_HTTP_LISTEN` overrides it.',
+      examples: ["127.0.0.1:9464"],
+    }),
+    token_env: envName
+      .default(DEFAULT_HTTP_TOKEN_ENV)
+      .describe(
+        "Name of the environment variable holding the bearer token of `/status` and every `/v1/` endpoint. Unset, `/v1/` answers 401 to everyone, and `/status` too unless `listen` is a loopback address.",
+      ),
+  })
+  .describe("The daemon's HTTP server.");
 
 export interface HttpConfig {
   readonly host: string;

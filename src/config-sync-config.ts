@@ -1,27 +1,67 @@
 /**
- * `mirrors[].sync_config` (SPEC "Declared sync configs"): a mirror may declare the upstream sync
+ * `mirrors[].sync_config` (docs/declared-sync-configs.md): a mirror may declare the upstream sync
  * config it mirrors instead of naming its id. Only the shape is checked here; the names of servers
  * and the project are resolved against the service by `plan` / `apply` (`sync-configs/resolve.ts`).
  */
 import { z } from "zod";
 
-/** The service's limits (API.md "Limits"): checked here so a typo fails before any request. */
+/** The service's limits (docs/reference/upstream-api.md#limits-and-retries): checked here so a typo fails before any request. */
 const MAX_SERVERS = 10;
 const MAX_INSTRUCTIONS_CHARS = 50_000;
 
 export const SyncConfigSection = z
   .strictObject({
-    name: z.string().trim().min(1, "must not be empty"),
-    instructions: z.string().min(1, "must not be empty").max(MAX_INSTRUCTIONS_CHARS),
+    name: z
+      .string()
+      .trim()
+      .min(1, "must not be empty")
+      .meta({
+        description: "Name of the sync config upstream (unique in its project).",
+        examples: ["Sales drive"],
+      }),
+    instructions: z
+      .string()
+      .min(1, "must not be empty")
+      .max(MAX_INSTRUCTIONS_CHARS)
+      .meta({
+        description: "What the service's agent collects, in plain words (at most 50,000 characters).",
+        examples: ["Collect the team's shared proposals and contracts."],
+      }),
     servers: z
       .array(z.string().trim().min(1, "must not be empty"))
       .min(1, "list at least one server")
-      .max(MAX_SERVERS, `the service takes at most ${MAX_SERVERS} servers per sync config`),
-    users: z.array(z.email("must be an email address")).min(1, "list at least one user").optional(),
-    all_users: z.literal(true, "may only be true (list `users` otherwise)").optional(),
+      .max(MAX_SERVERS, `the service takes at most ${MAX_SERVERS} servers per sync config`)
+      .meta({
+        description:
+          "Servers to collect from (1 to 10), by server name, display name or server_instance_id; `syncmirror plan` lists the candidates.",
+        examples: [["Google Drive"]],
+      }),
+    users: z
+      .array(z.email("must be an email address"))
+      .min(1, "list at least one user")
+      .optional()
+      .meta({
+        description: "Users whose access is collected; give exactly one of `users` and `all_users`.",
+        examples: [["ana@example.com", "bo@example.com"]],
+      }),
+    all_users: z
+      .literal(true, "may only be true (list `users` otherwise)")
+      .optional()
+      .meta({ description: "Every user of the project, instead of `users`.", examples: [true] }),
     /** Project id or name; default: the only project the token sees. */
-    project: z.string().trim().min(1).optional(),
+    project: z
+      .string()
+      .trim()
+      .min(1)
+      .optional()
+      .meta({
+        description: "Project id or name; needed only when the token sees more than one project.",
+        examples: ["Acme"],
+      }),
   })
+  .describe(
+    "The upstream sync config, declared here instead of `sync_config_id`: `syncmirror plan` shows and `syncmirror apply` makes the changes upstream.",
+  )
   .superRefine((s, ctx) => {
     if ((s.users === undefined) === (s.all_users === undefined)) {
       ctx.addIssue({
@@ -41,8 +81,23 @@ export const SyncConfigSection = z
 
 /** A mirror's local name (CLI, metrics labels, database), and the config it names or declares. */
 export const MIRROR_IDENTITY = {
-  name: z.string().regex(/^[a-z0-9_-]+$/, "must match [a-z0-9_-]+ (it is used in metrics and the database)"),
-  sync_config_id: z.string().min(1).optional(),
+  name: z
+    .string()
+    .regex(/^[a-z0-9_-]+$/, "must match [a-z0-9_-]+ (it is used in metrics and the database)")
+    .meta({
+      description:
+        "Local name of the mirror: unique, `[a-z0-9_-]+`; used in the CLI, metrics labels and the database.",
+      examples: ["eng-wiki"],
+    }),
+  sync_config_id: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({
+      description:
+        "Id of an upstream sync config made elsewhere, to trigger and export. Give exactly one of `sync_config_id` and `sync_config`; two mirrors may not name the same one.",
+      examples: ["3f6c2a91-8d4e-4b7a-9c15-2e8f0d6b1a47"],
+    }),
   sync_config: SyncConfigSection.optional(),
 };
 

@@ -33,7 +33,7 @@ export const FIRST_RUN_DATABASE_PATH = "data/mirror.db";
 export function renderConfig(t: ConfigTemplate): string {
   const lines = [
     ...[...t.header, ""].map((line) => `# ${line}`.trimEnd()),
-    "# Every key and its default: config/syncmirror.example.yaml in the syncmirror repository.",
+    "# Every key, its default and an example: docs/configuration.md in the syncmirror repository.",
     "",
     "api:",
     `  base_url: ${t.baseUrl}`,

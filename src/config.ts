@@ -1,5 +1,5 @@
 /**
- * The config file (SPEC "Config file"): YAML, validated with zod, frozen. The only reader of the
+ * The config file (docs/configuration.md): YAML, validated with zod, frozen. The only reader of the
  * environment: the token comes from the variable named by `api.token_env`, never from the file.
  */
 import { readFileSync } from "node:fs";
@@ -34,7 +34,7 @@ const DEFAULT_PAGES_AHEAD_PER_PASS = 4;
 export const DEFAULT_EXPORT_PAGE_SIZE = 250;
 /** The service's own limit on `limit`. */
 const MAX_EXPORT_PAGE_SIZE = 500;
-/** How long `history` and `/v1/passes` keep a finished pass (SPEC "Operator console"). */
+/** How long `history` and `/v1/passes` keep a finished pass (docs/console-history.md). */
 export const DEFAULT_HISTORY_KEEP_DAYS = 90;
 
 const timezone = z
@@ -48,18 +48,69 @@ const nonNegativeInt = z.number().int().nonnegative();
  * its default: the one place such a setting is declared. `MirrorConfig` and `freeze` derive from it.
  */
 const SCHEDULE = {
-  incremental_cron: cronExpression.default("*/15 * * * *"),
-  full_cron: cronExpression.default("0 3 * * *"),
-  timezone: timezone.default("UTC"),
-  since_overlap_seconds: nonNegativeInt.default(300),
-  poll_initial_seconds: positive.default(5),
-  poll_max_seconds: positive.default(60),
-  run_timeout_minutes: positive.default(240),
-  continue_incomplete: nonNegativeInt.default(0),
-  continue_message: z.string().min(1).max(50_000).default("Continue where you stopped and finish the task."),
-  delete_after_missed_full: z.number().int().min(1).default(1),
-  max_delete_fraction: z.number().min(0).max(1).default(0.5),
-  inaccessible_grace_hours: z.number().nonnegative().default(72),
+  incremental_cron: cronExpression
+    .default("*/15 * * * *")
+    .describe(
+      "When to run an incremental pass (only what changed since the oldest active watermark): a cron expression of 5 fields (6 with seconds first), read in `timezone`.",
+    ),
+  full_cron: cronExpression.default("0 3 * * *").meta({
+    description:
+      "When to run a full snapshot, the only pass that revokes access and deletes. When both expressions fall at the same time the full pass runs and covers the incremental one; a time that fell while no daemon ran is run once at start-up (the latest one only).",
+    examples: ["0 2 * * 0"],
+  }),
+  timezone: timezone
+    .default("UTC")
+    .meta({ description: "IANA time zone the cron expressions are read in.", examples: ["Europe/Berlin"] }),
+  since_overlap_seconds: nonNegativeInt
+    .default(300)
+    .describe(
+      "Seconds subtracted from the oldest active watermark to make the `since` of an incremental pass, so nothing at the boundary is missed.",
+    ),
+  poll_initial_seconds: positive
+    .default(5)
+    .describe(
+      "First wait between two polls of the upstream runs; it grows up to `poll_max_seconds`. May be fractional. Replicas also look for orphaned triggers this often (at least every 250 ms).",
+    ),
+  poll_max_seconds: positive
+    .default(60)
+    .describe("Longest wait between two polls of the upstream runs (at least `poll_initial_seconds`)."),
+  run_timeout_minutes: positive
+    .default(240)
+    .describe("Runs still unfinished this long after the trigger are given up and the trigger closed."),
+  continue_incomplete: nonNegativeInt
+    .default(0)
+    .describe("Follow-up messages sent to a source that ended INCOMPLETE before giving up on it (0: none)."),
+  continue_message: z
+    .string()
+    .min(1)
+    .max(50_000)
+    .default("Continue where you stopped and finish the task.")
+    .describe("The follow-up message sent to an INCOMPLETE source (at most 50,000 characters)."),
+  delete_after_missed_full: z
+    .number()
+    .int()
+    .min(1)
+    .default(1)
+    .describe(
+      "Full snapshots in a row a key must be missing from before the pair loses access to it (any sighting resets the count).",
+    ),
+  max_delete_fraction: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.5)
+    .meta({
+      description:
+        "A sweep that would revoke more than this share of a pair's keys (and more than 10 keys) is held: nothing of it is revoked until `syncmirror approve-sweep` lets the next full pass apply it, or `sync --full --allow-mass-delete` applies it.",
+      examples: [0.25],
+    }),
+  inaccessible_grace_hours: z
+    .number()
+    .nonnegative()
+    .default(72)
+    .describe(
+      "How long a pair skipped as `not_accessible` or `not_syncable` keeps its access; also how far a pair's watermark may fall behind the mirror's newest before it stops holding `since` back.",
+    ),
 };
 
 type ScheduleKey = keyof typeof SCHEDULE;
@@ -79,33 +130,112 @@ const Mirror = z
   .refine(...declaring.ONE_SOURCE);
 
 const File = z.strictObject({
-  api: z.strictObject({
-    base_url: z.url({ protocol: /^https?$/ }),
-    token_env: envName.default(DEFAULT_TOKEN_ENV),
-    timeout_seconds: positive.default(60),
-    max_attempts: z.number().int().min(1).max(20).default(6),
-  }),
+  api: z
+    .strictObject({
+      base_url: z.url({ protocol: /^https?$/ }).meta({
+        description: "Base URL of the upstream service's API, including its version prefix `/api/v1`.",
+        examples: ["https://api.example.com/api/v1"],
+      }),
+      token_env: envName
+        .default(DEFAULT_TOKEN_ENV)
+        .describe(
+          "Name of the environment variable holding the platform access token. The token itself is never read from the file: a token written in it is a config error that names the key, never the value.",
+        ),
+      timeout_seconds: positive.default(60).describe("Timeout of one request to the service, in seconds."),
+      max_attempts: z
+        .number()
+        .int()
+        .min(1)
+        .max(20)
+        .default(6)
+        .describe(
+          "Attempts per request; 429, 5xx and network errors are retried with exponential backoff (a trigger whose answer was lost is never re-sent blindly).",
+        ),
+    })
+    .describe("The upstream service syncmirror reads from."),
   database: DatabaseSection,
   http: HttpSection.default(HttpSection.parse({})),
-  search: z.strictObject({ enabled: z.boolean().default(false) }).default({ enabled: false }),
-  max_concurrent_mirrors: z.number().int().min(1).default(2),
+  search: z
+    .strictObject({
+      enabled: z
+        .boolean()
+        .default(false)
+        .meta({
+          description:
+            "Keep a full-text index of titles and content for `syncmirror search` and `GET /v1/search`. Costs disk and ingest time; turning it off drops the index at the next start, turning it on builds it from the live resources.",
+          examples: [true],
+        }),
+    })
+    .default({ enabled: false })
+    .describe("ACL-aware full-text search."),
+  max_concurrent_mirrors: z
+    .number()
+    .int()
+    .min(1)
+    .default(2)
+    .describe("Mirrors one process runs a pass for at the same time; the other due passes wait for a slot."),
   export: z
     .strictObject({
-      pages_ahead_per_run: z.number().int().min(0).max(64).default(DEFAULT_PAGES_AHEAD_PER_RUN),
-      pages_ahead_per_pass: z.number().int().min(0).max(256).default(DEFAULT_PAGES_AHEAD_PER_PASS),
-      page_size: z.number().int().min(1).max(MAX_EXPORT_PAGE_SIZE).default(DEFAULT_EXPORT_PAGE_SIZE),
+      pages_ahead_per_run: z
+        .number()
+        .int()
+        .min(0)
+        .max(64)
+        .default(DEFAULT_PAGES_AHEAD_PER_RUN)
+        .describe(
+          "Export pages one run may fetch ahead of the page it applies next (0: one page at a time). Pages are still applied and checkpointed one at a time, in order.",
+        ),
+      pages_ahead_per_pass: z
+        .number()
+        .int()
+        .min(0)
+        .max(256)
+        .default(DEFAULT_PAGES_AHEAD_PER_PASS)
+        .describe(
+          "Export pages fetched ahead across all runs of one pass. Each waits parsed in memory until applied, so this bounds the memory paging takes: a pass never holds more than max(4, this + 1) pages. A 429 halves the window; answered pages grow it back.",
+        ),
+      page_size: z
+        .number()
+        .int()
+        .min(1)
+        .max(MAX_EXPORT_PAGE_SIZE)
+        .default(DEFAULT_EXPORT_PAGE_SIZE)
+        .describe(
+          "Resources asked for per export page (at most 500, the service's limit). A page is parsed, validated and written as one piece, so this sets the working set: lower it for documents of many MB.",
+        ),
     })
+    .describe("How export pages are fetched.")
     .default({
       pages_ahead_per_run: DEFAULT_PAGES_AHEAD_PER_RUN,
       pages_ahead_per_pass: DEFAULT_PAGES_AHEAD_PER_PASS,
       page_size: DEFAULT_EXPORT_PAGE_SIZE,
     }),
-  defaults: Defaults.default(Defaults.parse({})),
+  defaults: Defaults.default(Defaults.parse({})).describe(
+    "Schedule and sync settings for every mirror; each may be overridden in a mirror's own entry.",
+  ),
   history: z
-    .strictObject({ keep_days: positive.default(DEFAULT_HISTORY_KEEP_DAYS) })
-    .default({ keep_days: DEFAULT_HISTORY_KEEP_DAYS }),
-  manage_sync_configs: z.boolean().default(false),
-  mirrors: z.array(Mirror).min(1, "list at least one mirror").superRefine(declaring.checkMirrorIdentities),
+    .strictObject({
+      keep_days: positive
+        .default(DEFAULT_HISTORY_KEEP_DAYS)
+        .describe(
+          "Days a finished pass is kept for `syncmirror history` and `GET /v1/passes`; the daemon prunes older ones at start-up and every hour (never a pass in flight, nor one the sync still reads).",
+        ),
+    })
+    .default({ keep_days: DEFAULT_HISTORY_KEEP_DAYS })
+    .describe("The pass history."),
+  manage_sync_configs: z
+    .boolean()
+    .default(false)
+    .describe(
+      "true: the daemon applies the sync configs declared in `mirrors[].sync_config` at start-up and before a pass whose declaration changed; false: only `syncmirror apply` does.",
+    ),
+  mirrors: z
+    .array(Mirror)
+    .min(1, "list at least one mirror")
+    .superRefine(declaring.checkMirrorIdentities)
+    .describe(
+      "The mirrors: each names the upstream sync config it mirrors (`sync_config_id`) or declares it (`sync_config`), and may override any key of `defaults`.",
+    ),
 });
 
 /**
@@ -308,3 +438,6 @@ function isTimeZone(tz: string): boolean {
     return false;
   }
 }
+
+/** The file's schema, read by the generator of docs/configuration.md (`npm run docs`). */
+export { File as FileSchema };

@@ -1,6 +1,6 @@
 /**
  * Scheduled times of a cron expression in a time zone: the first after an instant and the latest
- * at or before one (SPEC "Scheduling": a due pass, and the catch-up at start-up).
+ * at or before one (docs/scaling-out.md#scheduling: a due pass, and the catch-up at start-up).
  *
  * node-cron decides what an expression means: it validated the config (`config-cron.ts`) and its
  * `match` is the truth here, so a day-of-month with a day-of-week, a step or a name reads the same

@@ -116,7 +116,7 @@ export class UnavailableError extends ApiError {
 /**
  * A trigger (`POST /sync-task`, not idempotent) got no usable answer after it may have reached the
  * service (reset, timeout, a gateway 5xx, an unreadable 2xx body): runs may exist. Never retried
- * blindly: read the run list and adopt the runs it created (SPEC "One trigger per mirror").
+ * blindly: read the run list and adopt the runs it created (docs/reference/sync-semantics.md#one-trigger-per-mirror).
  */
 export class TriggerOutcomeUnknownError extends ApiError {
   readonly code = "API_TRIGGER_OUTCOME_UNKNOWN" as const;
@@ -139,7 +139,7 @@ export class CreateOutcomeUnknownError extends ApiError {
   readonly code = "API_CREATE_OUTCOME_UNKNOWN" as const;
 }
 
-/** The body was not JSON, or not the shape API.md documents. */
+/** The body was not JSON, or not the shape docs/reference/upstream-api.md documents. */
 export class BadResponseError extends ApiError {
   readonly code = "API_BAD_RESPONSE" as const;
 }
@@ -260,7 +260,7 @@ export class OutputClosedError extends SyncmirrorError {
 }
 
 /**
- * The pass's lease is no longer this process's (SPEC "Fencing"): another replica took it over, or
+ * The pass's lease is no longer this process's (docs/scaling-out.md#fencing): another replica took it over, or
  * it expired while this process was paused or cut off. The pass stops, as on a shutdown, and the
  * holder of the lease resumes its trigger.
  */

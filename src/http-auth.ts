@@ -1,5 +1,5 @@
 /**
- * Bearer-token check for the HTTP endpoints that name users (SPEC "HTTP").
+ * Bearer-token check for the HTTP endpoints that name users (docs/reference/http.md).
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 

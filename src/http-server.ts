@@ -1,5 +1,5 @@
 /**
- * The daemon's HTTP endpoints (SPEC "HTTP"): `/metrics`, `/healthz`, `/readyz`, `/status`, and the
+ * The daemon's HTTP endpoints (docs/reference/http.md): `/metrics`, `/healthz`, `/readyz`, `/status`, and the
  * `/v1/` routes of other modules (consumers, controls), tried in order, and the console's page at
  * `/` (no data: served without the token; its script sends it). GET and HEAD everywhere;
  * POST only under `/v1/` (the controls), where every request needs the bearer token, even on

@@ -1,5 +1,5 @@
 /**
- * The Prometheus instruments of SPEC "Metrics", on a registry the caller owns (no default
+ * The Prometheus instruments of docs/reference/metrics.md, on a registry the caller owns (no default
  * registry: each test and each process builds its own).
  */
 
@@ -29,16 +29,16 @@ export interface Metrics {
   apiRequestDuration: Histogram<"method" | "route">;
   /** Scheduled times that started no pass of their own, by reason (`skip-reasons.ts`). */
   ticksSkipped: Counter<"mirror" | "mode" | "reason">;
-  /** 1 while the mirror is paused (SPEC "Operator console"), from the database. */
+  /** 1 while the mirror is paused (docs/console-history.md), from the database. */
   mirrorPaused: Gauge<"mirror">;
   /** 1 while the daemon could not apply a mirror's declared sync config (`manage_sync_configs`). */
   syncConfigDrift: Gauge<"mirror">;
   syncConfigApplyErrors: Counter<"mirror">;
-  /** 1 on the process holding the mirror's lease (running its pass), 0 elsewhere (SPEC "Fencing"). */
+  /** 1 on the process holding the mirror's lease (running its pass), 0 elsewhere (docs/scaling-out.md#fencing). */
   mirrorHeld: Gauge<"mirror">;
-  /** Leases this process took from another holder that stopped renewing them (SPEC "Fencing"). */
+  /** Leases this process took from another holder that stopped renewing them (docs/scaling-out.md#fencing). */
   leaseTakeovers: Counter<"mirror">;
-  /** Open problems by kind (SPEC "Operator console"), read from the database. */
+  /** Open problems by kind (docs/console-history.md), read from the database. */
   problems: Gauge<"mirror" | "kind">;
 }
 
@@ -190,7 +190,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
   };
 }
 
-/** The source types API.md names; exports may bring others, which appear at their first row. */
+/** The source types docs/reference/upstream-api.md names; exports may bring others, which appear at their first row. */
 const SOURCE_TYPES = ["notion", "google_drive", "google_docs", "github"] as const;
 
 /**

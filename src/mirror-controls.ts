@@ -1,5 +1,5 @@
 /**
- * Operators' controls (SPEC "Operator console"): pause, resume and trigger, stored in the database so
+ * Operators' controls (docs/console-history.md): pause, resume and trigger, stored in the database so
  * that whichever replica runs the mirror obeys them, each recorded with who gave it and when. The
  * CLI verbs and the HTTP routes both call `applyControl` and answer with the same object.
  */

@@ -1,5 +1,5 @@
 /**
- * What a mirror is owed, run under its lease (SPEC "Scheduling", "Scale-out"): the daemon's passes,
+ * What a mirror is owed, run under its lease (docs/scaling-out.md#scheduling, docs/scaling-out.md): the daemon's passes,
  * and `trigger`'s when no daemon runs. The lease is the claim: once it is held, the pass checks
  * again that something is owed (another process may have run it meanwhile), then resumes the
  * trigger left in flight (never POSTing it again) and runs the due pass, whose due is taken off the

@@ -1,5 +1,5 @@
 /**
- * The schedule of `syncmirror run` (SPEC "Scheduling"), the same on both stores. Due passes live in
+ * The schedule of `syncmirror run` (docs/scaling-out.md#scheduling), the same on both stores. Due passes live in
  * the database, not in a process: each look records the scheduled times that fell
  * (`tick-recorder.ts`), then, while this process has a free slot (`max_concurrent_mirrors`), takes
  * what is owed: first the triggers left in flight with no live holder (a dead replica's, or a

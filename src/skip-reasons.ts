@@ -1,6 +1,6 @@
 /**
  * Why a scheduled time did not start a pass of its own (`syncmirror_ticks_skipped_total{reason}`),
- * counted by the process that recorded it (SPEC "Scheduling"):
+ * counted by the process that recorded it (docs/scaling-out.md#scheduling):
  * - `paused`: the mirror is paused;
  * - `running`: its pass runs (here or on another replica) and a pass is already due after it;
  * - `in_flight`: a trigger is in flight with no live holder (a dead replica's, not resumed yet) and a

@@ -1,5 +1,5 @@
 /**
- * Scheduled times into the database (SPEC "Scheduling"). Each look, for every mirror and mode, the
+ * Scheduled times into the database (docs/scaling-out.md#scheduling). Each look, for every mirror and mode, the
  * latest scheduled time at or before now that this process has not recorded yet is recorded on the
  * mirror's schedule (`store/schedule-rules.ts`): the first process to record it makes the mirror
  * due, the others find it recorded. A look after a gap (a start-up, the database back after an

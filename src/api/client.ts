@@ -1,5 +1,5 @@
 /**
- * The upstream API client (API.md "Endpoints"): one method per operation the mirror uses, each
+ * The upstream API client (docs/reference/upstream-api.md#calls): one method per operation the mirror uses, each
  * body validated by schemas.ts on arrival. Retries, timeouts, status mapping and metrics live in
  * transport.ts; the retry table in retry.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * The upstream paths the client calls (API.md "Endpoints"), as templates. A template is what logs,
+ * The upstream paths the client calls (docs/reference/upstream-api.md#calls), as templates. A template is what logs,
  * metrics and errors show: it never carries an id or a query string.
  */
 export const routes = Object.freeze({

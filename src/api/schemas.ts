@@ -1,5 +1,5 @@
 /**
- * Response schemas for the upstream API (API.md). Tolerant of unknown fields (zod strips them),
+ * Response schemas for the upstream API (docs/reference/upstream-api.md). Tolerant of unknown fields (zod strips them),
  * strict on what syncmirror relies on. Inferred types are the domain types the sync logic uses.
  */
 import { z } from "zod";

@@ -36,7 +36,7 @@ export function describeDetail(detail: unknown): string {
 
 /**
  * Whether a 403/409 detail says the Background Sync premium feature is off. The status code for this
- * is undocumented (API.md "Trigger"), so the detail text decides.
+ * is undocumented (docs/reference/upstream-api.md#calls), so the detail text decides.
  */
 export function isFeatureDisabledDetail(detail: unknown): boolean {
   const text = typeof detail === "string" ? detail : (JSON.stringify(detail) ?? "");

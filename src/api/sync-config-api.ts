@@ -1,5 +1,5 @@
 /**
- * The sync config calls `plan` and `apply` make (API.md "Endpoints"): read, list, create, replace,
+ * The sync config calls `plan` and `apply` make (docs/reference/upstream-api.md#calls): read, list, create, replace,
  * delete, each through the one transport (retries, `Retry-After`, typed errors).
  *
  * A create is not idempotent, so it is retried only when the service proves it did nothing (429,

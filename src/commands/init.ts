@@ -22,7 +22,7 @@ import { createIoLogger } from "../runtime.js";
 import type { Command, CommandIo } from "./command.js";
 import { parseCommandArgs, withErrors } from "./common.js";
 
-/** The simulator's API prefix (API.md: every path is relative to `{base_url}`, which ends in it). */
+/** The simulator's API prefix (docs/reference/upstream-api.md: every path is relative to `{base_url}`, which ends in it). */
 const API_PREFIX = "/api/v1";
 
 export const init: Command = (args, io) =>

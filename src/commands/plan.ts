@@ -1,6 +1,5 @@
 /**
- * `syncmirror plan [--json]`: per mirror, what `apply` would change upstream (SPEC "Declared sync
- * configs"). Reads the service and the database, takes no lock, changes nothing. Exit 0 nothing to
+ * `syncmirror plan [--json]`: per mirror, what `apply` would change upstream (docs/declared-sync-configs.md). Reads the service and the database, takes no lock, changes nothing. Exit 0 nothing to
  * change, 3 changes pending (so CI can gate on drift), 1 problems, 2 bad config.
  */
 

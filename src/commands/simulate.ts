@@ -9,7 +9,7 @@ import { type Simulator, type SourceType, startSimulator } from "../simulator/in
 import type { Command } from "./command.js";
 import { usageHint } from "./help.js";
 
-/** The variable `--print-config --postgres` names for the database URL (README "Scaling out"). */
+/** The variable `--print-config --postgres` names for the database URL (docs/scaling-out.md). */
 const DATABASE_URL_ENV = "SYNCMIRROR_DATABASE_URL";
 
 const SOURCE_TYPES: readonly SourceType[] = ["notion", "google_drive", "google_docs", "github"];

@@ -50,7 +50,7 @@ function formatMirror(s: MirrorStatus): string {
 /**
  * A trigger without an id was recorded but never answered (a rejected token, an unreachable
  * service, a lost response): say so, and that the next pass adopts the runs it may have created
- * before it sends one (SPEC "One trigger per mirror at a time").
+ * before it sends one (docs/reference/sync-semantics.md#one-trigger-per-mirror).
  */
 function describeInFlight(t: NonNullable<MirrorStatus["in_flight"]>, holder: string | null): string {
   const next = holder === null ? "the next pass" : `the pass running on ${holder}`;
@@ -70,7 +70,7 @@ function heldBy(s: MirrorStatus): string {
     : "nobody (no pass running)";
 }
 
-/** Next scheduled times, the pause and the pass due (SPEC "Operator console"). */
+/** Next scheduled times, the pause and the pass due (docs/console-history.md). */
 function scheduleLines(s: MirrorStatus): string[] {
   const skipped = s.paused ? " (skipped: paused)" : "";
   const lines = [

@@ -1,5 +1,5 @@
 /**
- * `approve-sweep` (SPEC "Operator console"): records in the database that the next full pass that
+ * `approve-sweep` (docs/console-history.md): records in the database that the next full pass that
  * sweeps may apply the sweeps the mass-delete guard holds now, each up to the revocations it held
  * (`sync/sweep-approval.ts`), whichever process runs that pass. Who approved and when go with it
  * into the history entry of the pass that uses it.

@@ -1,6 +1,5 @@
 /**
- * The pass history as `syncmirror history --json` prints it and `GET /v1/passes` serves it (SPEC
- * "Operator console"): one entry per pass (a trigger row), newest first, each with every error it
+ * The pass history as `syncmirror history --json` prints it and `GET /v1/passes` serves it (docs/console-history.md): one entry per pass (a trigger row), newest first, each with every error it
  * met across its attempts, and the cursor of the next page. Read-only.
  */
 

@@ -1,6 +1,6 @@
 /**
  * Open problems as `syncmirror problems --json` prints them and `GET /v1/problems` serves them
- * (SPEC "Operator console"): what each concerns, why, first and last seen. Each clears itself when
+ * (docs/console-history.md): what each concerns, why, first and last seen. Each clears itself when
  * a later pass shows it fixed (docs/console-history.md). Read-only.
  */
 

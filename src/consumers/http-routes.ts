@@ -1,5 +1,5 @@
 /**
- * `/v1/changes` and `/v1/search` (SPEC "HTTP"): bearer token always, even on loopback, since they
+ * `/v1/changes` and `/v1/search` (docs/reference/http.md): bearer token always, even on loopback, since they
  * serve content. Without the right token the answer is a bare 401, whatever the path or input.
  */
 import type { IncomingMessage } from "node:http";

@@ -1,5 +1,5 @@
 /**
- * The operator console's page (SPEC "Operator console", docs/console.md): `GET /` and its
+ * The operator console's page (docs/console.md): `GET /` and its
  * stylesheet and script, plain files shipped beside the bundle (`src/http/console/`, copied to
  * `dist/console/` by scripts/build.mjs). They hold no data, so they are served without the token;
  * the script asks for it and sends it with every fetch of the JSON endpoints, which require it.

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/mirrors/{name}/pause`, `/resume` and `/trigger` (SPEC "Operator console"): the controls
+ * `POST /v1/mirrors/{name}/pause`, `/resume` and `/trigger` (docs/console-history.md): the controls
  * of `mirror-controls.ts` over HTTP, answering the object the CLI prints with `--json`. Bearer
  * token always, even on loopback (never cookies); the actor recorded is `http` and the client's
  * address. `/trigger` takes an optional JSON body `{"mode": "full"}` (or `"incremental"`).

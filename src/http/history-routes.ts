@@ -1,5 +1,5 @@
 /**
- * The console's history endpoints (SPEC "Operator console"), bearer token always, even on loopback
+ * The console's history endpoints (docs/console-history.md), bearer token always, even on loopback
  * (they name users), never cookies: `GET /v1/passes`, `GET /v1/problems` and
  * `POST /v1/mirrors/{name}/approve-sweep`. Their JSON is the CLI's `--json` (`history`, `problems`,
  * `approve-sweep`), built by the same functions.

@@ -1,7 +1,7 @@
 /**
  * Test-infrastructure seam for a simulator running in another process (`syncmirror simulate`,
  * `npm run bench`): a few routes under `/_sim`, outside the API prefix, behind the same bearer
- * token. They are not part of the service's API (API.md): admin requests take no faults and are
+ * token. They are not part of the service's API (docs/reference/upstream-api.md): admin requests take no faults and are
  * not written to the request log, so the log stays what the client under test asked for.
  *
  * - `POST /_sim/docs/edit-random` `{fraction, seed?}`: edits that share of the live documents,

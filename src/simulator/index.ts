@@ -1,6 +1,6 @@
 /**
- * The simulated upstream service (API.md): a real HTTP server on 127.0.0.1 for integration tests,
- * benchmarks and `syncmirror demo` / `simulate`. An independent reading of API.md: it imports
+ * The simulated upstream service (docs/reference/upstream-api.md): a real HTTP server on 127.0.0.1 for integration tests,
+ * benchmarks and `syncmirror demo` / `simulate`. An independent reading of the service's API documentation: it imports
  * nothing from `src/api` or `src/sync`.
  *
  * ```ts

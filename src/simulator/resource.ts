@@ -1,4 +1,4 @@
-/** One export resource, rendered on demand from (document, version) exactly as API.md shapes it. */
+/** One export resource, rendered on demand from (document, version) exactly as docs/reference/upstream-api.md shapes it. */
 import { sha256Of } from "./canonical-json.js";
 import { formatZuluIso } from "./clock.js";
 import type { Dataset } from "./dataset.js";

@@ -1,4 +1,4 @@
-/** The API's routes, each a thin handler over state: what API.md lists, nothing more. */
+/** The API's routes, each a thin handler over state: what docs/reference/upstream-api.md lists, nothing more. */
 import { formatOffsetIso } from "./clock.js";
 import { accessItems, configView, createConfig, getConfig, replaceConfig } from "./configs.js";
 import { exportPage } from "./export.js";

@@ -138,7 +138,7 @@ export class SimState {
   }
 }
 
-/** Run status from its sources, as API.md defines it. */
+/** Run status from its sources, as docs/reference/upstream-api.md defines it. */
 export function runStatusOf(run: RunRecord): RunStatus {
   const statuses = run.sources.map((s) => s.status);
   if (statuses.every((s) => s === "PENDING")) return "pending";

@@ -1,5 +1,5 @@
 /**
- * The operator console's repositories (SPEC "Operator console"): the pass history, open problems
+ * The operator console's repositories (docs/console-history.md): the pass history, open problems
  * and `approve-sweep` approvals; part of `StoreOps` (`store.ts`).
  */
 import type {
@@ -12,7 +12,7 @@ import type {
 } from "./console-types.js";
 import type { PairRef } from "./types.js";
 
-/** The pass history (SPEC "Operator console"): one entry per trigger row, with every error it met. */
+/** The pass history (docs/console-history.md): one entry per trigger row, with every error it met. */
 export interface HistoryRepo {
   /** Appends errors a pass met to its trigger's history, in order. */
   addErrors(triggerRowId: number, errors: readonly PassError[]): Promise<void>;
@@ -29,7 +29,7 @@ export interface HistoryRepo {
   prune(finishedBefore: string, limit: number): Promise<number>;
 }
 
-/** Open problems (SPEC "Operator console"): recorded and cleared by the transactions that see them. */
+/** Open problems (docs/console-history.md): recorded and cleared by the transactions that see them. */
 export interface ProblemRepo {
   /** Inserts each problem, or updates it (its first sighting kept) when its subject is already open. */
   record(sightings: readonly ProblemSighting[]): Promise<void>;

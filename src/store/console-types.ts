@@ -1,5 +1,5 @@
 /**
- * The operator console's domain types (SPEC "Operator console"): the pass history, open problems
+ * The operator console's domain types (docs/console-history.md): the pass history, open problems
  * and `approve-sweep`, the same whichever dialect holds them. Times are ISO-8601 UTC strings.
  */
 import type { Run, Trigger } from "./types.js";

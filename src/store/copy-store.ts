@@ -1,5 +1,5 @@
 /**
- * `copy-store`: a SQLite mirror copied into an empty PostgreSQL database (SPEC "Commands"), so a
+ * `copy-store`: a SQLite mirror copied into an empty PostgreSQL database (docs/reference/cli.md), so a
  * mirror that outgrows SQLite moves without a fresh full sync.
  *
  * - The SQLite file is opened with its writer lock, so no daemon or `sync` writes it meanwhile

@@ -1,5 +1,5 @@
 /**
- * The composition root of the store (SPEC "Database", "Scale-out"): picks the dialect's driver
+ * The composition root of the store (docs/reference/database.md, docs/scaling-out.md): picks the dialect's driver
  * from the config. The only file outside `sqlite/` and `postgres/` that names a dialect; the
  * commands, the daemon and the sync code see a `Store`.
  */

@@ -1,5 +1,5 @@
 /**
- * What happens to a mirror's schedule (SPEC "Scheduling", "Operator console"), the one place the
+ * What happens to a mirror's schedule (docs/scaling-out.md#scheduling, docs/console-history.md), the one place the
  * rules live: the scheduler, the controls and the pass's intent apply them to the row they read
  * (locked) inside one transaction, whichever the dialect. Pure: a rule returns the new schedule.
  *

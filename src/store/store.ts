@@ -1,5 +1,5 @@
 /**
- * The one interface the code above `store/` sees (SPEC "Database", "Scale-out"). The store runtime
+ * The one interface the code above `store/` sees (docs/reference/database.md, docs/scaling-out.md). The store runtime
  * (`store-runtime.ts`) implements it over a dialect's driver (`sqlite/`, `postgres/`);
  * `open-store.ts` picks the driver from the config, and nothing outside `store/` knows which.
  *
@@ -203,8 +203,8 @@ export interface DryRunRepo {
 }
 
 /**
- * Coordination between replicas (SPEC "Scale-out"). A lease on a mirror says which process may run
- * its pass, and its epoch fences the pass (SPEC "Fencing"). Expiry is judged by the database's
+ * Coordination between replicas (docs/scaling-out.md). A lease on a mirror says which process may run
+ * its pass, and its epoch fences the pass (docs/scaling-out.md#fencing). Expiry is judged by the database's
  * clock, so replicas whose clocks differ still agree.
  */
 export interface LeaseRepo {
@@ -235,7 +235,7 @@ export interface LeaseRepo {
 }
 
 /**
- * Each mirror's schedule, shared by every replica (SPEC "Scheduling"). Its rules are
+ * Each mirror's schedule, shared by every replica (docs/scaling-out.md#scheduling). Its rules are
  * `schedule-rules.ts`: a caller reads the row with `lock` inside a transaction, applies a rule and
  * `save`s the result, so two replicas recording the same time, or a tick racing a pass's intent,
  * are ordered by the row lock (PostgreSQL `FOR UPDATE`; SQLite's writer lock).

@@ -208,7 +208,7 @@ export interface StoredResourceState {
 }
 
 /**
- * A process that asks for and holds leases (SPEC "Scale-out", "Fencing"): `id` is random per
+ * A process that asks for and holds leases (docs/scaling-out.md, docs/scaling-out.md#fencing): `id` is random per
  * process start (`hostname:pid` repeats across containers, where every process is pid 1), `name`
  * is `hostname:pid`, kept beside it for people.
  */
@@ -270,7 +270,7 @@ export const RESOURCE_COLUMNS = [
   "provenance",
 ] as const;
 
-/** Why a mirror's pass is due (SPEC "Scheduling"). */
+/** Why a mirror's pass is due (docs/scaling-out.md#scheduling). */
 export const DUE_REASONS = ["schedule", "catch-up", "requested"] as const;
 export type DueReason = (typeof DUE_REASONS)[number];
 

@@ -1,5 +1,5 @@
 /**
- * `apply`: makes the service match one plan entry, and records it (SPEC "Declared sync configs").
+ * `apply`: makes the service match one plan entry, and records it (docs/declared-sync-configs.md).
  * The caller holds the mirror's lease, so no pass of it starts meanwhile; a pass already in flight
  * refuses a change of what is collected (its runs keep their settings), and such a change makes
  * the mirror's next pass a full snapshot, so that what is no longer collected is swept.

@@ -1,5 +1,5 @@
 /**
- * `plan`: per mirror, what applying the file would change upstream (SPEC "Declared sync configs").
+ * `plan`: per mirror, what applying the file would change upstream (docs/declared-sync-configs.md).
  * Read-only: it reads the service and the database, and writes nothing.
  *
  * Which remote config is a declared mirror's: the one syncmirror recorded for it; else the one of
@@ -82,7 +82,7 @@ export function isPending(e: PlanEntry): boolean {
   return e.action === "create" || e.action === "replace" || e.action === "adopt";
 }
 
-/** SPEC: 1 problems (a foreign config to adopt counts: `apply` refuses it), 3 changes pending, 0 nothing to change. */
+/** Exit codes (docs/reference/cli.md): 1 problems (a foreign config to adopt counts: `apply` refuses it), 3 changes pending, 0 nothing to change. */
 export function planExitCode(entries: readonly PlanEntry[]): number {
   if (entries.some((e) => e.problem !== null || e.needs === "adopt")) return 1;
   return entries.some(isPending) ? 3 : 0;

@@ -1,5 +1,5 @@
 /**
- * What a pass that stopped on an upstream error reports (SPEC "Outcome and exit code"), and
+ * What a pass that stopped on an upstream error reports (docs/reference/sync-semantics.md#outcomes), and
  * whether its trigger stays in flight for the next pass to resume.
  */
 import { WRONG_BASE_URL_ADVICE } from "../api/base-url.js";

@@ -1,5 +1,5 @@
 /**
- * The outcome of a pass that read its runs (SPEC "Outcome and exit code"), decided from what the
+ * The outcome of a pass that read its runs (docs/reference/sync-semantics.md#outcomes), decided from what the
  * settle step gathered: pure, so each rule has a test of its own.
  */
 import type { Outcome } from "./outcome.js";
@@ -15,7 +15,7 @@ export interface PassFacts {
 }
 
 /**
- * `failed` only when nothing was ingested (SPEC): a pass that wrote some pages and then could not
+ * `failed` only when nothing was ingested (docs/reference/sync-semantics.md#outcomes): a pass that wrote some pages and then could not
  * finish is `partial`, and says how much of what was read and what was not.
  */
 export function decideOutcome(s: PassFacts): { outcome: Outcome; message: string } {

@@ -1,5 +1,5 @@
 /**
- * Fencing (SPEC "Scale-out"): every write of a pass happens in a transaction that first checks, in
+ * Fencing (docs/scaling-out.md): every write of a pass happens in a transaction that first checks, in
  * the database and in that same transaction, that the pass's fencing token (mirror, holder, epoch)
  * still holds the mirror's lease unexpired. A replica paused, partitioned or slow past its lease
  * cannot commit anything after another took over, even once the new holder's lease has expired in

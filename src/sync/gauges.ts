@@ -1,5 +1,5 @@
 /**
- * The one place the mirror's gauges are set (SPEC "Metrics"), all read from the database: after
+ * The one place the mirror's gauges are set (docs/reference/metrics.md), all read from the database: after
  * each pass, and by the daemon at start-up, so they are right from the first scrape after a
  * restart and agree whichever replica wrote the state.
  */

@@ -1,5 +1,5 @@
 /**
- * Who loses all their access at a full pass (SPEC "Users who left"), decided from gathered facts:
+ * Who loses all their access at a full pass (docs/reference/sync-semantics.md#users-who-left-and-pairs-out-of-reach), decided from gathered facts:
  * users who left the project, pairs removed from the trigger, and pairs skipped as not accessible
  * or not syncable for longer than `inaccessible_grace_hours`.
  *

@@ -1,6 +1,5 @@
 /**
- * What the wait loop does next with one run of the trigger (SPEC "A run is exported as soon as it
- * finishes", `continue_incomplete`): a pure decision, so the loop in `wait.ts` stays a loop.
+ * What the wait loop does next with one run of the trigger (docs/reference/sync-semantics.md#one-trigger-per-mirror, `continue_incomplete`): a pure decision, so the loop in `wait.ts` stays a loop.
  */
 import { FINISHED_RUN_STATUSES, type RunStatus } from "../api/schemas.js";
 import type { Run } from "../store/types.js";

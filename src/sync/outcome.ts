@@ -1,5 +1,5 @@
 /**
- * What counts as success (SPEC "Pair", "Outcome and exit code").
+ * What counts as success (docs/reference/sync-semantics.md#pairs-and-success, docs/reference/sync-semantics.md#outcomes).
  */
 import type { Run, RunSource } from "../store/types.js";
 

@@ -1,5 +1,5 @@
 /**
- * Planning a pass (SPEC "Incremental"): which pairs are active, and the `since` to send.
+ * Planning a pass (docs/reference/sync-semantics.md#watermarks-and-since): which pairs are active, and the `since` to send.
  */
 import type { MirrorConfig } from "../config.js";
 import type { Mode, Pair } from "../store/types.js";

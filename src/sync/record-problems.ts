@@ -1,5 +1,5 @@
 /**
- * What a run's pages show the operator (SPEC "Operator console"), written inside the page
+ * What a run's pages show the operator (docs/console-history.md), written inside the page
  * transactions that ingest them, so a page rolled back or run again records nothing twice: the
  * rows each page rejected, and at the run's last page each source's problem recorded or cleared,
  * with the errors the pass met kept in its history.

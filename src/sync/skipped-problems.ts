@@ -1,5 +1,5 @@
 /**
- * Pairs the trigger skipped, as problems (SPEC "Operator console"), written when the pass settles.
+ * Pairs the trigger skipped, as problems (docs/console-history.md), written when the pass settles.
  * A user who left the project (`not_a_project_user`) is not one: that is the project's answer, and
  * the next full pass revokes their access. A complete skipped list (the trigger's response, at most
  * 100 pairs) also clears the skipped pairs it no longer names: they ran (cleared with their last

@@ -80,7 +80,7 @@ export function emptySummary(mirror: string, mode: Mode): MirrorSummary {
   };
 }
 
-/** The pass did not run: another process holds the mirror's lease (SPEC "Scale-out"). */
+/** The pass did not run: another process holds the mirror's lease (docs/scaling-out.md). */
 export function leaseBusySummary(mirror: string, mode: Mode, holder: string | null): MirrorSummary {
   return {
     ...emptySummary(mirror, mode),

@@ -1,5 +1,5 @@
 /**
- * The mass-delete guard with `approve-sweep` (SPEC "Full", "Operator console"). A pair's sweep that
+ * The mass-delete guard with `approve-sweep` (docs/reference/sync-semantics.md#full-snapshots-and-sweeps, docs/console-history.md). A pair's sweep that
  * would revoke more than `max_delete_fraction` of its keys, and more than MASS_DELETE_MIN_KEYS, is
  * held, unless the trigger allows mass deletes (`sync --full --allow-mass-delete`) or an approval
  * the trigger took covers it.

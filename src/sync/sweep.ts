@@ -1,5 +1,5 @@
 /**
- * The sweep after a full snapshot (SPEC "Full", "Users who left"): crawl misses counted and, past
+ * The sweep after a full snapshot (docs/reference/sync-semantics.md#full-snapshots-and-sweeps, docs/reference/sync-semantics.md#users-who-left-and-pairs-out-of-reach): crawl misses counted and, past
  * `delete_after_missed_full`, revoked (held by the mass-delete guard when too many); users who left,
  * pairs removed from the trigger and pairs skipped past their grace lose their access (not held).
  * Each pair's sweep is one transaction that also records that it is done, so a crash mid-sweep

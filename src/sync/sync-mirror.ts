@@ -44,8 +44,7 @@ async function resumeOrTrigger(
   const { log } = ctx;
   const mirrorPass: MirrorPass = { mirror, ctx, options };
   await ctx.store.mirrors.ensure(mirror.name, mirror.syncConfigId);
-  // A change of the sync config's settings is swept by the next full snapshot (SPEC "Declared
-  // sync configs"), whatever scheduled this pass.
+  // A change of the sync config's settings is swept by the next full snapshot (docs/declared-sync-configs.md), whatever scheduled this pass.
   const fullOwed = (await ctx.store.syncConfigs.find(mirror.name))?.fullPendingAfter != null;
   const full = options.full || fullOwed;
   if (fullOwed && !options.full)

@@ -1,6 +1,5 @@
 /**
- * Starting a trigger, or adopting the runs of one whose POST got no response (SPEC "One trigger
- * per mirror at a time"). The intent row is written before the POST so a crash leaves a trace.
+ * Starting a trigger, or adopting the runs of one whose POST got no response (docs/reference/sync-semantics.md#one-trigger-per-mirror). The intent row is written before the POST so a crash leaves a trace.
  */
 import type { RunListItem } from "../api/schemas.js";
 import { TriggerOutcomeUnknownError } from "../errors.js";

@@ -1,5 +1,5 @@
 /**
- * Waiting for a trigger's runs (SPEC "A run is exported as soon as it finishes"): one listing by
+ * Waiting for a trigger's runs (docs/reference/sync-semantics.md#one-trigger-per-mirror): one listing by
  * `trigger_id` per round (100 runs a request), backing off from poll_initial to poll_max, exporting
  * each run as soon as it finishes while the others keep running, and continuing INCOMPLETE
  * sources up to `continue_incomplete` times.

@@ -2,7 +2,7 @@
  * A loopback HTTP proxy in front of the simulator that can rewrite the raw bytes of export pages:
  * for hostile content the simulator's own JSON serializer cannot produce (nesting deeper than
  * V8's JSON.stringify allows, invalid UTF-8 bytes, keys of any shape, resources of the wrong
- * shape). Test infrastructure only; the simulator stays an independent reading of API.md.
+ * shape). Test infrastructure only; the simulator stays an independent reading of the service's API.
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -16,7 +16,7 @@ const post = { method: "POST", route: "/sync-task" };
 const intent = { state: "intent" } as Trigger;
 const active = { state: "active" } as Trigger;
 
-describe("classifyFailure (SPEC: outcome and exit code)", () => {
+describe("classifyFailure (outcome and exit code)", () => {
   it("refuses and closes a trigger the service would not start (400, 409)", () => {
     for (const error of [new CannotStartError("busy", post), new BadRequestError("too many pairs", post)])
       expect(classifyFailure(error, mirror, intent)).toMatchObject({

@@ -27,7 +27,7 @@ describe("config", () => {
     expect(JSON.stringify(issues)).not.toContain("http-secret-value");
   });
 
-  it("fills SPEC defaults and lets a mirror override them", () => {
+  it("fills the documented defaults and lets a mirror override them", () => {
     const config = parseConfig("cfg.yaml", `${base}    full_cron: "0 2 * * 0"\n`, {
       SYNCMIRROR_API_TOKEN: "t0ken-value",
     });

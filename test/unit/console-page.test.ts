@@ -1,5 +1,5 @@
 /**
- * The console's page as the HTTP server serves it (SPEC "Operator console", docs/console.md): the
+ * The console's page as the HTTP server serves it (docs/console.md): the
  * three files with their types, a strict Content-Security-Policy, nosniff and no caching, no token
  * needed for them while `/status` and `/v1/` still need it, and nothing else: an unknown name or
  * a path that climbs out of the folder is 404, never a file.

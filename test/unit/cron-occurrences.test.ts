@@ -1,6 +1,6 @@
 /**
  * Scheduled times of a cron expression in a time zone, as node-cron's matcher reads it: the first
- * after an instant and the latest at or before one (SPEC "Scheduling").
+ * after an instant and the latest at or before one (docs/scaling-out.md#scheduling).
  */
 import { getTasks } from "node-cron";
 import { describe, expect, it } from "vitest";

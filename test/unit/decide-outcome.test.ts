@@ -11,7 +11,7 @@ const clean: PassFacts = {
   runs: 2,
 };
 
-describe("decideOutcome (SPEC: outcome and exit code)", () => {
+describe("decideOutcome (outcome and exit code)", () => {
   it("succeeds when every run was read and every source succeeded", () => {
     expect(decideOutcome(clean)).toEqual({ outcome: "succeeded", message: "2 run(s) ingested" });
   });

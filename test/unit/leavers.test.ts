@@ -47,7 +47,7 @@ function facts(f: Partial<LeaverFacts>): LeaverFacts {
   };
 }
 
-describe("decideLeavers (SPEC: users who left)", () => {
+describe("decideLeavers (users who left)", () => {
   it("takes every pair of a user the trigger skipped as not_a_project_user", () => {
     const leaving = decideLeavers(
       facts({

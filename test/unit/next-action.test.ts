@@ -12,7 +12,7 @@ const free: RunSituation = {
   beforeDeadline: true,
 };
 
-describe("nextAction (SPEC: a run is exported as soon as it finishes)", () => {
+describe("nextAction (a run is exported as soon as it finishes)", () => {
   it("leaves a run alone until it finishes", () => {
     expect(nextAction(run({ status: "running" }), free)).toBe("none");
     expect(nextAction(run({ status: "pending" }), free)).toBe("none");

@@ -1,5 +1,5 @@
 /**
- * The rules of a mirror's schedule (SPEC "Scheduling", "Operator console"): each scheduled time
+ * The rules of a mirror's schedule (docs/scaling-out.md#scheduling, docs/console-history.md): each scheduled time
  * recorded once, one due pass at most (coalescing, a full superseding an incremental), pauses
  * skipping scheduled passes but not requested ones, and which pass consumes which due.
  */

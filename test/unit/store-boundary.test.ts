@@ -23,7 +23,7 @@ function dialectMentions(source: string): string[] {
       found.push(`imports ${specifier}`);
   }
   for (const m of source.matchAll(/["'`](sqlite|postgres|postgresql)["'`]/gi)) found.push(`names ${m[0]}`);
-  // SQLITE_PATH is SPEC's name for copy-store's argument, not a SQLite word.
+  // SQLITE_PATH is the documented name of copy-store's argument, not a SQLite word.
   for (const m of source.matchAll(/["'`][^"'`\n]*\b(SQLITE_(?!PATH\b)\w*|PRAGMA)\b/g))
     found.push(`says ${m[1]}`);
   for (const m of source.matchAll(/\.dialect\b|\.pragma\(/g)) found.push(`calls ${m[0]}`);

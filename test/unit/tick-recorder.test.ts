@@ -1,5 +1,5 @@
 /**
- * Scheduled times recorded in the database with an injected clock (SPEC "Scheduling"): the catch-up
+ * Scheduled times recorded in the database with an injected clock (docs/scaling-out.md#scheduling): the catch-up
  * after a gap runs only the latest time that fell, once; a mirror first seen owes nothing unless its
  * passes on record are older; two processes record a time once; what a time coalesced into is named;
  * an unreachable database is counted once and the time caught up when it answers.

@@ -92,7 +92,7 @@ export function createChangeRepo({ client }: Conn, onRecorded: (seq: number) => 
 
 /** Any fixed number, the same in every syncmirror: held from renumbering a transaction's changes to its COMMIT. */
 const PUBLISH_LOCK = 0x5_9c_4d_12;
-/** Consumers LISTEN here; the payload is `<mirror>:<last seq>` (SPEC "Scale-out"). */
+/** Consumers LISTEN here; the payload is `<mirror>:<last seq>` (docs/scaling-out.md). */
 export const CHANGES_CHANNEL = "syncmirror_changes";
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store (SPEC "Scale-out"): a pool shared by any number of replicas' processes, and
+ * The PostgreSQL store (docs/scaling-out.md): a pool shared by any number of replicas' processes, and
  * its driver for the store runtime (`../store-runtime.ts`).
  *
  * Each transaction takes a pool client of its own; work outside one runs on the pool at once.

@@ -1,6 +1,5 @@
 /**
- * Drizzle tables for PostgreSQL: the same tables and columns as `../sqlite/schema.ts` (SPEC
- * "Database", "Scale-out"), with the types Postgres does best: `jsonb` for JSON parts,
+ * Drizzle tables for PostgreSQL: the same tables and columns as `../sqlite/schema.ts` (docs/reference/database.md, docs/scaling-out.md), with the types Postgres does best: `jsonb` for JSON parts,
  * `timestamptz` for times, `boolean` for flags. Times cross the boundary as `toISOString()` text,
  * the form the domain types use, so the two dialects hand the sync code the same values.
  */
@@ -226,7 +225,7 @@ export const pairs = pgTable(
 );
 
 /**
- * Which replica may run a mirror's pass (SPEC "Scale-out"); expiry judged by the database clock.
+ * Which replica may run a mirror's pass (docs/scaling-out.md); expiry judged by the database clock.
  * `holder` is the process's instance id, `holder_name` its `hostname:pid`; `epoch` (the fencing
  * token) grows at every takeover; a released lease keeps its row (and its epoch) with `released_at` set.
  */

@@ -1,5 +1,5 @@
 /**
- * Drizzle tables. `resources`, `resource_access` and `changes` are public (SPEC "Database"):
+ * Drizzle tables. `resources`, `resource_access` and `changes` are public (docs/reference/database.md):
  * readers outside syncmirror rely on their names and columns. The rest is internal state that
  * must survive a restart. Timestamps are ISO-8601 UTC text; `*_at` columns from the server clock
  * are normalised with `toISOString()` so they compare as text.
@@ -55,7 +55,7 @@ export const resourceAccess = sqliteTable(
     // By key first (who else holds this key); with the mirror, so counting a mirror's live keys
     // reads this index in key order and never the rows (access.countLive).
     index("resource_access_key_mirror").on(t.key, t.mirror),
-    // Consumers' per-user query (README) reads a user's keys through this, not every live resource.
+    // Consumers' per-user query (docs/reference/database.md) reads a user's keys through this, not every live resource.
     index("resource_access_user").on(t.userEmail, t.key),
   ],
 );
@@ -212,7 +212,7 @@ export const pairs = sqliteTable(
 );
 
 /**
- * Which process may run a mirror's pass (SPEC "Scale-out"); on SQLite the file lock already says
+ * Which process may run a mirror's pass (docs/scaling-out.md); on SQLite the file lock already says
  * one, but the same fencing runs. `holder` is the process's instance id, `holder_name` its
  * `hostname:pid`; `epoch` (the fencing token) grows at every takeover; a released lease keeps its
  * row (and its epoch) with `released_at` set.

@@ -1,6 +1,6 @@
 /**
  * The API client's sync config calls against the simulator over real HTTP: each call, the typed
- * error of each refusal API.md documents, paging with a cursor, and the retry rules of calls that
+ * error of each refusal docs/reference/upstream-api.md documents, paging with a cursor, and the retry rules of calls that
  * are not idempotent (a create is never repeated once it may have reached the service).
  */
 import { describe, expect, it } from "vitest";

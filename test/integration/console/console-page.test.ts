@@ -1,5 +1,5 @@
 /**
- * SPEC "Operator console", the web page, in a real browser (Debian's chromium through
+ * The operator console (docs/console.md), the web page, in a real browser (Debian's chromium through
  * playwright-core) against `syncmirror run` and the simulator: the page shows nothing until the
  * token is given (and a wrong one is refused with the prompt again); with it, the mirrors and a
  * failed pass's error in the service's words (markup in them shown as text); a held sweep approved on the page is applied by

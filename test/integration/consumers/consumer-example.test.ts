@@ -1,5 +1,5 @@
 /**
- * The README's consumer examples (examples/): following /v1/changes from a saved seq (either
+ * The consumer examples of docs/consumers.md (examples/): following /v1/changes from a saved seq (either
  * dialect), and reading the SQLite file directly (SQLite only), both end with an index equal to
  * the database's live state after a run of edits, deletes and access changes; a consumer
  * replaying from seq 0 gets the same.

@@ -1,6 +1,5 @@
 /**
- * `syncmirror run`'s schedule and the operator's controls through real processes (SPEC
- * "Scheduling", "Operator console"): ticks falling while a pass runs coalesce into one due pass; a
+ * `syncmirror run`'s schedule and the operator's controls through real processes (docs/scaling-out.md#scheduling, docs/console-history.md): ticks falling while a pass runs coalesce into one due pass; a
  * daemon down across its full_cron runs that full once at start (SQLite and PostgreSQL); pause,
  * resume and trigger from the CLI and over HTTP, who gave them recorded; trigger with no daemon
  * runs the pass itself.

@@ -1,4 +1,4 @@
-/** SPEC "Full", "Users who left", resources nobody can see: who keeps access, and tombstones. */
+/** docs/reference/sync-semantics.md#full-snapshots-and-sweeps, docs/reference/sync-semantics.md#users-who-left-and-pairs-out-of-reach, resources nobody can see: who keeps access, and tombstones. */
 import { afterEach, describe, expect, it } from "vitest";
 import { accessRows, changes, lastSeq, pairOf, pickDoc, resourceRow } from "../../helpers/mirror-db.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";

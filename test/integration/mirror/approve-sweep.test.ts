@@ -1,5 +1,5 @@
 /**
- * SPEC "Operator console", `approve-sweep`, through the real CLI on the suite's store: a sweep the
+ * docs/console-history.md, `approve-sweep`, through the real CLI on the suite's store: a sweep the
  * mass-delete guard held is a problem per pair; the approval is stored (visible before use), taken
  * by the next full pass only, which applies up to the number approved and names who approved in
  * its history entry; a pair that would revoke more than approved is held again; nothing held,

@@ -1,4 +1,4 @@
-/** SPEC "Changes": at most one change per key per run ingested, seq increasing, nothing for nothing. */
+/** docs/reference/sync-semantics.md#deletions-and-changes: at most one change per key per run ingested, seq increasing, nothing for nothing. */
 import { afterEach, describe, expect, it } from "vitest";
 import { changes, lastSeq, pickDoc } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";

@@ -1,5 +1,5 @@
 /**
- * SPEC "Commands" and "Outcome and exit code" through the built CLI (`npm run build` first):
+ * docs/reference/cli.md, docs/reference/sync-semantics.md#outcomes through the built CLI (`npm run build` first):
  * `sync --json`, exit codes, `--full --dry-run`, refusals.
  */
 import { writeFileSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * SPEC "Operator console" over a running daemon on the suite's store: `/v1/passes`, `/v1/problems`
+ * docs/console-history.md over a running daemon on the suite's store: `/v1/passes`, `/v1/problems`
  * and `POST /v1/mirrors/{name}/approve-sweep` need the bearer token even on loopback and answer the
  * CLI's `--json`; `syncmirror_problems` is read from the database (right after a restart, and when
  * another process changes the problems); an approval given to the daemon is obeyed by the full

@@ -1,5 +1,5 @@
 /**
- * The README's per-user query for a search index: each live key a user may see once, however many
+ * The documented per-user query for a search index: each live key a user may see once, however many
  * mirrors grant it, read through the `resource_access_user` index rather than every live resource.
  */
 import { readFileSync } from "node:fs";
@@ -9,7 +9,7 @@ import { TEST_DIALECT } from "../../helpers/dialect.js";
 import { createHarness, expectedKeys, type Harness } from "../../helpers/mirror-harness.js";
 import { buildOnce, editConfig } from "../daemon/setup.js";
 
-/** Exactly as README.md "How a search index consumes the mirror" prints it. */
+/** Exactly as docs/consumers.md and docs/reference/database.md print it. */
 const RECIPE = `SELECT r.* FROM (SELECT DISTINCT key FROM resource_access WHERE user_email = ?) AS a
 JOIN resources r ON r.key = a.key
 WHERE r.deleted_at IS NULL`;
@@ -20,10 +20,10 @@ afterEach(async () => {
   h = undefined;
 });
 
-describe("the README's per-user query", () => {
-  it("is the one README.md prints", () => {
-    const readme = readFileSync(join(import.meta.dirname, "..", "..", "..", "README.md"), "utf8");
-    expect(readme.replace(/^ +/gm, "")).toContain(RECIPE);
+describe("the documented per-user query", () => {
+  it.each(["docs/consumers.md", "docs/reference/database.md"])("is the one %s prints", (page) => {
+    const text = readFileSync(join(import.meta.dirname, "..", "..", "..", page), "utf8");
+    expect(text.replace(/^ +/gm, "")).toContain(RECIPE);
   });
 
   it("returns each key once with two mirrors of overlapping configs, through the user_email index", async () => {

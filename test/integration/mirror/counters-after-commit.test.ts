@@ -1,5 +1,5 @@
 /**
- * SPEC "Metrics" counts what the mirror did, once: a transaction that rolls back and is run again
+ * docs/reference/metrics.md counts what the mirror did, once: a transaction that rolls back and is run again
  * (a page read again by the next pass, or any transaction another writer got in the way of) is
  * counted and logged when it commits, never once per attempt.
  */

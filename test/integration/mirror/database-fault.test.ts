@@ -1,5 +1,5 @@
 /**
- * One error contract (SPEC "Outcome and exit code"): the database failing mid-pass says nothing of
+ * One error contract (docs/reference/sync-semantics.md#outcomes): the database failing mid-pass says nothing of
  * the upstream run. On either store (a disk that fills on SQLite, a connection terminated on
  * PostgreSQL) `sync` exits 1 with one line that says what to do, nothing is settled (the trigger
  * stays in flight, no run is marked failed, no outcome is recorded), and the next `sync` resumes

@@ -1,5 +1,5 @@
 /**
- * SPEC "Operator console", history: through the real CLI on the suite's store, one entry per pass,
+ * docs/console-history.md, history: through the real CLI on the suite's store, one entry per pass,
  * newest first, with every error it met in the service's own words: a failed source's text read
  * from the run's detail, each failed attempt of a trigger resumed until it succeeded (a rejected
  * token, a closed port, a wrong base URL), and pages that follow the `before` cursor.

@@ -1,4 +1,4 @@
-/** SPEC "Incremental", "Full" and "Changes": what each kind of pass sends, writes and records. */
+/** docs/reference/sync-semantics.md#watermarks-and-since, docs/reference/sync-semantics.md#full-snapshots-and-sweeps, docs/reference/sync-semantics.md#deletions-and-changes: what each kind of pass sends, writes and records. */
 import { afterEach, describe, expect, it } from "vitest";
 import {
   accessRows,

@@ -1,4 +1,4 @@
-/** API.md "Limits": export pages of at most 500 (`export.page_size`), run-list pages of 100, several servers of one type. */
+/** docs/reference/upstream-api.md#limits-and-retries: export pages of at most 500 (`export.page_size`), run-list pages of 100, several servers of one type. */
 import { afterEach, describe, expect, it } from "vitest";
 import type { RequestLogEntry } from "../../../src/simulator/index.js";
 import { accessRows, countRows } from "../../helpers/mirror-db.js";

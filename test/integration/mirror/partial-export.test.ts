@@ -1,5 +1,5 @@
 /**
- * SPEC "Outcome": `failed` means nothing could be ingested. A pass whose only run's export breaks
+ * docs/reference/sync-semantics.md#outcomes: `failed` means nothing could be ingested. A pass whose only run's export breaks
  * after its first page wrote resources, so it is `partial`, and its message says what was
  * ingested and what was not.
  */

@@ -1,5 +1,5 @@
 /**
- * SPEC "Operator console", problems: through real HTTP to the simulator and the suite's store, each
+ * docs/console-history.md, problems: through real HTTP to the simulator and the suite's store, each
  * kind appears with what it concerns, the reason and when it was first and last seen, and clears
  * itself when a later pass shows it fixed; `syncmirror problems --json` lists them and
  * `syncmirror_problems` counts them. (Held sweeps: approve-sweep.test.ts.)

@@ -1,6 +1,5 @@
 /**
- * Transient faults and crashes end in the same mirror as a clean run (SPEC "One trigger per mirror
- * at a time"). Crashes use the documented seam SYNCMIRROR_CRASH_AT through the built CLI.
+ * Transient faults and crashes end in the same mirror as a clean run (docs/reference/sync-semantics.md#one-trigger-per-mirror). Crashes use the documented seam SYNCMIRROR_CRASH_AT through the built CLI.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Simulator } from "../../../src/simulator/index.js";

@@ -1,4 +1,4 @@
-/** SPEC "Pair": a source that does not succeed neither sweeps nor moves its watermark. */
+/** docs/reference/sync-semantics.md#pairs-and-success: a source that does not succeed neither sweeps nor moves its watermark. */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Outcome } from "../../../src/simulator/index.js";
 import { accessRows, pairOf, pairs, pickDoc, runCreatedAtMs } from "../../helpers/mirror-db.js";

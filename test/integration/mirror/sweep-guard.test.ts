@@ -1,4 +1,4 @@
-/** SPEC "Full": the mass-delete guard and delete_after_missed_full. */
+/** docs/reference/sync-semantics.md#full-snapshots-and-sweeps: the mass-delete guard and delete_after_missed_full. */
 import { afterEach, describe, expect, it } from "vitest";
 import { accessRows, pickDoc, pickDocs, resourceRow } from "../../helpers/mirror-db.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";

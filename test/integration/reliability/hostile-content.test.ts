@@ -43,7 +43,7 @@ type Row = Record<string, string | null>;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 /**
- * A served value as the suite's store holds it (README "PostgreSQL text"): PostgreSQL text and
+ * A served value as the suite's store holds it (docs/reference/database.md): PostgreSQL text and
  * jsonb cannot hold NUL, nor jsonb an unpaired surrogate, so each is stored as U+FFFD, in strings
  * and in object keys alike; SQLite holds the value as given.
  */

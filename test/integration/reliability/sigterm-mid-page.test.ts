@@ -1,5 +1,5 @@
 /**
- * SIGTERM in the middle of a page transaction (SPEC "Signals"; issue 12): the page in progress
+ * SIGTERM in the middle of a page transaction (docs/reference/cli.md#signals; issue 12): the page in progress
  * ends whole, the pass stops before the next one and exits 1 saying how to resume, nothing is
  * killed, and the next `sync` resumes at the checkpoint to the state of a run never stopped.
  */

@@ -1,5 +1,5 @@
 /**
- * The operator console across replicas on one PostgreSQL database (SPEC "Operator console"): an
+ * The operator console across replicas on one PostgreSQL database (docs/console-history.md): an
  * `approve-sweep` given to one replica over HTTP is obeyed by the full pass another replica runs,
  * whose history entry names that replica and who approved; the first replica's problems gauge
  * follows what the other's pass cleared.

@@ -1,5 +1,5 @@
 /**
- * Fencing between replicas on one PostgreSQL database (SPEC "Scale-out", "Fencing"): a replica
+ * Fencing between replicas on one PostgreSQL database (docs/scaling-out.md, docs/scaling-out.md#fencing): a replica
  * paused (SIGSTOP) in the middle of a pass, past its lease, is replaced by another that finishes
  * its trigger; thawed (SIGCONT), it commits nothing more, whether the mirror has moved on since or
  * a new holder is in the middle of a pass, and even when both print as the same `hostname:pid`.

@@ -1,5 +1,5 @@
 /**
- * Several `syncmirror run` replicas on one PostgreSQL database (SPEC "Scale-out"): each scheduled
+ * Several `syncmirror run` replicas on one PostgreSQL database (docs/scaling-out.md): each scheduled
  * time runs on exactly one replica, never two passes of a mirror at once, and a replica killed mid-export
  * is replaced by another that finishes the same trigger (one POST) into a database equal to a clean
  * single-node run.

@@ -1,5 +1,5 @@
 /**
- * Due-time scheduling across replicas on one PostgreSQL database (SPEC "Scheduling", issue 22 item
+ * Due-time scheduling across replicas on one PostgreSQL database (docs/scaling-out.md#scheduling, issue 22 item
  * 2, issue 24 item 3): due passes a killed replica leaves run once each on another; replicas fill
  * their slots before any pass waits; a control given to one replica is obeyed by another; a tick
  * the database cannot record is counted as `db_unreachable` and caught up once it answers.

@@ -1,5 +1,5 @@
 /**
- * `syncmirror copy-store` through the real CLI and simulator (SPEC "Commands"): a SQLite mirror
+ * `syncmirror copy-store` through the real CLI and simulator (docs/reference/cli.md): a SQLite mirror
  * synced for a while (full, incremental, a full that tombstones and revokes) is copied into
  * PostgreSQL, passes go on there, and the result equals a PostgreSQL-only twin that ran the same
  * passes over an identical simulator. "Equal": db-snapshot's comparison (every public column but

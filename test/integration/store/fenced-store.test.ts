@@ -1,5 +1,5 @@
 /**
- * Fencing at the store, on both dialects (SPEC "Fencing"): a pass sees the store through
+ * Fencing at the store, on both dialects (docs/scaling-out.md#fencing): a pass sees the store through
  * `fencedStore`, and once its lease changed hands no write of it commits, whichever repository
  * method or transaction it goes through, while reads go on working.
  */

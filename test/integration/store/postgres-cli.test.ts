@@ -1,5 +1,5 @@
 /**
- * The real CLI against PostgreSQL problems an operator meets (SPEC "Scale-out", issue 9 "Bad input
+ * The real CLI against PostgreSQL problems an operator meets (docs/scaling-out.md, issue 9 "Bad input
  * and faults"): a missing database exits 2 naming the variable, never the URL; a server that does
  * not answer leaves the daemon alive, not ready, retrying; once it answers, the daemon gets ready.
  */

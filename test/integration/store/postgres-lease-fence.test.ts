@@ -1,6 +1,6 @@
 /**
  * The fence check on PostgreSQL orders a takeover after the old holder's open write transaction
- * (SPEC "Fencing"): checking the lease inside a transaction share-locks its row, so a replica taking
+ * (docs/scaling-out.md#fencing): checking the lease inside a transaction share-locks its row, so a replica taking
  * the lease over waits for that transaction to end, and a holder frozen inside one (paused,
  * partitioned) loses its session after one lease of idling rather than blocking the takeover forever.
  */
