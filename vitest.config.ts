@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import pg from "pg";
 import { configDefaults, defineConfig } from "vitest/config";
 
@@ -50,6 +51,10 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Most of a test's time is spent waiting on child processes, the simulator's polls and the
+    // database, so two workers on a 2-core machine (vitest's default there is one) finish the suite
+    // in about 80% of the time: measured 8.0 against 9.7 minutes.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     // Builds the PostgreSQL template once and drops the run's leftover databases at the end.
     globalSetup: ["test/helpers/postgres-global-setup.ts"],
     env: {
