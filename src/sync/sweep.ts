@@ -37,9 +37,12 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
   const runs = await store.runs.ofTrigger(trigger.id);
   // The first full pass that sweeps takes the mirror's `approve-sweep`, if any (sweep-approval.ts).
   if (runs.some((r) => r.ingest === "done")) await store.approvals.take(trigger.id, mirror.name);
-  for (const run of runs) {
+  // Read at once (PostgreSQL answers them on several connections together): sweeping one run's
+  // pairs changes no other run's sources.
+  const sourcesByRun = await Promise.all(runs.map((run) => store.runs.sourcesOf(run.syncId)));
+  for (const [i, run] of runs.entries()) {
     if (run.ingest !== "done" || run.createdAt === null) continue;
-    for (const source of await store.runs.sourcesOf(run.syncId)) {
+    for (const source of sourcesByRun[i] ?? []) {
       if (!sourceSucceeded(run, source) || source.swept !== null) continue;
       const pair = {
         mirror: mirror.name,
@@ -184,8 +187,13 @@ export async function findLeavingPairs(pass: MirrorPass, trigger: Trigger): Prom
     }
   }
   const runs: RunFact[] = [];
-  for (const run of await store.runs.ofTrigger(trigger.id)) {
-    const sources = run.ingest === "done" ? await store.runs.sourcesOf(run.syncId) : [];
+  const ofTrigger = await store.runs.ofTrigger(trigger.id);
+  // Read at once: PostgreSQL answers them on several connections together.
+  const sourcesByRun = await Promise.all(
+    ofTrigger.map((run) => (run.ingest === "done" ? store.runs.sourcesOf(run.syncId) : [])),
+  );
+  for (const [i, run] of ofTrigger.entries()) {
+    const sources = sourcesByRun[i] ?? [];
     runs.push({
       userEmail: run.userEmail,
       read: run.ingest === "done",
