@@ -5,9 +5,10 @@
  * loopback, and a cold SQLite pass (for CPU per row); then the limit client through the proxy and
  * on loopback. Medians over the rounds are printed with the round trips each pass took per export
  * page, counted at the proxy. Sizes: `--resources`, `--users`, `--rounds`, `--pg-delay-ms`;
- * `--mirror-cli` names a second build (a baseline) measured in the same rounds.
+ * `--mirror-cli` names a second build (a baseline) measured in the same rounds. `--search 1`
+ * measures instead the cold pass on loopback with `search.enabled` off and on, in turn.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
       rounds: { type: "string", default: "3" },
       "pg-delay-ms": { type: "string", default: "1" },
       "mirror-cli": { type: "string" },
+      search: { type: "string", default: "0" },
     },
   });
   const users = Number(values.users);
@@ -58,6 +60,21 @@ async function main(): Promise<void> {
       ctx.log,
       async (sim) => {
         for (let round = 1; round <= Number(values.rounds); round++) {
+          if (values.search === "1") {
+            for (const [build, cli] of builds) {
+              for (const search of [false, true]) {
+                const bctx = { ...ctx, mirrorCli: cli };
+                const id = `${build}-loopback-cold-search-${search ? "on" : "off"}`;
+                await withDatabase(admin, `net-${id}`, async (url) => {
+                  const { setup, db } = createDb(bctx, sim, `${id}-${round}`, undefined, url);
+                  const config = JSON.parse(readFileSync(db.configPath, "utf8")) as Record<string, unknown>;
+                  writeFileSync(db.configPath, JSON.stringify({ ...config, search: { enabled: search } }));
+                  add(id, await mirrorPass(bctx, sim, setup, db, { id, title: id, full: false }));
+                });
+              }
+            }
+            continue;
+          }
           for (const [build, cli] of builds) {
             const bctx = { ...ctx, mirrorCli: cli };
             for (const away of delayMs > 0 ? [true, false] : [false]) {
