@@ -6,7 +6,7 @@
  * processes, so the section also gives the server's CPU over the same span.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { startDelayProxy } from "./delay-proxy.js";
+import { type DelayProxy, startDelayProxy } from "./delay-proxy.js";
 import { fixed, mb, type Results, rate } from "./figures.js";
 import type { BenchOptions } from "./options.js";
 import { postgresAvailable, withDatabase } from "./pg-server.js";
@@ -40,31 +40,37 @@ export async function postgresPasses(
   const where = [{ prefix: "pg", suffix: "PostgreSQL", delayMs: 0 }];
   if (delayMs > 0) where.push({ prefix: "pg-away", suffix: awayTitle(delayMs), delayMs });
   for (const w of where) {
-    const reach = async (url: string, fn: (url: string) => Promise<void>) => {
+    const reach = async (url: string, fn: (url: string, proxy?: DelayProxy) => Promise<void>) => {
       if (w.delayMs === 0) return fn(url);
       const proxy = await startDelayProxy(url, w.delayMs);
       try {
-        await fn(proxy.url);
+        await fn(proxy.url, proxy);
       } finally {
         await proxy.close();
       }
     };
     await withDatabase(adminUrl, `${w.prefix}-mirror`, (url) =>
-      reach(url, async (dbUrl) => {
+      reach(url, async (dbUrl, proxy) => {
         const { setup, db } = createDb(ctx, sim, `${w.prefix}-mirror`, undefined, dbUrl);
         const pass = (id: string, title: string, full: boolean) =>
-          withServerCpu(() => mirrorPass(ctx, sim, setup, db, { id: `${w.prefix}-${id}`, title, full }));
+          withServerCpu(() =>
+            withRoundTrips(proxy, () =>
+              mirrorPass(ctx, sim, setup, db, { id: `${w.prefix}-${id}`, title, full }),
+            ),
+          );
         add(await pass("cold", `P1. Cold full mirror, ${w.suffix}`, false));
         add(await pass("full", `P3. Full snapshot, nothing changed, + sweep, ${w.suffix}`, true));
       }),
     );
     await withDatabase(adminUrl, `${w.prefix}-limit`, (url) =>
-      reach(url, async (dbUrl) => {
+      reach(url, async (dbUrl, proxy) => {
         const title = `Limit: fetch + parse + bare multi-row INSERT, ${w.suffix}`;
         const id = `${w.prefix}-limit-store`;
         add(
           await withServerCpu(() =>
-            limitPass(ctx, sim, { id, title, mode: "pg-store", inFlight, databaseUrl: dbUrl }),
+            withRoundTrips(proxy, () =>
+              limitPass(ctx, sim, { id, title, mode: "pg-store", inFlight, databaseUrl: dbUrl }),
+            ),
           ),
         );
       }),
@@ -73,6 +79,30 @@ export async function postgresPasses(
 }
 
 const awayTitle = (delayMs: number) => `PostgreSQL ${delayMs} ms away each way`;
+
+/**
+ * Adds the round trips the pass took through the proxy to its notes: all of them, and those of
+ * its page transactions with how many there were (see delay-proxy.ts).
+ */
+async function withRoundTrips(
+  proxy: DelayProxy | undefined,
+  fn: () => Promise<WorkloadResult>,
+): Promise<WorkloadResult> {
+  if (!proxy) return fn();
+  const trips = proxy.roundTrips();
+  const pages = proxy.pages();
+  const result = await fn();
+  const after = proxy.pages();
+  return {
+    ...result,
+    notes: {
+      ...result.notes,
+      roundTrips: proxy.roundTrips() - trips,
+      pageTransactions: after.pages - pages.pages,
+      pageRoundTrips: after.roundTrips - pages.roundTrips,
+    },
+  };
+}
 
 /** Adds the PostgreSQL server's CPU seconds over `fn` to the result's notes. */
 async function withServerCpu(fn: () => Promise<WorkloadResult>): Promise<WorkloadResult> {
@@ -136,6 +166,10 @@ export function postgresSection(
         w.db ? fixed(w.db.bytes / 1e6, 1) : "-",
         l && id !== limit ? fixed(rate(w) / rate(l)) : "-",
         l && id !== limit ? fixed(perRow(w) / perRow(l)) : "-",
+        w.notes.roundTrips === undefined ? "-" : String(w.notes.roundTrips),
+        Number(w.notes.pageTransactions) > 0
+          ? `${fixed(Number(w.notes.pageRoundTrips) / Number(w.notes.pageTransactions), 1)} (${w.notes.pageTransactions} pages)`
+          : "-",
       ]);
     }
   }
@@ -145,6 +179,7 @@ export function postgresSection(
       "Each store's limit is the limit client writing the same rows bare, in one transaction, into unindexed tables of that store. " +
       '"PostgreSQL, away" is the same server through a TCP proxy in the bench that holds every chunk `--pg-delay-ms` (default 1) ms each way, ' +
       "so each statement's round trip costs about what it would to a database on another host (0 skips it). " +
+      "Round trips are counted at the proxy (each time the client speaks after an answer reached it; statements it pipelines share one): all of the pass's, and their mean per page transaction (BEGIN to COMMIT; a run's first and last pages do a little more). " +
       "CPU s is the measured process's; SQLite works inside it, PostgreSQL mostly in its server, whose CPU (the postmaster and its exited backends, " +
       "so other clients of the server count too) is given beside it. DB MB: the file (SQLite) or pg_database_size (PostgreSQL).",
     "",
@@ -162,6 +197,8 @@ export function postgresSection(
         "DB MB",
         "Rows/s / limit",
         "CPU per row / limit",
+        "Round trips",
+        "Round trips / page",
       ],
       rows,
     ),

@@ -92,6 +92,16 @@ export interface ChangeRepo {
    * in the same order would answer.
    */
   recordAll(changes: readonly ChangeRecord[]): Promise<boolean[]>;
+  /**
+   * A page's sightings: `access.seeAll(rows)`, then `recordAll` of one change per row, all in
+   * `change`'s scope: `upsert` for a row whose resource the page wrote (`written[i]`), `access` for
+   * one whose user had no access before (`seenChanges`). One statement on PostgreSQL.
+   */
+  recordSeen(
+    rows: readonly SeenRow[],
+    written: readonly boolean[],
+    change: Omit<ChangeRecord, "key" | "op">,
+  ): Promise<void>;
 }
 
 export interface PairRepo {

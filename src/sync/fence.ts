@@ -62,8 +62,20 @@ export function fencedStore(store: Store, fence: Fence): Store {
   const transaction = async <T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> => {
     try {
       return await store.transaction(async (tx) => {
-        await assertLeaseHeld(fence, tx);
-        return fn(tx);
+        // Checked first in the transaction, but not waited for before `fn` starts: its statements
+        // follow the check on the connection (one round trip for both on PostgreSQL) and the
+        // transaction commits only once the check has held; a lost lease rolls back whatever `fn` did.
+        const held = assertLeaseHeld(fence, tx);
+        held.catch(() => {});
+        let result: T;
+        try {
+          result = await fn(tx);
+        } catch (error) {
+          await held;
+          throw error;
+        }
+        await held;
+        return result;
       });
     } catch (error) {
       if (!isDatabaseError(error) || (await store.leases.isHeld(fence).catch(() => true))) throw error;

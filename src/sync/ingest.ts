@@ -7,15 +7,7 @@
 import { setImmediate } from "node:timers/promises";
 import { type ExportPage, Resource } from "../api/schemas.js";
 import type { StoreOps } from "../store/store.js";
-import type {
-  ChangeRecord,
-  PageCounts,
-  ResourceWrite,
-  Run,
-  SeenRow,
-  SourceReport,
-  Trigger,
-} from "../store/types.js";
+import type { PageCounts, ResourceWrite, Run, SeenRow, SourceReport, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { type ExportPageStream, engineOf, fetchExportPages } from "./export-pages.js";
 import { sourceSucceeded } from "./outcome.js";
@@ -115,19 +107,21 @@ async function applyPage(
   const where = { mirror: mirror.name, at, replica: ctx.replica?.name ?? null };
   const seenAt = run.createdAt as string;
   const engineVersion = engineOf(page);
-  if (firstPage) {
-    await tx.runs.saveFirstPage(run.syncId, {
-      schemaVersion: String(page.schema_version),
-      engineVersion,
-      diagnostics: {
-        excluded: page.excluded ?? [],
-        undecided: page.undecided ?? [],
-        unresolved_requests: page.unresolved_requests ?? [],
-        unmatched_tool_calls: page.unmatched_tool_calls ?? [],
-      },
-      sources: sourceReports(page),
-    });
-  }
+  // Statements issued together share a round trip on PostgreSQL (its client pipelines); SQLite
+  // runs each as it is called, in the same order.
+  const firstPageSaved = firstPage
+    ? tx.runs.saveFirstPage(run.syncId, {
+        schemaVersion: String(page.schema_version),
+        engineVersion,
+        diagnostics: {
+          excluded: page.excluded ?? [],
+          undecided: page.undecided ?? [],
+          unresolved_requests: page.unresolved_requests ?? [],
+          unmatched_tool_calls: page.unmatched_tool_calls ?? [],
+        },
+        sources: sourceReports(page),
+      })
+    : undefined;
   const counts: PageCounts = { upserted: 0, unchanged: 0, rejected: 0, keysNew: 0, keysChanged: 0 };
   const rows: RowTally = new Map();
   const warnings: AppliedPage["warnings"] = [];
@@ -140,7 +134,7 @@ async function applyPage(
   // The page's stored states in one read (one round trip on PostgreSQL), kept current as the page
   // writes, so a key the page repeats sees its own earlier write as it would row by row.
   const looked = new Set(page.resources.map(keyOf).filter((key): key is string => key !== undefined));
-  const states = await tx.resources.findStates([...looked]);
+  const [states] = await Promise.all([tx.resources.findStates([...looked]), firstPageSaved]);
   /** The page's accepted rows in order, and whether each wrote its resource. */
   const seen: SeenRow[] = [];
   const written: boolean[] = [];
@@ -211,27 +205,15 @@ async function applyPage(
     written.push(changed);
     ctx.crashPoint("mid-page");
   }
-  // The page's resources, then its access, then its changes, each at once (a round trip each on
-  // PostgreSQL), in the page's row order, so the feed lists keys as a row-by-row ingest would.
-  await tx.resources.writeAll(writes, engineVersion, at);
-  const hadNoAccess = await tx.access.seeAll(seen);
-  const changes: ChangeRecord[] = [];
-  for (const [i, row] of seen.entries()) {
-    const changed = written[i] === true;
-    if (changed || hadNoAccess[i] === true) {
-      changes.push({
-        key: row.key,
-        op: changed ? "upsert" : "access",
-        at,
-        mirror: mirror.name,
-        scope: run.syncId,
-      });
-    }
-  }
-  await tx.changes.recordAll(changes);
-  await recordRejectedRows(tx, where, run, rejected);
+  // The page's resources, then its access and changes, each at once, in the page's row order, so
+  // the feed lists keys as a row-by-row ingest would; all of it one round trip on PostgreSQL.
   const next = page.page.next_offset;
-  await tx.runs.checkpoint(run.syncId, next, counts);
+  await Promise.all([
+    tx.resources.writeAll(writes, engineVersion, at),
+    tx.changes.recordSeen(seen, written, { at, mirror: mirror.name, scope: run.syncId }),
+    recordRejectedRows(tx, where, run, rejected),
+    tx.runs.checkpoint(run.syncId, next, counts),
+  ]);
   if (next === null) {
     const last = { ...where, triggerRowId: trigger.id, serviceErrors };
     return { rows, warnings, finishedSources: await finishRun(pass, tx, trigger, run, last) };
@@ -252,15 +234,18 @@ async function finishRun(
 ): Promise<NonNullable<AppliedPage["finishedSources"]>> {
   const createdAt = run.createdAt as string;
   const sources: NonNullable<AppliedPage["finishedSources"]> = [];
-  // Re-read: the checkpoint just marked it done and added this page's rejections.
-  const finished = await tx.runs.get(run.syncId);
-  const runSources = await tx.runs.sourcesOf(run.syncId);
+  // Re-read: the checkpoint just marked it done and added this page's rejections. Each group of
+  // statements is issued at once (one round trip on PostgreSQL), in the order they must run.
+  const [finished, runSources] = await Promise.all([tx.runs.get(run.syncId), tx.runs.sourcesOf(run.syncId)]);
+  const writes: Promise<void>[] = [];
   for (const s of runSources) {
     const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
-    await tx.pairs.ran(pair, createdAt);
-    if (sourceSucceeded(finished, s)) await tx.pairs.succeeded(pair, createdAt, trigger.mode === "full");
+    writes.push(tx.pairs.ran(pair, createdAt));
+    if (sourceSucceeded(finished, s))
+      writes.push(tx.pairs.succeeded(pair, createdAt, trigger.mode === "full"));
     sources.push({ sourceType: s.sourceType, status: s.exportStatus ?? "unknown" });
   }
-  await recordRunOutcome(tx, last, finished, runSources, last.serviceErrors);
+  writes.push(recordRunOutcome(tx, last, finished, runSources, last.serviceErrors));
+  await Promise.all(writes);
   return sources;
 }

@@ -37,9 +37,12 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
   const runs = await store.runs.ofTrigger(trigger.id);
   // The first full pass that sweeps takes the mirror's `approve-sweep`, if any (sweep-approval.ts).
   if (runs.some((r) => r.ingest === "done")) await store.approvals.take(trigger.id, mirror.name);
-  for (const run of runs) {
+  // Read at once (PostgreSQL answers them on several connections together): sweeping one run's
+  // pairs changes no other run's sources.
+  const sourcesByRun = await Promise.all(runs.map((run) => store.runs.sourcesOf(run.syncId)));
+  for (const [i, run] of runs.entries()) {
     if (run.ingest !== "done" || run.createdAt === null) continue;
-    for (const source of await store.runs.sourcesOf(run.syncId)) {
+    for (const source of sourcesByRun[i] ?? []) {
       if (!sourceSucceeded(run, source) || source.swept !== null) continue;
       const pair = {
         mirror: mirror.name,
@@ -48,29 +51,33 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
       };
       const snapshotAt = run.createdAt;
       const swept = await store.transaction(async (tx) => {
-        const total = await tx.access.countPairKeys(pair);
-        const revocable = await tx.access.countRevocable(pair, snapshotAt, threshold);
+        // Each group of statements is issued at once (one round trip on PostgreSQL), in order.
+        const [total, revocable, approved] = await Promise.all([
+          tx.access.countPairKeys(pair),
+          tx.access.countRevocable(pair, snapshotAt, threshold),
+          tx.approvals.allowance(trigger.id, pair),
+        ]);
         const guard = decideGuard(
           { revocable, total },
-          {
-            maxDeleteFraction: mirror.maxDeleteFraction,
-            allowMassDelete: trigger.allowMassDelete,
-            approved: await tx.approvals.allowance(trigger.id, pair),
-          },
+          { maxDeleteFraction: mirror.maxDeleteFraction, allowMassDelete: trigger.allowMassDelete, approved },
         );
         const at = ctx.now().toISOString();
         if (!guard.apply) {
-          await tx.runs.markSwept(run.syncId, source.source, "held");
-          await tx.triggers.addSweepCounts(trigger.id, { held: revocable, sweepsHeld: 1 });
-          await tx.problems.record([heldSweep(pair, { source, syncId: run.syncId, revocable, total, at })]);
+          await Promise.all([
+            tx.runs.markSwept(run.syncId, source.source, "held"),
+            tx.triggers.addSweepCounts(trigger.id, { held: revocable, sweepsHeld: 1 }),
+            tx.problems.record([heldSweep(pair, { source, syncId: run.syncId, revocable, total, at })]),
+          ]);
           return { held: true, revocable, total } as const;
         }
         const keys = await tx.access.sweepMissed(pair, snapshotAt, threshold);
         const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
-        await tx.runs.markSwept(run.syncId, source.source, "applied");
-        await tx.triggers.addSweepCounts(trigger.id, result);
-        if (guard.approved) await tx.approvals.use(trigger.id, pair, result.revoked);
-        await tx.problems.clearPair(pair, ["held_sweep"]);
+        await Promise.all([
+          tx.runs.markSwept(run.syncId, source.source, "applied"),
+          tx.triggers.addSweepCounts(trigger.id, result),
+          guard.approved ? tx.approvals.use(trigger.id, pair, result.revoked) : undefined,
+          tx.problems.clearPair(pair, ["held_sweep"]),
+        ]);
         return { held: false, result } as const;
       });
       reportSweep(pass, pair, swept);
@@ -180,8 +187,13 @@ export async function findLeavingPairs(pass: MirrorPass, trigger: Trigger): Prom
     }
   }
   const runs: RunFact[] = [];
-  for (const run of await store.runs.ofTrigger(trigger.id)) {
-    const sources = run.ingest === "done" ? await store.runs.sourcesOf(run.syncId) : [];
+  const ofTrigger = await store.runs.ofTrigger(trigger.id);
+  // Read at once: PostgreSQL answers them on several connections together.
+  const sourcesByRun = await Promise.all(
+    ofTrigger.map((run) => (run.ingest === "done" ? store.runs.sourcesOf(run.syncId) : [])),
+  );
+  for (const [i, run] of ofTrigger.entries()) {
+    const sources = sourcesByRun[i] ?? [];
     runs.push({
       userEmail: run.userEmail,
       read: run.ingest === "done",

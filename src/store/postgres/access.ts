@@ -1,7 +1,7 @@
 /**
  * The public `resource_access` table: which user may see which key through which mirror.
  */
-import { and, count, countDistinct, eq, gte, inArray, isNull, lt, sql } from "drizzle-orm";
+import { and, count, countDistinct, eq, gte, inArray, isNull, lt } from "drizzle-orm";
 import type { AccessRepo } from "../store.js";
 import type { PairRef } from "../types.js";
 import { type Conn, queryOne } from "./connection.js";
@@ -19,6 +19,19 @@ const SEE_ALL_SQL = `INSERT INTO resource_access (mirror, user_email, key, serve
   ON CONFLICT (mirror, user_email, key) DO UPDATE SET source = excluded.source,
     last_seen_at = GREATEST(resource_access.last_seen_at, excluded.last_seen_at), missed_full_count = 0
   RETURNING mirror, user_email, key, (xmax = 0) AS inserted`;
+
+// A pair's sweep in one statement (one round trip): the missed rows that reach `threshold` with
+// this miss are revoked, the others count it. Two disjoint sets of rows: one statement may not
+// both update a row and delete it.
+const SWEEP_MISSED = "syncmirror_access_sweep_missed";
+const MISSED = `mirror = $1 AND user_email = $2 AND server_instance_id = $3 AND last_seen_at < $4::timestamptz`;
+const SWEEP_MISSED_SQL = `WITH removed AS (
+    DELETE FROM resource_access WHERE ${MISSED} AND missed_full_count >= $5::int - 1 RETURNING key
+  ), counted AS (
+    UPDATE resource_access SET missed_full_count = missed_full_count + 1
+     WHERE ${MISSED} AND missed_full_count < $5::int - 1
+  )
+  SELECT key FROM removed`;
 
 const rowId = (mirror: string, userEmail: string, key: string) => `${mirror}\n${userEmail}\n${key}`;
 
@@ -106,16 +119,12 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
     },
 
     async sweepMissed(pair, snapshotAt, threshold) {
-      const missed = and(pairWhere(pair), lt(resourceAccess.lastSeenAt, snapshotAt));
-      await db
-        .update(resourceAccess)
-        .set({ missedFullCount: sql`${resourceAccess.missedFullCount} + 1` })
-        .where(missed);
-      const removed = await db
-        .delete(resourceAccess)
-        .where(and(missed, gte(resourceAccess.missedFullCount, threshold)))
-        .returning({ key: resourceAccess.key });
-      return removed.map((r) => r.key);
+      const { rows } = await client.query<{ key: string }>({
+        name: SWEEP_MISSED,
+        text: SWEEP_MISSED_SQL,
+        values: [pair.mirror, pair.userEmail, pair.serverInstanceId, snapshotAt, threshold],
+      });
+      return rows.map((r) => r.key);
     },
 
     async revokePair(pair) {

@@ -9,8 +9,8 @@
  */
 
 import type pg from "pg";
-import { priorStands } from "../change-rule.js";
-import type { ChangeRepo } from "../store.js";
+import { priorStands, STANDING_PAIRS, seenChanges } from "../change-rule.js";
+import type { AccessRepo, ChangeRepo } from "../store.js";
 import type { ChangeOp, ChangeRecord } from "../types.js";
 import type { Conn } from "./connection.js";
 import { pgText } from "./pg-values.js";
@@ -32,10 +32,72 @@ const APPEND_SQL = `WITH replaced AS (
     ORDER BY n
   RETURNING seq`;
 
+// A page's sightings in one statement: the access upsert of `access.ts` (SEE_ALL), then a change
+// for each row the page wrote or whose user had no access before, replacing its key's change in
+// the scope unless that one stands (STANDING_PAIRS, `priorStands` as data), appended in row order.
+// Only for rows that are each their own (mirror, user, key): ON CONFLICT and the priors join
+// assume one row per key; a page that repeats one takes the stepwise path.
+const RECORD_SEEN = "syncmirror_changes_record_seen";
+const RECORD_SEEN_SQL = `WITH seen AS (
+    INSERT INTO resource_access (mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count)
+    SELECT m, u, k, s, src, at, 0
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) AS t(m, u, k, s, src, at)
+    ON CONFLICT (mirror, user_email, key) DO UPDATE SET source = excluded.source,
+      last_seen_at = GREATEST(resource_access.last_seen_at, excluded.last_seen_at), missed_full_count = 0
+    RETURNING mirror, user_email, key, (xmax = 0) AS inserted
+  ), wanted AS (
+    SELECT t.k, CASE WHEN t.w THEN 'upsert' ELSE 'access' END AS op, t.n
+      FROM unnest($1::text[], $2::text[], $3::text[], $7::boolean[]) WITH ORDINALITY AS t(m, u, k, w, n)
+      LEFT JOIN seen ON seen.mirror = t.m AND seen.user_email = t.u AND seen.key = t.k
+     WHERE t.w OR seen.inserted
+  ), prior AS (
+    SELECT c.seq, c.op::text AS op, w.n FROM wanted w JOIN changes c ON c.sync_id = $10 AND c.key = w.k
+  ), kept AS (
+    SELECT w.k, w.op, w.n FROM wanted w LEFT JOIN prior p ON p.n = w.n
+     WHERE p.seq IS NULL OR (p.op || '>' || w.op) <> ALL($11::text[])
+  ), replaced AS (
+    DELETE FROM changes WHERE seq IN (SELECT p.seq FROM prior p JOIN kept ON kept.n = p.n)
+  )
+  INSERT INTO changes (key, op, at, mirror, sync_id)
+  SELECT k, op, $8::timestamptz, $9, $10 FROM kept ORDER BY n
+  RETURNING seq`;
+
 const scopedId = (scope: string, key: string) => `${scope}\n${key}`;
 
-export function createChangeRepo({ client }: Conn, onRecorded: (seq: number) => void): ChangeRepo {
-  return {
+export function createChangeRepo(
+  { client }: Conn,
+  onRecorded: (seq: number) => void,
+  access: Pick<AccessRepo, "seeAll">,
+): ChangeRepo {
+  const repo: ChangeRepo = {
+    async recordSeen(rows, written, change) {
+      if (rows.length === 0) return;
+      const keys = rows.map((r) => pgText(r.key));
+      const ids = new Set(rows.map((r, i) => `${r.mirror}\n${r.userEmail}\n${keys[i]}`));
+      if (ids.size < rows.length) {
+        await repo.recordAll(seenChanges(rows, written, await access.seeAll(rows), change));
+        return;
+      }
+      const { rows: inserted } = await client.query<{ seq: string }>({
+        name: RECORD_SEEN,
+        text: RECORD_SEEN_SQL,
+        values: [
+          rows.map((r) => r.mirror),
+          rows.map((r) => r.userEmail),
+          keys,
+          rows.map((r) => r.serverInstanceId),
+          rows.map((r) => r.source),
+          rows.map((r) => r.seenAt),
+          rows.map((_, i) => written[i] === true),
+          change.at,
+          change.mirror,
+          change.scope,
+          STANDING_PAIRS,
+        ],
+      });
+      for (const r of inserted) onRecorded(Number(r.seq));
+    },
+
     async recordAll(changes) {
       if (changes.length === 0) return [];
       const keys = changes.map((c) => pgText(c.key));
@@ -88,6 +150,7 @@ export function createChangeRepo({ client }: Conn, onRecorded: (seq: number) => 
       return results;
     },
   };
+  return repo;
 }
 
 /** Any fixed number, the same in every syncmirror: held from renumbering a transaction's changes to its COMMIT. */
@@ -97,12 +160,15 @@ export const CHANGES_CHANNEL = "syncmirror_changes";
 
 /**
  * The transaction's changes (`seqs`, as recorded) take fresh seqs in their recorded order, and a
- * NOTIFY per mirror carries its highest: call last before COMMIT, which releases the lock.
+ * NOTIFY per mirror carries its highest, then COMMIT releases the lock: sent together (the client
+ * pipelines), one round trip. The server runs them in order, so the renumbering still happens
+ * under the lock, and a COMMIT after a failed statement only rolls back: the failure is thrown.
  */
-export async function publishChanges(client: pg.PoolClient, seqs: readonly number[]): Promise<void> {
-  await client.query("SELECT pg_advisory_xact_lock($1)", [PUBLISH_LOCK]);
-  await client.query(
-    `WITH moved AS (
+export async function publishAndCommit(client: pg.PoolClient, seqs: readonly number[]): Promise<void> {
+  await Promise.all([
+    client.query("SELECT pg_advisory_xact_lock($1)", [PUBLISH_LOCK]),
+    client.query(
+      `WITH moved AS (
        DELETE FROM changes WHERE seq = ANY($1::bigint[]) RETURNING seq, key, op, at, mirror, sync_id
      ), renumbered AS (
        INSERT INTO changes (key, op, at, mirror, sync_id)
@@ -110,6 +176,8 @@ export async function publishChanges(client: pg.PoolClient, seqs: readonly numbe
        RETURNING mirror, seq
      )
      SELECT pg_notify('${CHANGES_CHANNEL}', mirror || ':' || max(seq)) FROM renumbered GROUP BY mirror`,
-    [seqs],
-  );
+      [seqs],
+    ),
+    client.query("COMMIT"),
+  ]);
 }

@@ -16,7 +16,7 @@ import { createStore } from "../store-runtime.js";
 import type { ChangeOp } from "../types.js";
 import { createAccessRepo } from "./access.js";
 import { createSweepApprovalRepo } from "./approvals.js";
-import { createChangeRepo, publishChanges } from "./changes.js";
+import { createChangeRepo, publishAndCommit } from "./changes.js";
 import { createControlRepo } from "./controls.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
@@ -95,10 +95,11 @@ function createPostgresDriver(
     oneConnection: false,
     repositories(client, onRecorded) {
       const conn = { db: drizzle(client, { schema }), client };
+      const access = createAccessRepo(conn);
       return {
         resources: createResourceRepo(conn),
-        access: createAccessRepo(conn),
-        changes: createChangeRepo(conn, onRecorded),
+        access,
+        changes: createChangeRepo(conn, onRecorded, access),
         pairs: createPairRepo(conn),
         triggers: createTriggerRepo(conn),
         runs: createRunRepo(conn),
@@ -152,7 +153,12 @@ function createPostgresDriver(
   };
 }
 
-/** A pool client of its own, in a transaction until it commits or rolls back. */
+/**
+ * A pool client of its own, in a transaction until it commits or rolls back. The pool's clients
+ * pipeline (`createPool`): BEGIN is not waited for but sent ahead of the transaction's first
+ * statements, which the server runs after it, so it costs no round trip of its own; were it to
+ * fail, so would they, and COMMIT reports it.
+ */
 async function beginOn(pool: pg.Pool): Promise<DriverTransaction<PgConn>> {
   const client = await pool.connect();
   let broken: Error | undefined;
@@ -166,18 +172,20 @@ async function beginOn(pool: pg.Pool): Promise<DriverTransaction<PgConn>> {
     client.off("error", onLost);
     client.release(broken);
   };
-  try {
-    await client.query("BEGIN");
-  } catch (error) {
-    broken = error as Error;
-    release();
-    throw error;
-  }
+  const begun = client.query("BEGIN").then(
+    () => undefined,
+    (error: Error) => {
+      broken = error;
+      return error;
+    },
+  );
   return {
     conn: client,
     async commit(recorded) {
-      if (recorded.length > 0) await publishChanges(client, recorded);
-      await client.query("COMMIT");
+      const failed = await begun;
+      if (failed) throw failed;
+      if (recorded.length > 0) await publishAndCommit(client, recorded);
+      else await client.query("COMMIT");
       release();
     },
     async rollback() {

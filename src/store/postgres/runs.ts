@@ -75,15 +75,21 @@ export function createRunRepo({ db }: Conn): RunRepo {
     },
 
     async saveFirstPage(syncId, p) {
-      await db
+      // Two tables, so the two statements may run in either order: sent together (the client
+      // pipelines), one round trip.
+      const saved = db
         .update(runs)
         .set({ schemaVersion: p.schemaVersion, engineVersion: p.engineVersion, diagnostics: p.diagnostics })
-        .where(eq(runs.syncId, syncId));
+        .where(eq(runs.syncId, syncId))
+        .execute();
       // One row per label, the last one winning as in row-by-row upserts: a single INSERT may not
       // update the same row twice.
       const sources = [...new Map(p.sources.map((s) => [s.source, s])).values()];
-      if (sources.length === 0) return;
-      await db
+      if (sources.length === 0) {
+        await saved;
+        return;
+      }
+      const inserted = db
         .insert(runSources)
         .values(sources.map((s) => ({ syncId, ...s, counts: s.counts ?? null })))
         .onConflictDoUpdate({
@@ -95,7 +101,9 @@ export function createRunRepo({ db }: Conn): RunRepo {
             exportStatus: sql`excluded.export_status`,
             counts: sql`excluded.counts`,
           },
-        });
+        })
+        .execute();
+      await Promise.all([saved, inserted]);
     },
 
     async checkpoint(syncId, nextOffset, c) {

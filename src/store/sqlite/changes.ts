@@ -1,14 +1,18 @@
 /**
  * The public `changes` feed: a consumer keeps the last `seq` it processed and reads onward.
  */
-import { priorStands } from "../change-rule.js";
+import { priorStands, seenChanges } from "../change-rule.js";
 import type { OnRecorded } from "../driver.js";
-import type { ChangeRepo } from "../store.js";
+import type { AccessRepo, ChangeRepo } from "../store.js";
 import type { ChangeOp, ChangeRecord } from "../types.js";
 import type { Db } from "./open.js";
 import type { Sync } from "./sync-repo.js";
 
-export function createChangeRepo(db: Db, onRecorded: OnRecorded): Sync<ChangeRepo> {
+export function createChangeRepo(
+  db: Db,
+  onRecorded: OnRecorded,
+  access: Pick<Sync<AccessRepo>, "seeAll">,
+): Sync<ChangeRepo> {
   // A change is recorded for most exported rows of a cold mirror: plain better-sqlite3 statements with
   // positional parameters, because drizzle's per-call placeholder mapping cost more than the SQLite work.
   const sqlite = db.$client;
@@ -32,5 +36,8 @@ export function createChangeRepo(db: Db, onRecorded: OnRecorded): Sync<ChangeRep
 
   return {
     recordAll: (changes) => changes.map(record),
+    recordSeen(rows, written, change) {
+      for (const c of seenChanges(rows, written, access.seeAll(rows), change)) record(c);
+    },
   };
 }

@@ -83,24 +83,27 @@ function createSqliteDriver(database: OpenDatabase, now: () => Date): StoreDrive
   return {
     shared: db,
     oneConnection: true,
-    repositories: (conn, onRecorded) => ({
-      resources: createResourceRepo(conn),
-      access: createAccessRepo(conn),
-      changes: createChangeRepo(conn, onRecorded),
-      pairs: createPairRepo(conn),
-      triggers: createTriggerRepo(conn),
-      runs: createRunRepo(conn),
-      mirrors: createMirrorRepo(conn),
-      dryRun: createDryRunRepo(conn),
-      leases: createLeaseRepo(conn, now),
-      syncConfigs: createSyncConfigRepo(conn),
-      schedules: createScheduleRepo(conn),
-      replicas: createReplicaRepo(conn, now),
-      controls: createControlRepo(conn),
-      history: createHistoryRepo(conn),
-      problems: createProblemRepo(conn),
-      approvals: createSweepApprovalRepo(conn),
-    }),
+    repositories: (conn, onRecorded) => {
+      const access = createAccessRepo(conn);
+      return {
+        resources: createResourceRepo(conn),
+        access,
+        changes: createChangeRepo(conn, onRecorded, access),
+        pairs: createPairRepo(conn),
+        triggers: createTriggerRepo(conn),
+        runs: createRunRepo(conn),
+        mirrors: createMirrorRepo(conn),
+        dryRun: createDryRunRepo(conn),
+        leases: createLeaseRepo(conn, now),
+        syncConfigs: createSyncConfigRepo(conn),
+        schedules: createScheduleRepo(conn),
+        replicas: createReplicaRepo(conn, now),
+        controls: createControlRepo(conn),
+        history: createHistoryRepo(conn),
+        problems: createProblemRepo(conn),
+        approvals: createSweepApprovalRepo(conn),
+      };
+    },
     async begin() {
       sqlite.exec("BEGIN IMMEDIATE");
       return transaction;

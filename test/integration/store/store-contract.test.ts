@@ -6,7 +6,7 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { CHANGES_CHANNEL } from "../../../src/store/postgres/postgres-store.js";
-import type { PairRef, ResourceWrite } from "../../../src/store/types.js";
+import type { ChangeRecord, PairRef, ResourceWrite } from "../../../src/store/types.js";
 import { storeDialects, useStore } from "../../helpers/store-dialects.js";
 import { ingestNew, resource, T1, T2, T3, uid } from "../../helpers/store-fixtures.js";
 
@@ -359,6 +359,87 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       ["a", "delete", before],
     ]);
     expect(await opened.store.transaction((tx) => tx.changes.recordAll([]))).toEqual([]);
+  });
+
+  it("records a page's sightings as seeAll then recordAll would, a repeated key included", async () => {
+    const scope = "run-seen";
+    const play = async (oneCall: boolean, repeat: boolean) => {
+      const mirror = `m-${uid()}`;
+      const [ann, bob] = ["ann@example.test", "bob@example.test"];
+      const row = (userEmail: string, key: string) => ({
+        mirror,
+        userEmail,
+        key: `${mirror}-${key}`,
+        serverInstanceId: "srv-1",
+        source: "docs",
+        seenAt: T1,
+      });
+      // Before the page: ann sees "old" (its upsert recorded in this scope) and "known".
+      await opened.store.transaction(async (tx) => {
+        await tx.resources.writeAll([resource(`${mirror}-old`), resource(`${mirror}-known`)], null, T1);
+        await tx.changes.recordSeen([row(ann, "old"), row(ann, "known")], [true, false], {
+          at: T1,
+          mirror,
+          scope,
+        });
+      });
+      // The page writes "new" and "old" again (whose upsert stands), bob first sees "known", ann
+      // sees it again (nothing to record), and nul-key is new.
+      const rows = [
+        row(ann, "new"),
+        row(ann, "old"),
+        row(bob, "known"),
+        row(ann, "known"),
+        row(ann, "nul\u0000key"),
+      ];
+      const written = [true, true, false, false, true];
+      if (repeat) {
+        rows.push(row(bob, "known"));
+        written.push(true);
+      }
+      await opened.store.transaction(async (tx) => {
+        await tx.resources.writeAll(
+          [resource(`${mirror}-new`), resource(`${mirror}-nul\u0000key`)],
+          null,
+          T2,
+        );
+        const change = { at: T2, mirror, scope };
+        if (oneCall) return tx.changes.recordSeen(rows, written, change);
+        const had = await tx.access.seeAll(rows);
+        await tx.changes.recordAll(
+          rows.flatMap((r, i): ChangeRecord[] => {
+            if (written[i]) return [{ ...change, key: r.key, op: "upsert" }];
+            return had[i] ? [{ ...change, key: r.key, op: "access" }] : [];
+          }),
+        );
+      });
+      const feed = await opened.query<{ key: string; op: string; at: string | Date }>(
+        "SELECT key, op, at FROM changes WHERE mirror = ? ORDER BY seq",
+        mirror,
+      );
+      const access = await opened.query<{ user_email: string; key: string }>(
+        "SELECT user_email, key FROM resource_access WHERE mirror = ? ORDER BY user_email, key",
+        mirror,
+      );
+      const local = (key: string) => key.slice(mirror.length + 1);
+      return {
+        feed: feed.map((r) => [local(r.key), r.op]),
+        access: access.map((r) => [r.user_email, local(r.key)]),
+      };
+    };
+    for (const repeat of [false, true]) {
+      const seen = await play(true, repeat);
+      expect(seen).toEqual(await play(false, repeat));
+      const nul = [expect.stringMatching(/^nul.key$/), "upsert"];
+      // "old" was upserted in the scope already; bob's first sight of "known" adds nothing to its
+      // access change, unless the page also wrote it (the repeat), which says more.
+      expect(seen.feed).toEqual(
+        repeat
+          ? [["old", "upsert"], ["new", "upsert"], nul, ["known", "upsert"]]
+          : [["old", "upsert"], ["known", "access"], ["new", "upsert"], nul],
+      );
+      expect(seen.access).toHaveLength(5);
+    }
   });
 
   it("rolls a failed transaction back entirely, work done through the store itself included", async () => {
