@@ -18,6 +18,7 @@ import { openPostgresStore } from "../src/store/postgres/postgres-store.js";
 import type { Store } from "../src/store/store.js";
 import type { ResourceWrite, SeenRow } from "../src/store/types.js";
 import { adminUrl, withDatabase } from "./pg-server.js";
+import { syntheticResource } from "./synthetic-resource.js";
 
 const USERS = Array.from({ length: 20 }, (_, i) => `user${i + 1}@example.com`);
 const PAGE = 200;
@@ -37,26 +38,9 @@ function pages(n: number, at: string): Page[] {
       const type = random.pick(["page", "document", "issue", "spreadsheet"]);
       const title = generateTitle(type, random);
       const key = `bench:${i}`;
-      page.writes.push({
-        key,
-        contentHash: `h${i}`,
-        contentText: generateBody(title, generateSize(random), random),
-        contentFormat: "markdown",
-        contentStatus: "full",
-        title,
-        url: `https://example.com/${i}`,
-        type,
-        sourceType: "notion",
-        serverInstanceId: "server-1",
-        nativeId: String(i),
-        modifiedAt: at,
-        fetchedAt: at,
-        fields: null,
-        metadata: JSON.stringify({ i }),
-        relations: null,
-        attachments: null,
-        provenance: null,
-      });
+      page.writes.push(
+        syntheticResource(i, title, type, generateBody(title, generateSize(random), random), at),
+      );
       const users = new Set<string>();
       for (let u = random.int(1, 5); u > 0; u--) users.add(random.pick(USERS));
       for (const userEmail of users)

@@ -22,6 +22,7 @@ import { openSqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import type { StoreOps } from "../src/store/store.js";
 import { createMirrorDb, runSyncPass } from "./mirror.js";
 import { startSimProcess } from "./sim-process.js";
+import { syntheticResource } from "./synthetic-resource.js";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 const USERS = Array.from({ length: 20 }, (_, i) => `user${i + 1}@example.com`);
@@ -78,32 +79,7 @@ async function writeOne(
   const title = generateTitle(type, random);
   const key = `bench:${i}`;
   const text = generateBody(title, generateSize(random), random);
-  await store.resources.writeAll(
-    [
-      {
-        key,
-        contentHash: `h${i}`,
-        contentText: text,
-        contentFormat: "markdown",
-        contentStatus: "full",
-        title,
-        url: `https://example.com/${i}`,
-        type,
-        sourceType: "notion",
-        serverInstanceId: "server-1",
-        nativeId: String(i),
-        modifiedAt: at,
-        fetchedAt: at,
-        fields: null,
-        metadata: JSON.stringify({ i }),
-        relations: null,
-        attachments: null,
-        provenance: null,
-      },
-    ],
-    "bench",
-    at,
-  );
+  await store.resources.writeAll([syntheticResource(i, title, type, text, at)], "bench", at);
   for (let u = random.int(1, 5); u > 0; u--) {
     const userEmail = random.pick(USERS);
     await store.access.seeAll([
