@@ -18,7 +18,7 @@ import { openPostgresStore } from "../src/store/postgres/postgres-store.js";
 import type { Store } from "../src/store/store.js";
 import type { ResourceWrite, SeenRow } from "../src/store/types.js";
 import { adminUrl, withDatabase } from "./pg-server.js";
-import { syntheticResource } from "./synthetic-resource.js";
+import { syntheticResource, syntheticSeen } from "./synthetic-resource.js";
 
 const USERS = Array.from({ length: 20 }, (_, i) => `user${i + 1}@example.com`);
 const PAGE = 200;
@@ -43,15 +43,7 @@ function pages(n: number, at: string): Page[] {
       );
       const users = new Set<string>();
       for (let u = random.int(1, 5); u > 0; u--) users.add(random.pick(USERS));
-      for (const userEmail of users)
-        page.seen.push({
-          mirror: "bench",
-          userEmail,
-          serverInstanceId: "server-1",
-          key,
-          source: "notion",
-          seenAt: at,
-        });
+      for (const userEmail of users) page.seen.push(syntheticSeen(key, userEmail, at));
     }
     out.push(page);
   }

@@ -22,7 +22,7 @@ import { openSqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import type { StoreOps } from "../src/store/store.js";
 import { createMirrorDb, runSyncPass } from "./mirror.js";
 import { startSimProcess } from "./sim-process.js";
-import { syntheticResource } from "./synthetic-resource.js";
+import { syntheticResource, syntheticSeen } from "./synthetic-resource.js";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 const USERS = Array.from({ length: 20 }, (_, i) => `user${i + 1}@example.com`);
@@ -82,16 +82,7 @@ async function writeOne(
   await store.resources.writeAll([syntheticResource(i, title, type, text, at)], "bench", at);
   for (let u = random.int(1, 5); u > 0; u--) {
     const userEmail = random.pick(USERS);
-    await store.access.seeAll([
-      {
-        mirror: "bench",
-        userEmail,
-        serverInstanceId: "server-1",
-        key,
-        source: "notion",
-        seenAt: at,
-      },
-    ]);
+    await store.access.seeAll([syntheticSeen(key, userEmail, at)]);
   }
   await store.changes.recordAll([
     { key, op: "upsert", at, mirror: "bench", scope: `page-${Math.floor(i / PAGE)}` },

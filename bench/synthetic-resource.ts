@@ -1,4 +1,4 @@
-import type { ResourceWrite } from "../src/store/types.js";
+import type { ResourceWrite, SeenRow } from "../src/store/types.js";
 
 /** A synthetic document resource of the size and vocabulary the simulator exports (search.ts and pg-search.ts). */
 export function syntheticResource(
@@ -28,4 +28,9 @@ export function syntheticResource(
     attachments: null,
     provenance: null,
   };
+}
+
+/** One user's sighting of a synthetic resource. */
+export function syntheticSeen(key: string, userEmail: string, at: string): SeenRow {
+  return { mirror: "bench", userEmail, serverInstanceId: "server-1", key, source: "notion", seenAt: at };
 }
