@@ -4,7 +4,7 @@
  * process (or a replica that died) left in flight, and the schedules. `stop()` releases
  * everything last-opened-first.
  *
- * Replicas sharing a PostgreSQL store (docs/scaling-out.md, docs/scaling-out.md#scheduling) coordinate through it: due
+ * Replicas sharing a PostgreSQL store (docs/scaling-out.md#scheduling) coordinate through it: due
  * passes are recorded there, a pass runs under the mirror's lease, and every poll interval the
  * watcher checks the connection, renews this daemon's heartbeat and wakes the scheduler, which
  * resumes, within a lease plus one poll interval, the trigger of a mirror whose holder stopped

@@ -1,5 +1,5 @@
 /**
- * The per-mirror lease (docs/scaling-out.md, docs/scaling-out.md#fencing): at most one process runs a mirror's pass at
+ * The per-mirror lease (docs/scaling-out.md#fencing): at most one process runs a mirror's pass at
  * a time. The lease is taken before the pass, renewed every third of its length while the pass
  * runs, and released after. Its epoch is the pass's fencing token: every write of the pass checks
  * it (`sync/fence.ts`), and renewal extends only the lease this pass took, never one that expired

@@ -208,7 +208,7 @@ export interface StoredResourceState {
 }
 
 /**
- * A process that asks for and holds leases (docs/scaling-out.md, docs/scaling-out.md#fencing): `id` is random per
+ * A process that asks for and holds leases (docs/scaling-out.md#fencing): `id` is random per
  * process start (`hostname:pid` repeats across containers, where every process is pid 1), `name`
  * is `hostname:pid`, kept beside it for people.
  */

@@ -1,5 +1,5 @@
 /**
- * Ingesting one finished run's export, page by page (docs/reference/sync-semantics.md, docs/reference/sync-semantics.md#deletions-and-changes). Each page
+ * Ingesting one finished run's export, page by page (docs/reference/sync-semantics.md#deletions-and-changes). Each page
  * is one transaction that upserts resources, records access and changes, and moves the
  * checkpoint, so a killed process resumes at the next page (and, like every write of a pass under
  * a lease, first checks the lease: `fence.ts`). Memory is bounded by the page size.

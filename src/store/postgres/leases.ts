@@ -1,5 +1,5 @@
 /**
- * Leases shared by replicas (docs/scaling-out.md, docs/scaling-out.md#fencing). Expiry is judged by the
+ * Leases shared by replicas (docs/scaling-out.md#fencing). Expiry is judged by the
  * database clock (`now()`), so replicas whose clocks differ by a few seconds still agree on who
  * holds what.
  */
