@@ -70,13 +70,17 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
           ]);
           return { held: true, revocable, total } as const;
         }
-        const keys = await tx.access.sweepMissed(pair, snapshotAt, threshold);
+        // What does not depend on the revoked keys goes out with the sweep statement; a pair with
+        // nothing revoked and no approval to use then has nothing left to write before COMMIT.
+        const [keys] = await Promise.all([
+          tx.access.sweepMissed(pair, snapshotAt, threshold),
+          tx.runs.markSwept(run.syncId, source.source, "applied"),
+          tx.problems.clearPair(pair, ["held_sweep"]),
+        ]);
         const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
         await Promise.all([
-          tx.runs.markSwept(run.syncId, source.source, "applied"),
-          tx.triggers.addSweepCounts(trigger.id, result),
+          result.revoked > 0 ? tx.triggers.addSweepCounts(trigger.id, result) : undefined,
           guard.approved ? tx.approvals.use(trigger.id, pair, result.revoked) : undefined,
-          tx.problems.clearPair(pair, ["held_sweep"]),
         ]);
         return { held: false, result } as const;
       });
