@@ -7,7 +7,15 @@
 import { setImmediate } from "node:timers/promises";
 import { type ExportPage, Resource } from "../api/schemas.js";
 import type { StoreOps } from "../store/store.js";
-import type { PageCounts, ResourceWrite, Run, SeenRow, SourceReport, Trigger } from "../store/types.js";
+import type {
+  PageCounts,
+  ResourceWrite,
+  Run,
+  RunSource,
+  SeenRow,
+  SourceReport,
+  Trigger,
+} from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { type ExportPageStream, engineOf, fetchExportPages } from "./export-pages.js";
 import { sourceSucceeded } from "./outcome.js";
@@ -134,7 +142,14 @@ async function applyPage(
   // The page's stored states in one read (one round trip on PostgreSQL), kept current as the page
   // writes, so a key the page repeats sees its own earlier write as it would row by row.
   const looked = new Set(page.resources.map(keyOf).filter((key): key is string => key !== undefined));
-  const [states] = await Promise.all([tx.resources.findStates([...looked]), firstPageSaved]);
+  // The last page also reads its run and sources here (after a first page's own sources are
+  // saved), so that its pairs' and problems' writes go out with the page's.
+  const next = page.page.next_offset;
+  const [states, , ran] = await Promise.all([
+    tx.resources.findStates([...looked]),
+    firstPageSaved,
+    next === null ? Promise.all([tx.runs.get(run.syncId), tx.runs.sourcesOf(run.syncId)]) : undefined,
+  ]);
   /** The page's accepted rows in order, and whether each wrote its resource. */
   const seen: SeenRow[] = [];
   const written: boolean[] = [];
@@ -207,45 +222,61 @@ async function applyPage(
   }
   // The page's resources, then its access and changes, each at once, in the page's row order, so
   // the feed lists keys as a row-by-row ingest would; all of it one round trip on PostgreSQL.
-  const next = page.page.next_offset;
-  await Promise.all([
+  const pageWrites = [
     tx.resources.writeAll(writes, engineVersion, at),
     tx.changes.recordSeen(seen, written, { at, mirror: mirror.name, scope: run.syncId }),
     recordRejectedRows(tx, where, run, rejected),
     tx.runs.checkpoint(run.syncId, next, counts),
-  ]);
-  if (next === null) {
-    const last = { ...where, triggerRowId: trigger.id, serviceErrors };
-    return { rows, warnings, finishedSources: await finishRun(pass, tx, trigger, run, last) };
+  ];
+  if (ran === undefined) {
+    await Promise.all(pageWrites);
+    return { rows, warnings };
   }
-  return { rows, warnings };
+  const [stored, runSources] = ran;
+  const last = { ...where, triggerRowId: trigger.id, serviceErrors };
+  const finished = checkpointed(stored, counts);
+  const finishedSources = finishRun(pass, tx, trigger, finished, runSources, last);
+  await Promise.all([...pageWrites, finishedSources.written]);
+  return { rows, warnings, finishedSources: finishedSources.sources };
+}
+
+/** The run as its last page's checkpoint (`runs.checkpoint` with no next offset) leaves it. */
+function checkpointed(run: Run, c: PageCounts): Run {
+  return {
+    ...run,
+    ingest: "done",
+    nextOffset: null,
+    upserted: run.upserted + c.upserted,
+    unchanged: run.unchanged + c.unchanged,
+    rejected: run.rejected + c.rejected,
+    keysNew: run.keysNew + c.keysNew,
+    keysChanged: run.keysChanged + c.keysChanged,
+  };
 }
 
 /**
  * The last page is in: each source that succeeded moves its pair's watermark, and the run's
- * problems and errors are recorded (`record-problems.ts`). Returns the sources.
+ * problems and errors are recorded (`record-problems.ts`). Issued at once, after the page's own
+ * writes (one round trip on PostgreSQL with them); returns the sources and the writes.
  */
-async function finishRun(
+function finishRun(
   { mirror }: MirrorPass,
   tx: StoreOps,
   trigger: Trigger,
-  run: Run,
+  finished: Run,
+  runSources: readonly RunSource[],
   last: Sighting & { triggerRowId: number; serviceErrors: SourceErrors },
-): Promise<NonNullable<AppliedPage["finishedSources"]>> {
-  const createdAt = run.createdAt as string;
+): { sources: NonNullable<AppliedPage["finishedSources"]>; written: Promise<unknown> } {
+  const createdAt = finished.createdAt as string;
   const sources: NonNullable<AppliedPage["finishedSources"]> = [];
-  // Re-read: the checkpoint just marked it done and added this page's rejections. Each group of
-  // statements is issued at once (one round trip on PostgreSQL), in the order they must run.
-  const [finished, runSources] = await Promise.all([tx.runs.get(run.syncId), tx.runs.sourcesOf(run.syncId)]);
   const writes: Promise<void>[] = [];
   for (const s of runSources) {
-    const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
+    const pair = { mirror: mirror.name, userEmail: finished.userEmail, serverInstanceId: s.serverInstanceId };
     writes.push(tx.pairs.ran(pair, createdAt));
     if (sourceSucceeded(finished, s))
       writes.push(tx.pairs.succeeded(pair, createdAt, trigger.mode === "full"));
     sources.push({ sourceType: s.sourceType, status: s.exportStatus ?? "unknown" });
   }
   writes.push(recordRunOutcome(tx, last, finished, runSources, last.serviceErrors));
-  await Promise.all(writes);
-  return sources;
+  return { sources, written: Promise.all(writes) };
 }

@@ -27,7 +27,9 @@ export async function settle(
   const ingest = { rows: 0, runsWritten: 0, runsUnread: 0 };
   /** The (user, server) pairs whose pages the runs read, for the key count. */
   const pairsRead = new Map<string, PairRef>();
-  for (const run of runs) {
+  // Read at once: PostgreSQL answers them on several connections together.
+  const sourcesByRun = await Promise.all(runs.map((run) => store.runs.sourcesOf(run.syncId)));
+  for (const [i, run] of runs.entries()) {
     summary.runs[run.status] = (summary.runs[run.status] ?? 0) + 1;
     summary.counts.upserted += run.upserted;
     summary.counts.unchanged += run.unchanged;
@@ -36,7 +38,7 @@ export async function settle(
     ingest.rows += rows;
     if (rows > 0) ingest.runsWritten++;
     // Saved with a run's first page: a run that wrote anything has them.
-    const sources = await store.runs.sourcesOf(run.syncId);
+    const sources = sourcesByRun[i] ?? [];
     for (const s of sources) {
       const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
       pairsRead.set(`${pair.userEmail}\n${pair.serverInstanceId}`, pair);
@@ -188,18 +190,24 @@ async function closeTrigger(
   const at = c.at.toISOString();
   await ctx.store.transaction(async (tx) => {
     await c.record?.(tx);
-    if (!c.keepInFlight) await tx.triggers.finish(trigger.id, { outcome, message, summary, finishedAt: at });
-    if (!c.dryRun) {
-      if (trigger.mode === "full" && outcome === "succeeded")
-        await tx.syncConfigs.fullSucceeded(mirror.name, trigger.id);
-      await tx.mirrors.recordOutcome(mirror.name, {
-        mode: trigger.mode,
-        outcome,
-        message,
-        at,
-        ...(c.heldRevocations === undefined ? {} : { heldRevocations: c.heldRevocations }),
-      });
-    }
+    // Issued at once, in this order (one round trip on PostgreSQL): none needs another's answer.
+    await Promise.all([
+      c.keepInFlight
+        ? undefined
+        : tx.triggers.finish(trigger.id, { outcome, message, summary, finishedAt: at }),
+      !c.dryRun && trigger.mode === "full" && outcome === "succeeded"
+        ? tx.syncConfigs.fullSucceeded(mirror.name, trigger.id)
+        : undefined,
+      c.dryRun
+        ? undefined
+        : tx.mirrors.recordOutcome(mirror.name, {
+            mode: trigger.mode,
+            outcome,
+            message,
+            at,
+            ...(c.heldRevocations === undefined ? {} : { heldRevocations: c.heldRevocations }),
+          }),
+    ]);
   });
   summary.pairs_awaiting_baseline = await ctx.store.pairs.countAwaitingBaseline(mirror.name);
   if (c.dryRun) return;

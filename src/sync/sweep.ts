@@ -2,13 +2,14 @@
  * The sweep after a full snapshot (docs/reference/sync-semantics.md#full-snapshots-and-sweeps, docs/reference/sync-semantics.md#users-who-left-and-pairs-out-of-reach): crawl misses counted and, past
  * `delete_after_missed_full`, revoked (held by the mass-delete guard when too many); users who left,
  * pairs removed from the trigger and pairs skipped past their grace lose their access (not held).
- * Each pair's sweep is one transaction that also records that it is done, so a crash mid-sweep
- * resumes with the pairs not yet swept and never counts a miss twice; its counters and log lines
+ * A run's pairs are swept in one transaction that also records each as done, so a crash mid-sweep
+ * resumes with the pairs not yet swept and never counts a miss twice; counters and log lines
  * follow the commit.
  */
 import type { AccessItem } from "../api/schemas.js";
 import { AbortedError } from "../errors.js";
 import type { ProblemKind, ProblemSighting } from "../store/console-types.js";
+import type { StoreOps } from "../store/store.js";
 import type { PairRef, RunSource, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import {
@@ -42,48 +43,94 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
   const sourcesByRun = await Promise.all(runs.map((run) => store.runs.sourcesOf(run.syncId)));
   for (const [i, run] of runs.entries()) {
     if (run.ingest !== "done" || run.createdAt === null) continue;
-    for (const source of sourcesByRun[i] ?? []) {
-      if (!sourceSucceeded(run, source) || source.swept !== null) continue;
-      const pair = {
-        mirror: mirror.name,
-        userEmail: run.userEmail,
-        serverInstanceId: source.serverInstanceId,
-      };
-      const snapshotAt = run.createdAt;
-      const swept = await store.transaction(async (tx) => {
-        // Each group of statements is issued at once (one round trip on PostgreSQL), in order.
-        const [total, revocable, approved] = await Promise.all([
-          tx.access.countPairKeys(pair),
-          tx.access.countRevocable(pair, snapshotAt, threshold),
-          tx.approvals.allowance(trigger.id, pair),
-        ]);
-        const guard = decideGuard(
-          { revocable, total },
-          { maxDeleteFraction: mirror.maxDeleteFraction, allowMassDelete: trigger.allowMassDelete, approved },
+    const snapshotAt = run.createdAt;
+    const pairs = (sourcesByRun[i] ?? [])
+      .filter((source) => sourceSucceeded(run, source) && source.swept === null)
+      .map((source) => ({
+        source,
+        pair: { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: source.serverInstanceId },
+      }));
+    if (pairs.length === 0) continue;
+    const swept = await store.transaction(async (tx) => {
+      // Each group of statements is issued at once (one round trip on PostgreSQL), in order. A
+      // pair's counts stay true while the run's other pairs are swept: each sweeps its own rows.
+      const counted = await Promise.all(
+        pairs.map(({ pair }) =>
+          Promise.all([
+            tx.access.countPairKeys(pair),
+            tx.access.countRevocable(pair, snapshotAt, threshold),
+            tx.approvals.allowance(trigger.id, pair),
+          ]),
+        ),
+      );
+      // With nothing to revoke the pairs are swept together; otherwise one after the other, so a
+      // pair's revocations see the keys the pairs before it left, as pair by pair.
+      const together = counted.every(([, revocable]) => revocable === 0);
+      const done: Promise<SweptPair>[] = [];
+      for (const [j, { pair, source }] of pairs.entries()) {
+        const [total, revocable, approved] = counted[j] as [number, number, number | null];
+        const step = sweepPair(
+          pass,
+          tx,
+          trigger,
+          { pair, source, syncId: run.syncId, snapshotAt },
+          {
+            total,
+            revocable,
+            approved,
+          },
         );
-        const at = ctx.now().toISOString();
-        if (!guard.apply) {
-          await Promise.all([
-            tx.runs.markSwept(run.syncId, source.source, "held"),
-            tx.triggers.addSweepCounts(trigger.id, { held: revocable, sweepsHeld: 1 }),
-            tx.problems.record([heldSweep(pair, { source, syncId: run.syncId, revocable, total, at })]),
-          ]);
-          return { held: true, revocable, total } as const;
-        }
-        const keys = await tx.access.sweepMissed(pair, snapshotAt, threshold);
-        const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
-        await Promise.all([
-          tx.runs.markSwept(run.syncId, source.source, "applied"),
-          tx.triggers.addSweepCounts(trigger.id, result),
-          guard.approved ? tx.approvals.use(trigger.id, pair, result.revoked) : undefined,
-          tx.problems.clearPair(pair, ["held_sweep"]),
-        ]);
-        return { held: false, result } as const;
-      });
-      reportSweep(pass, pair, swept);
-      ctx.crashPoint("mid-sweep");
-    }
+        if (!together) await step;
+        done.push(step);
+      }
+      return Promise.all(done);
+    });
+    for (const [j, { pair }] of pairs.entries()) reportSweep(pass, pair, swept[j] as SweptPair);
+    ctx.crashPoint("mid-sweep");
   }
+}
+
+type SweptPair = { held: false; result: Revocations } | { held: true; revocable: number; total: number };
+
+/** One pair's sweep inside its run's transaction: held by the guard, or misses counted and revoked. */
+async function sweepPair(
+  { ctx, mirror }: MirrorPass,
+  tx: StoreOps,
+  trigger: Trigger,
+  {
+    pair,
+    source,
+    syncId,
+    snapshotAt,
+  }: { pair: PairRef; source: RunSource; syncId: string; snapshotAt: string },
+  { total, revocable, approved }: { total: number; revocable: number; approved: number | null },
+): Promise<SweptPair> {
+  const guard = decideGuard(
+    { revocable, total },
+    { maxDeleteFraction: mirror.maxDeleteFraction, allowMassDelete: trigger.allowMassDelete, approved },
+  );
+  const at = ctx.now().toISOString();
+  if (!guard.apply) {
+    await Promise.all([
+      tx.runs.markSwept(syncId, source.source, "held"),
+      tx.triggers.addSweepCounts(trigger.id, { held: revocable, sweepsHeld: 1 }),
+      tx.problems.record([heldSweep(pair, { source, syncId, revocable, total, at })]),
+    ]);
+    return { held: true, revocable, total };
+  }
+  // What does not depend on the revoked keys goes out with the sweep statement; a pair with
+  // nothing revoked and no approval to use then has nothing left to write before COMMIT.
+  const [keys] = await Promise.all([
+    tx.access.sweepMissed(pair, snapshotAt, mirror.deleteAfterMissedFull),
+    tx.runs.markSwept(syncId, source.source, "applied"),
+    tx.problems.clearPair(pair, ["held_sweep"]),
+  ]);
+  const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
+  await Promise.all([
+    result.revoked > 0 ? tx.triggers.addSweepCounts(trigger.id, result) : undefined,
+    guard.approved ? tx.approvals.use(trigger.id, pair, result.revoked) : undefined,
+  ]);
+  return { held: false, result };
 }
 
 /** The problem a held sweep is, until a sweep applies for its pair. */
@@ -107,11 +154,7 @@ function heldSweep(
 }
 
 /** A pair's sweep, once committed: its counters, and a warning when the guard held it. */
-function reportSweep(
-  { ctx, mirror }: MirrorPass,
-  pair: PairRef,
-  swept: { held: false; result: Revocations } | { held: true; revocable: number; total: number },
-): void {
+function reportSweep({ ctx, mirror }: MirrorPass, pair: PairRef, swept: SweptPair): void {
   if (!swept.held) {
     countRevocations(ctx.metrics, mirror.name, swept.result);
     return;

@@ -59,9 +59,12 @@ async function resumeOrTrigger(
     if (!full || inFlight.mode === "full" || stillInFlight) return resumed;
   }
   const plan = planPass(await ctx.store.pairs.listForMirror(mirror.name), mirror, full);
-  await ctx.store.transaction(async (tx) => {
-    for (const p of plan.stale) await tx.pairs.markAwaitingBaseline(p);
-  });
+  // No transaction (two round trips on PostgreSQL) when no pair went stale.
+  if (plan.stale.length > 0) {
+    await ctx.store.transaction(async (tx) => {
+      for (const p of plan.stale) await tx.pairs.markAwaitingBaseline(p);
+    });
+  }
   return drive(mirrorPass, await recordIntent(mirrorPass, plan), false);
 }
 

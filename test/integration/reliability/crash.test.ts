@@ -55,7 +55,7 @@ const CASES: CrashCase[] = [
     args: ["sync", "--full"],
   },
   {
-    name: "in the middle of a sweep (after the first pair's transaction)",
+    name: "in the middle of a sweep (after the first run's sweep transaction)",
     crashAt: "mid-sweep:1",
     docs: 60,
     before: baselineThenChanges,
