@@ -5,39 +5,25 @@
  * the same pass and no held sweep. Any replica with a free slot takes a due pass, so the first one
  * stops after approving: the full pass is certainly the other's.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HistoryJson } from "../../../src/console/history.js";
 import { configureConsumers, HTTP_TOKEN } from "../../helpers/consumers.js";
-import { type DaemonProcess, startDaemon, until } from "../../helpers/daemon.js";
+import { type DaemonProcess, until } from "../../helpers/daemon.js";
 import { pickDocs } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
-import { buildOnce, NEVER, setCrons } from "../daemon/setup.js";
+import { daemonSuite, NEVER, setCrons } from "../daemon/setup.js";
 
 const available = process.env.SYNCMIRROR_POSTGRES_AVAILABLE === "1";
 const EVERY_TWO_SECONDS = "*/2 * * * * *";
 
-let h: Harness | undefined;
-const daemons: DaemonProcess[] = [];
-beforeAll(buildOnce);
-afterEach(async () => {
-  for (const d of daemons.splice(0)) await d.stop("SIGKILL");
-  await h?.close();
-  h = undefined;
-});
-
-async function replica(harness: Harness): Promise<DaemonProcess> {
-  const d = await startDaemon(harness);
-  daemons.push(d);
-  await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200");
-  return d;
-}
+const suite = daemonSuite();
+const replica = (harness: Harness) => suite.daemon(harness);
 
 const authorized = { authorization: `Bearer ${HTTP_TOKEN}` };
 
 describe.skipIf(!available)("the console across replicas", () => {
   it("has the full pass of one replica apply the sweep approved on another, and a third show it", async () => {
-    const harness = await createHarness({ dialect: "postgres", sim: { docs: 80 } });
-    h = harness;
+    const harness = suite.use(await createHarness({ dialect: "postgres", sim: { docs: 80 } }));
     configureConsumers(harness, { search: false });
     await harness.sync();
     const notion = harness.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id;
