@@ -8,7 +8,8 @@
  * has answered. Statements the client pipelines (sends before the answers to earlier ones arrive)
  * share one round trip, as they share one wait for the network. With BENCH_PROXY_TRACE=FILE set,
  * each round trip's statements (the start of their SQL, or a prepared statement's name) are
- * appended to FILE, one line per round trip: where the round trips go.
+ * appended to FILE, one line per round trip (with the time since the proxy started and the
+ * connection's number): where the round trips go.
  */
 import { appendFileSync } from "node:fs";
 import { connect, createServer, type Socket } from "node:net";
@@ -30,6 +31,8 @@ export async function startDelayProxy(databaseUrl: string, oneWayMs: number): Pr
   const target = new URL(databaseUrl);
   const sockets = new Set<Socket>();
   let roundTrips = 0;
+  let connections = 0;
+  const started = performance.now();
   const pages = { pages: 0, roundTrips: 0 };
   const server = createServer((client) => {
     const upstream = connect(Number(target.port || 5432), target.hostname);
@@ -40,7 +43,7 @@ export async function startDelayProxy(databaseUrl: string, oneWayMs: number): Pr
     upstream.setNoDelay(true);
     // The server answered since the client last spoke: the client's next chunk starts a round trip.
     let answered = true;
-    const trace = statementTrace(process.env.BENCH_PROXY_TRACE);
+    const trace = statementTrace(process.env.BENCH_PROXY_TRACE, ++connections, started);
     /** The open transaction: its round trips so far, and whether it recorded a page's access. */
     let open: { roundTrips: number; page: boolean } | undefined;
     trace.onStatement = (statement) => {
@@ -112,12 +115,13 @@ const PAGE_STATEMENT = /^[PB] syncmirror_(access_see_all|changes_record_seen)$/;
  * The client's messages, parsed off the stream: each statement (Parse, simple Query, or Bind of a
  * statement prepared earlier) to `onStatement`, and each round trip's to `file`, if given.
  */
-function statementTrace(file: string | undefined) {
+function statementTrace(file: string | undefined, connection: number, since: number) {
   let buffered = Buffer.alloc(0);
   let started = false;
   let line: string[] = [];
   const flush = () => {
-    if (file && line.length > 0) appendFileSync(file, `${line.join(" | ")}\n`);
+    const at = (performance.now() - since).toFixed(1);
+    if (file && line.length > 0) appendFileSync(file, `${at} ms #${connection} ${line.join(" | ")}\n`);
     line = [];
   };
   const statement = (text: string) => {

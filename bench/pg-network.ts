@@ -5,7 +5,8 @@
  * loopback, and a cold SQLite pass (for CPU per row); then the limit client through the proxy and
  * on loopback. Medians over the rounds are printed with the round trips each pass took per export
  * page, counted at the proxy. Sizes: `--resources`, `--users`, `--rounds`, `--pg-delay-ms`;
- * `--mirror-cli` names a second build (a baseline) measured in the same rounds. `--search 1`
+ * `--mirror-cli` names a second build (a baseline) measured in the same rounds; `--cpu-prof DIR`
+ * writes each mirror process's CPU profile there. `--search 1`
  * measures instead the cold pass on loopback with `search.enabled` off and on, in turn.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -31,6 +32,7 @@ async function main(): Promise<void> {
       "pg-delay-ms": { type: "string", default: "1" },
       "mirror-cli": { type: "string" },
       search: { type: "string", default: "0" },
+      "cpu-prof": { type: "string" },
     },
   });
   const users = Number(values.users);
@@ -46,7 +48,7 @@ async function main(): Promise<void> {
     dir,
     pollSeconds: 0.5,
     pollMaxSeconds: 2,
-    cpuProfDir: undefined,
+    cpuProfDir: values["cpu-prof"] ? resolve(values["cpu-prof"]) : undefined,
     log: (text) =>
       process.stderr.write(`[pg-network ${((performance.now() - started) / 1000).toFixed(0)}s] ${text}\n`),
   };
