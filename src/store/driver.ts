@@ -35,6 +35,15 @@ export interface DriverTransaction<C> {
    * when it throws, the runtime calls `rollback`.
    */
   commit(recorded: readonly number[]): Promise<void>;
+  /**
+   * For a connection that pipelines (PostgreSQL): sends the commit without waiting for its answer,
+   * so the process's next transaction need not wait a round trip for it. Until the answer arrives,
+   * `next()` begins that transaction on this connection, behind the COMMIT: the server runs it
+   * after this one has committed (or failed to), so it sees this one's writes, and the connection
+   * is the new transaction's from then on; after the answer, `next()` returns undefined. `done`
+   * settles with the commit's outcome; a failed commit leaves nothing to roll back.
+   */
+  sendCommit?(recorded: readonly number[]): SentCommit<C>;
   /** Rolls back (if anything is open) and gives the connection back; never throws. */
   rollback(): Promise<void>;
   /**
@@ -42,6 +51,11 @@ export interface DriverTransaction<C> {
    * accepts): the SYNCMIRROR_RETRY_EACH_TRANSACTION test seam, never used otherwise.
    */
   conflict(): Promise<void>;
+}
+
+export interface SentCommit<C> {
+  done: Promise<void>;
+  next(): DriverTransaction<C> | undefined;
 }
 
 export interface StoreDriver<C extends object> {

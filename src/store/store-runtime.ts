@@ -2,13 +2,17 @@
  * The store runtime: a `Store` over any dialect's driver (`driver.ts`), written once.
  *
  * - Transactions of one process run one at a time, on a queue: the sync code reasons about one
- *   page at a time, and two transactions of one process never deadlock each other.
+ *   page at a time, and two transactions of one process never deadlock each other. On a driver
+ *   that pipelines, the next transaction begins as soon as the previous one's COMMIT is sent, on
+ *   the same connection behind it (`sendCommit`): it costs no round trip of its own to begin, sees
+ *   everything committed before it, and transactions still commit one at a time and in order.
  * - Work started from inside a transaction (same async context) joins it rather than wait for it.
  * - Outside a transaction, a driver with one connection (SQLite) queues every call, since it would
  *   otherwise land inside the open transaction; a pool (PostgreSQL) runs it at once.
  * - A transaction that another writer got in the way of (the driver says which errors) is rolled
- *   back and run again from the start, up to ATTEMPTS times: callbacks return what happened and
- *   leave metrics and logs to their caller, after the commit.
+ *   back and run again from the start, up to ATTEMPTS times, queued again behind what came
+ *   meanwhile (whoever queued that did not wait for it): callbacks return what happened and leave
+ *   metrics and logs to their caller, after the commit.
  * - After a commit that recorded changes, the commit listeners are called; never after a rollback.
  * - Whatever the database throws reaches the caller as the driver's DatabaseError (or another
  *   SyncmirrorError it chose); errors of the caller's own code pass through untouched.
@@ -17,11 +21,13 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { SyncmirrorError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { guardRepositories, routeRepositories } from "./bind-repositories.js";
-import type { StoreDriver } from "./driver.js";
+import type { DriverTransaction, SentCommit, StoreDriver } from "./driver.js";
 import type { Store, StoreOps } from "./store.js";
 import { waitForChange } from "./wait-for-change.js";
 
 const ATTEMPTS = 4;
+
+const noop = () => {};
 
 export interface StoreRuntimeOptions {
   /** Where a retried transaction is noted (debug). */
@@ -43,6 +49,10 @@ export function createStore<C extends object>(
   let queue: Promise<unknown> = Promise.resolve();
   let recorded: number[] = [];
   let closed: Promise<void> | undefined;
+  /** The last transaction whose COMMIT was sent: the next may begin behind it (`sendCommit`). */
+  let committing: SentCommit<C> | undefined;
+  /** Commits sent and not yet answered: `close` waits for them. */
+  const answering = new Set<Promise<void>>();
 
   const fail = (error: unknown): unknown =>
     error instanceof SyncmirrorError ? error : driver.toStoreError(error);
@@ -69,10 +79,17 @@ export function createStore<C extends object>(
     for (const listener of listeners) listener();
   };
 
-  /** Runs `work` after everything queued before it; the queue survives a failure. */
-  const enqueue = <T>(work: () => Promise<T>): Promise<T> => {
-    const result = queue.then(work);
-    queue = result.catch(() => {});
+  /**
+   * Runs `work` after everything queued before it, or after what came before it called its
+   * `release`; the queue survives a failure.
+   */
+  const enqueue = <T>(work: (release: () => void) => Promise<T>): Promise<T> => {
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const result = queue.then(() => work(release));
+    queue = Promise.race([released, result.then(noop, noop)]);
     return result;
   };
   /** Work outside a transaction: joined to the caller's transaction, queued, or at once (see above). */
@@ -81,19 +98,47 @@ export function createStore<C extends object>(
     return enqueue(() => guarded(work));
   };
 
-  async function attempt<T>(fn: (tx: StoreOps) => Promise<T>, first: boolean): Promise<T> {
-    const tx = await guarded(() => driver.begin());
+  const begin = (): Promise<DriverTransaction<C>> => {
+    const behind = committing?.next();
+    committing = undefined;
+    return behind ? Promise.resolve(behind) : guarded(() => driver.begin());
+  };
+
+  /** Commits `tx`; on a driver that pipelines, the queue moves on once the COMMIT is sent. */
+  const commit = async (tx: DriverTransaction<C>, seqs: readonly number[], release: () => void) => {
+    if (!tx.sendCommit) return guarded(() => tx.commit(seqs));
+    const sent = tx.sendCommit(seqs);
+    committing = sent;
+    answering.add(sent.done);
+    release();
+    try {
+      await guarded(() => sent.done);
+    } finally {
+      answering.delete(sent.done);
+    }
+  };
+
+  async function attempt<T>(
+    fn: (tx: StoreOps) => Promise<T>,
+    first: boolean,
+    release: () => void,
+  ): Promise<T> {
+    const tx = await begin();
     recorded = [];
+    let sending = false;
     try {
       const ops = opsOf(tx.conn);
       const result = await current.run(ops, () => fn(ops));
       if (first && options.retryEachTransaction) await guarded(() => tx.conflict());
       const seqs = recorded;
-      await guarded(() => tx.commit(seqs));
+      sending = true;
+      await commit(tx, seqs, release);
       if (seqs.length > 0) wake();
       return result;
     } catch (error) {
-      await tx.rollback();
+      // A COMMIT that was sent ended the transaction either way, and the connection may already
+      // carry the next one.
+      if (!sending || !tx.sendCommit) await tx.rollback();
       throw error;
     }
   }
@@ -101,19 +146,19 @@ export function createStore<C extends object>(
   function transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
     const joined = current.getStore();
     if (joined) return fn(joined);
-    return enqueue(async () => {
-      for (let n = 1; ; n++) {
-        try {
-          return await attempt(fn, n === 1);
-        } catch (error) {
-          if (n >= ATTEMPTS || !driver.isRetryable(error)) throw error;
-          options.log?.debug(
-            { attempt: n, err: (error as Error).message },
-            "transaction rolled back: another writer got in the way; running it again",
-          );
-        }
+    const run = async (n: number): Promise<T> => {
+      try {
+        return await enqueue((release) => attempt(fn, n === 1, release));
+      } catch (error) {
+        if (n >= ATTEMPTS || !driver.isRetryable(error)) throw error;
+        options.log?.debug(
+          { attempt: n, err: (error as Error).message },
+          "transaction rolled back: another writer got in the way; running it again",
+        );
+        return run(n + 1);
       }
-    });
+    };
+    return run(1);
   }
 
   const { changes: _changes, ...root } = routeRepositories(
@@ -145,7 +190,7 @@ export function createStore<C extends object>(
     countContents: () => outside(() => driver.countContents()),
     ping: () => outside(() => driver.ping()),
     close() {
-      closed ??= queue.then(() => driver.close());
+      closed ??= queue.then(() => Promise.allSettled(answering)).then(() => driver.close());
       return closed;
     },
   };

@@ -11,6 +11,7 @@ export type CrashPoint =
   | "before-intent"
   | "after-intent"
   | "after-trigger-post"
+  | "row-checked"
   | "mid-page"
   | "between-pages"
   | "before-sweep"

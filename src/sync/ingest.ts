@@ -9,6 +9,7 @@ import { type ExportPage, Resource } from "../api/schemas.js";
 import type { StoreOps } from "../store/store.js";
 import type {
   PageCounts,
+  ResourceInput,
   ResourceWrite,
   Run,
   RunSource,
@@ -24,10 +25,9 @@ import { keyOf, serialize, serverOf, toInput } from "./resource-input.js";
 import { readSourceErrors, type SourceErrors } from "./source-errors.js";
 
 /**
- * On SQLite a page's statements never wait for I/O, so without a break the event loop stands
- * still for the whole page: the export pages fetched ahead are not read off their sockets (the
- * service's writes stall behind them) and /metrics, /healthz and the feed do not answer. The page
- * stays one transaction; other store work queues behind it as before.
+ * Checking a page's rows takes a few milliseconds: with a break every so often the event loop
+ * keeps reading the export pages fetched ahead off their sockets (the service's writes would
+ * stall behind them) and /metrics, /healthz and the feed keep answering.
  */
 const YIELD_EVERY_ROWS = 50;
 
@@ -52,10 +52,13 @@ async function ingestNextPage(
   const next = await pages.next();
   if (next === undefined) return false;
   const { page, offset } = next;
+  // Before the transaction, which runs one at a time: the rows' checks and serialization (most of
+  // a page's CPU) overlap the other runs' transactions' waits on the database.
+  const rows = await checkRows(pass, run, page);
   // Over HTTP, so before the last page's transaction: the text of its failed sources.
   const serviceErrors = page.page.next_offset === null ? await readSourceErrors(pass, run, page) : new Map();
   const applied = await pass.ctx.store.transaction((tx) =>
-    applyPage(pass, tx, trigger, run, { page, firstPage: offset === 0, serviceErrors }),
+    applyPage(pass, tx, trigger, run, { page, rows, firstPage: offset === 0, serviceErrors }),
   );
   reportPage(pass, run, applied);
   if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
@@ -99,6 +102,53 @@ function reportPage({ ctx, mirror }: MirrorPass, run: Run, applied: AppliedPage)
   ctx.metrics.runs.inc({ mirror: mirror.name, status: run.status });
 }
 
+/** A page's row as checked before its transaction: refused for its shape, or ready to store. */
+type CheckedRow =
+  | { rejected: RejectedRow; warning: AppliedPage["warnings"][number] }
+  | {
+      input: ResourceInput;
+      source: string;
+      textRepaired: boolean;
+      /** Used only if the row turns out to have changed: an unchanged row is not written. */
+      serialized: ReturnType<typeof serialize>;
+    };
+
+async function checkRows({ ctx }: MirrorPass, run: Run, page: ExportPage): Promise<CheckedRow[]> {
+  const rows: CheckedRow[] = [];
+  for (const [i, raw] of page.resources.entries()) {
+    if (i > 0 && i % YIELD_EVERY_ROWS === 0) await setImmediate();
+    const parsed = Resource.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const path = issue?.path.join(".");
+      rows.push({
+        warning: {
+          fields: { sync_id: run.syncId, key: keyOf(raw), path, reason: issue?.message },
+          message: "resource rejected: it does not have the documented shape",
+        },
+        rejected: {
+          key: keyOf(raw),
+          serverInstanceId: serverOf(raw),
+          reason: `it does not have the documented shape: ${path || "(the resource)"}: ${issue?.message ?? "invalid"}`,
+        },
+      });
+      continue;
+    }
+    const { input, source, textRepaired } = toInput(parsed.data);
+    rows.push({ input, source, textRepaired, serialized: serialize(input) });
+    ctx.crashPoint("row-checked");
+  }
+  return rows;
+}
+
+function textRepairedWarning(run: Run, key: string): AppliedPage["warnings"][number] {
+  return {
+    fields: { sync_id: run.syncId, key },
+    message:
+      "resource text held unpaired UTF-16 surrogates (not representable in UTF-8): stored with U+FFFD in their place",
+  };
+}
+
 /**
  * Runs inside the page transaction, which may run more than once: database work only. What the
  * page did is returned, and counted and logged once it commits (`reportPage`).
@@ -108,7 +158,12 @@ async function applyPage(
   tx: StoreOps,
   trigger: Trigger,
   run: Run,
-  { page, firstPage, serviceErrors }: { page: ExportPage; firstPage: boolean; serviceErrors: SourceErrors },
+  {
+    page,
+    rows,
+    firstPage,
+    serviceErrors,
+  }: { page: ExportPage; rows: CheckedRow[]; firstPage: boolean; serviceErrors: SourceErrors },
 ): Promise<AppliedPage> {
   const { ctx, mirror } = pass;
   const at = ctx.now().toISOString();
@@ -131,17 +186,17 @@ async function applyPage(
       })
     : undefined;
   const counts: PageCounts = { upserted: 0, unchanged: 0, rejected: 0, keysNew: 0, keysChanged: 0 };
-  const rows: RowTally = new Map();
+  const tally: RowTally = new Map();
   const warnings: AppliedPage["warnings"] = [];
   const rejected: RejectedRow[] = [];
   const tallyRow = (sourceType: string, outcome: "upserted" | "unchanged") => {
-    const n = rows.get(sourceType) ?? { upserted: 0, unchanged: 0 };
+    const n = tally.get(sourceType) ?? { upserted: 0, unchanged: 0 };
     n[outcome]++;
-    rows.set(sourceType, n);
+    tally.set(sourceType, n);
   };
   // The page's stored states in one read (one round trip on PostgreSQL), kept current as the page
   // writes, so a key the page repeats sees its own earlier write as it would row by row.
-  const looked = new Set(page.resources.map(keyOf).filter((key): key is string => key !== undefined));
+  const looked = new Set(rows.flatMap((row) => ("input" in row ? [row.input.key] : [])));
   // The last page also reads its run and sources here (after a first page's own sources are
   // saved), so that its pairs' and problems' writes go out with the page's.
   const next = page.page.next_offset;
@@ -154,36 +209,18 @@ async function applyPage(
   const seen: SeenRow[] = [];
   const written: boolean[] = [];
   const writes: ResourceWrite[] = [];
-  for (const [i, raw] of page.resources.entries()) {
-    if (i > 0 && i % YIELD_EVERY_ROWS === 0) await setImmediate();
-    const parsed = Resource.safeParse(raw);
-    if (!parsed.success) {
+  for (const row of rows) {
+    if ("rejected" in row) {
       counts.rejected++;
-      const issue = parsed.error.issues[0];
-      const path = issue?.path.join(".");
-      warnings.push({
-        fields: { sync_id: run.syncId, key: keyOf(raw), path, reason: issue?.message },
-        message: "resource rejected: it does not have the documented shape",
-      });
-      rejected.push({
-        key: keyOf(raw),
-        serverInstanceId: serverOf(raw),
-        reason: `it does not have the documented shape: ${path || "(the resource)"}: ${issue?.message ?? "invalid"}`,
-      });
+      warnings.push(row.warning);
+      rejected.push(row.rejected);
       continue;
     }
-    const { input: r, source, textRepaired } = toInput(parsed.data);
-    if (textRepaired) {
-      warnings.push({
-        fields: { sync_id: run.syncId, key: r.key },
-        message:
-          "resource text held unpaired UTF-16 surrogates (not representable in UTF-8): stored with U+FFFD in their place",
-      });
-    }
+    const { input: r, source, serialized } = row;
+    if (row.textRepaired) warnings.push(textRepairedWarning(run, r.key));
     const stored = looked.has(r.key) ? states.get(r.key) : await tx.resources.findState(r.key);
     const changed = stored === undefined || stored.deletedAt !== null || stored.contentHash !== r.contentHash;
     if (changed) {
-      const serialized = serialize(r);
       if ("reason" in serialized) {
         counts.rejected++;
         warnings.push({
@@ -230,14 +267,14 @@ async function applyPage(
   ];
   if (ran === undefined) {
     await Promise.all(pageWrites);
-    return { rows, warnings };
+    return { rows: tally, warnings };
   }
   const [stored, runSources] = ran;
   const last = { ...where, triggerRowId: trigger.id, serviceErrors };
   const finished = checkpointed(stored, counts);
   const finishedSources = finishRun(pass, tx, trigger, finished, runSources, last);
   await Promise.all([...pageWrites, finishedSources.written]);
-  return { rows, warnings, finishedSources: finishedSources.sources };
+  return { rows: tally, warnings, finishedSources: finishedSources.sources };
 }
 
 /** The run as its last page's checkpoint (`runs.checkpoint` with no next offset) leaves it. */

@@ -160,7 +160,14 @@ function createPostgresDriver(
  * fail, so would they, and COMMIT reports it.
  */
 async function beginOn(pool: pg.Pool): Promise<DriverTransaction<PgConn>> {
-  const client = await pool.connect();
+  return transactionOn(await pool.connect());
+}
+
+/**
+ * A transaction on `client`, which it gives back to the pool when it ends, unless the next
+ * transaction began behind its COMMIT (`sendCommit`): the connection is then that one's.
+ */
+function transactionOn(client: pg.PoolClient): DriverTransaction<PgConn> {
   let broken: Error | undefined;
   // A connection lost between statements is reported by the next statement; meanwhile the
   // client's own error event must not take the process down.
@@ -179,14 +186,43 @@ async function beginOn(pool: pg.Pool): Promise<DriverTransaction<PgConn>> {
       return error;
     },
   );
+  /** The COMMIT (with the changes' renumbering when any), issued at once; the client pipelines. */
+  const sendCommitStatements = (recorded: readonly number[]): Promise<unknown> =>
+    recorded.length > 0 ? publishAndCommit(client, recorded) : client.query("COMMIT");
   return {
     conn: client,
     async commit(recorded) {
       const failed = await begun;
       if (failed) throw failed;
-      if (recorded.length > 0) await publishAndCommit(client, recorded);
-      else await client.query("COMMIT");
+      await sendCommitStatements(recorded);
       release();
+    },
+    sendCommit(recorded) {
+      let answered = false;
+      let handedOn = false;
+      const end = () => {
+        answered = true;
+        if (handedOn) client.off("error", onLost);
+        else release();
+      };
+      const done = Promise.all([begun, sendCommitStatements(recorded)]).then(
+        ([failed]) => {
+          end();
+          if (failed) throw failed;
+        },
+        (error: unknown) => {
+          end();
+          throw error;
+        },
+      );
+      return {
+        done,
+        next() {
+          if (answered || handedOn || broken) return undefined;
+          handedOn = true;
+          return transactionOn(client);
+        },
+      };
     },
     async rollback() {
       await client.query("ROLLBACK").catch((error: Error) => {

@@ -1,7 +1,9 @@
 /**
  * PostgreSQL transactions between replicas: a deadlock with another replica is retried from the
  * start, changes take their seqs in commit order, and a lost connection fails the transaction as a
- * database error, after which the store reconnects.
+ * database error, after which the store reconnects. Within one process, the next transaction
+ * begins behind the previous one's COMMIT on its connection: it sees what that one wrote, and a
+ * COMMIT that fails there fails alone.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -38,6 +40,61 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
     await other?.end();
     await store?.close();
     await database?.release();
+  });
+
+  describe("the next transaction, begun behind a COMMIT still on its way", () => {
+    // A deferred trigger runs at COMMIT: it makes one mirror's commit slow, another's fail, and a
+    // third's fail once as a conflicting writer would.
+    beforeAll(async () => {
+      // A sequence, unlike a table, keeps its count when the transaction fails.
+      await other.query("CREATE SEQUENCE conflict_once");
+      await other.query(`CREATE FUNCTION commit_hook() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.mirror = 'slow-commit' THEN PERFORM pg_sleep(0.5); END IF;
+          IF NEW.mirror = 'failing-commit' THEN
+            RAISE EXCEPTION 'refused at commit' USING ERRCODE = 'check_violation';
+          END IF;
+          IF NEW.mirror = 'conflict-once' AND nextval('conflict_once') = 1 THEN
+            RAISE EXCEPTION 'conflict' USING ERRCODE = 'serialization_failure';
+          END IF;
+          RETURN NULL;
+        END $$`);
+      await other.query(`CREATE CONSTRAINT TRIGGER commit_hook AFTER INSERT ON mirror_state
+        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION commit_hook()`);
+    });
+
+    it("sees what the transaction before it wrote, even while that COMMIT is slow", async () => {
+      const slow = store.transaction((tx) => tx.mirrors.ensure("slow-commit", "cfg"));
+      const next = store.transaction((tx) => tx.mirrors.get("slow-commit"));
+      await slow;
+      expect(await next).toMatchObject({ syncConfigId: "cfg" });
+    });
+
+    it("a COMMIT that fails fails its own transaction only; the one behind it commits", async () => {
+      const failing = store.transaction((tx) => tx.mirrors.ensure("failing-commit", "cfg"));
+      const behind = store.transaction((tx) => tx.mirrors.ensure("behind-failed", "cfg"));
+      const [failed, committed] = await Promise.allSettled([failing, behind]);
+      expect(failed.status).toBe("rejected");
+      expect(isDatabaseError((failed as PromiseRejectedResult).reason)).toBe(true);
+      expect(committed.status).toBe("fulfilled");
+      expect(await store.mirrors.get("failing-commit")).toBeUndefined();
+      expect(await store.mirrors.get("behind-failed")).toMatchObject({ syncConfigId: "cfg" });
+      await store.transaction((tx) => tx.mirrors.ensure("after-failed", "cfg"));
+      expect(await store.mirrors.get("after-failed")).toMatchObject({ syncConfigId: "cfg" });
+    });
+
+    it("a COMMIT that a conflicting writer fails is run again from the start, after the one behind it", async () => {
+      let attempts = 0;
+      const conflicting = store.transaction(async (tx) => {
+        attempts++;
+        await tx.mirrors.ensure("conflict-once", "cfg");
+      });
+      const behind = store.transaction((tx) => tx.mirrors.ensure("behind-conflict", "cfg"));
+      await Promise.all([conflicting, behind]);
+      expect(attempts).toBe(2);
+      expect(await store.mirrors.get("conflict-once")).toMatchObject({ syncConfigId: "cfg" });
+      expect(await store.mirrors.get("behind-conflict")).toMatchObject({ syncConfigId: "cfg" });
+    });
   });
 
   it("retries a transaction that lost a deadlock to another replica, from the start", async () => {
