@@ -21,17 +21,19 @@ export type DirectRepo<T> = {
 export type Repositories = { [K in keyof StoreOps]: DirectRepo<StoreOps[K]> };
 
 /**
- * Called by the changes repository with the seq of each change it appends, in order: the runtime
- * hands them to `commit` and wakes the commit listeners after a commit that recorded any.
+ * Called by the changes repository for each change it appends, in order, with the number it
+ * gave it (SQLite: its seq; PostgreSQL: its place among the transaction's pending changes, which
+ * take their seqs at the commit): the runtime hands them to `commit` and wakes the commit
+ * listeners after a commit that recorded any.
  */
-export type OnRecorded = (seq: number) => void;
+export type OnRecorded = (id: number) => void;
 
 /** One open transaction on one connection. */
 export interface DriverTransaction<C> {
   readonly conn: C;
   /**
-   * Commits; `recorded` lists the seqs of the changes the transaction appended (PostgreSQL
-   * renumbers them in commit order and NOTIFYs). Gives the connection back when it succeeds;
+   * Commits; `recorded` lists the changes the transaction appended (PostgreSQL gives them their
+   * seqs in commit order and NOTIFYs). Gives the connection back when it succeeds;
    * when it throws, the runtime calls `rollback`.
    */
   commit(recorded: readonly number[]): Promise<void>;

@@ -64,8 +64,8 @@ export function createStore<C extends object>(
     }
   };
   /** Changes are recorded inside transactions only, and transactions run one at a time. */
-  const onRecorded = (seq: number) => {
-    recorded.push(seq);
+  const onRecorded = (id: number) => {
+    recorded.push(id);
   };
   const opsOf = (conn: C): StoreOps => {
     let ops = opsByConn.get(conn);

@@ -2,10 +2,13 @@
  * The public `changes` feed: a consumer keeps the last `seq` it processed and reads onward (or
  * waits for the NOTIFY the store sends when a transaction that recorded changes commits).
  *
- * With several replicas, seqs handed out as rows are inserted would not commit in order: a
+ * With several replicas, seqs handed out as rows are recorded would not commit in order: a
  * consumer could read seq 11 and move past seq 10 before 10's page commits. So a transaction's
- * changes are renumbered just before its COMMIT, under a lock held until the commit: every seq a
- * consumer sees commits before any higher one.
+ * changes wait in a table of its session (PENDING: temporary, so neither logged nor indexed) and
+ * move into `changes` just before its COMMIT, taking their seqs in the order they were recorded,
+ * under a lock held until the commit: every seq a consumer sees commits before any higher one.
+ * The lock is taken in the commit's own flight, never across a round trip to this process, so a
+ * replica paused mid-transaction holds up no other replica's commits.
  */
 
 import type pg from "pg";
@@ -15,26 +18,40 @@ import type { ChangeOp, ChangeRecord } from "../types.js";
 import type { Conn } from "./connection.js";
 import { pgText } from "./pg-values.js";
 
+/** This session's recorded changes until its transaction commits (or rolls back: then they go too). */
+const PENDING = "syncmirror_pending_changes";
+/** Run on every new connection of the pool, before anything else on it. */
+export const CREATE_PENDING_SQL = `CREATE TEMPORARY TABLE IF NOT EXISTS ${PENDING} (
+  n bigint GENERATED ALWAYS AS IDENTITY, key text NOT NULL, op text NOT NULL,
+  at timestamptz NOT NULL, mirror text NOT NULL, sync_id text NOT NULL
+)`;
+
 // A cold mirror records a change for most rows, so a page's changes are two round trips: the
-// changes their keys already have in their scopes, then one statement that removes those the
-// page replaces and appends the page's new ones in its order (seqs are taken in that order).
+// changes their keys already have in their scopes (committed, or recorded earlier in this
+// transaction: \`pending\`), then one statement that removes those the page replaces and appends
+// the page's new ones in its order.
 const PRIORS = "syncmirror_changes_priors";
-const PRIORS_SQL = `SELECT c.seq, c.op, c.sync_id, c.key
-  FROM changes c JOIN (SELECT DISTINCT s, k FROM unnest($1::text[], $2::text[]) AS t(s, k)) AS asked
-    ON c.sync_id = asked.s AND c.key = asked.k`;
+const PRIORS_SQL = `WITH asked AS (SELECT DISTINCT s, k FROM unnest($1::text[], $2::text[]) AS t(s, k))
+  SELECT c.seq AS id, false AS pending, c.op, c.sync_id, c.key
+    FROM changes c JOIN asked ON c.sync_id = asked.s AND c.key = asked.k
+  UNION ALL
+  SELECT p.n, true, p.op, p.sync_id, p.key
+    FROM ${PENDING} p JOIN asked ON p.sync_id = asked.s AND p.key = asked.k`;
 const APPEND = "syncmirror_changes_append";
 const APPEND_SQL = `WITH replaced AS (
     DELETE FROM changes WHERE seq = ANY($1::bigint[])
+  ), replaced_pending AS (
+    DELETE FROM ${PENDING} WHERE n = ANY($7::bigint[])
   )
-  INSERT INTO changes (key, op, at, mirror, sync_id)
+  INSERT INTO ${PENDING} (key, op, at, mirror, sync_id)
   SELECT k, o, a, m, s
     FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[]) WITH ORDINALITY AS t(k, o, a, m, s, n)
     ORDER BY n
-  RETURNING seq`;
+  RETURNING n`;
 
-// A page's sightings in one statement: the access upsert of `access.ts` (SEE_ALL), then a change
+// A page's sightings in one statement: the access upsert of \`access.ts\` (SEE_ALL), then a change
 // for each row the page wrote or whose user had no access before, replacing its key's change in
-// the scope unless that one stands (STANDING_PAIRS, `priorStands` as data), appended in row order.
+// the scope unless that one stands (STANDING_PAIRS, \`priorStands\` as data), appended in row order.
 // Only for rows that are each their own (mirror, user, key): ON CONFLICT and the priors join
 // assume one row per key; a page that repeats one takes the stepwise path.
 const RECORD_SEEN = "syncmirror_changes_record_seen";
@@ -51,16 +68,20 @@ const RECORD_SEEN_SQL = `WITH seen AS (
       LEFT JOIN seen ON seen.mirror = t.m AND seen.user_email = t.u AND seen.key = t.k
      WHERE t.w OR seen.inserted
   ), prior AS (
-    SELECT c.seq, c.op::text AS op, w.n FROM wanted w JOIN changes c ON c.sync_id = $10 AND c.key = w.k
+    SELECT c.seq AS id, false AS pending, c.op, w.n FROM wanted w JOIN changes c ON c.sync_id = $10 AND c.key = w.k
+    UNION ALL
+    SELECT p.n, true, p.op, w.n FROM wanted w JOIN ${PENDING} p ON p.sync_id = $10 AND p.key = w.k
   ), kept AS (
     SELECT w.k, w.op, w.n FROM wanted w LEFT JOIN prior p ON p.n = w.n
-     WHERE p.seq IS NULL OR (p.op || '>' || w.op) <> ALL($11::text[])
+     WHERE p.id IS NULL OR (p.op || '>' || w.op) <> ALL($11::text[])
   ), replaced AS (
-    DELETE FROM changes WHERE seq IN (SELECT p.seq FROM prior p JOIN kept ON kept.n = p.n)
+    DELETE FROM changes WHERE seq IN (SELECT p.id FROM prior p JOIN kept ON kept.n = p.n WHERE NOT p.pending)
+  ), replaced_pending AS (
+    DELETE FROM ${PENDING} WHERE n IN (SELECT p.id FROM prior p JOIN kept ON kept.n = p.n WHERE p.pending)
   )
-  INSERT INTO changes (key, op, at, mirror, sync_id)
+  INSERT INTO ${PENDING} (key, op, at, mirror, sync_id)
   SELECT k, op, $8::timestamptz, $9, $10 FROM kept ORDER BY n
-  RETURNING seq`;
+  RETURNING n`;
 
 const scopedId = (scope: string, key: string) => `${scope}\n${key}`;
 
@@ -78,7 +99,7 @@ export function createChangeRepo(
         await repo.recordAll(seenChanges(rows, written, await access.seeAll(rows), change));
         return;
       }
-      const { rows: inserted } = await client.query<{ seq: string }>({
+      const { rows: inserted } = await client.query<{ n: string }>({
         name: RECORD_SEEN,
         text: RECORD_SEEN_SQL,
         values: [
@@ -95,14 +116,15 @@ export function createChangeRepo(
           STANDING_PAIRS,
         ],
       });
-      for (const r of inserted) onRecorded(Number(r.seq));
+      for (const r of inserted) onRecorded(Number(r.n));
     },
 
     async recordAll(changes) {
       if (changes.length === 0) return [];
       const keys = changes.map((c) => pgText(c.key));
       const { rows: priors } = await client.query<{
-        seq: string;
+        id: string;
+        pending: boolean;
         op: ChangeOp;
         sync_id: string;
         key: string;
@@ -112,16 +134,22 @@ export function createChangeRepo(
         values: [changes.map((c) => c.scope), keys],
       });
       // The latest change of each (scope, key) as the batch goes, stored or appended by it.
-      const latest = new Map<string, { op: ChangeOp; seq?: string; appendAt?: number }>();
-      for (const p of priors) latest.set(scopedId(p.sync_id, p.key), { op: p.op, seq: p.seq });
+      const latest = new Map<
+        string,
+        { op: ChangeOp; stored?: { id: string; pending: boolean }; appendAt?: number }
+      >();
+      for (const p of priors)
+        latest.set(scopedId(p.sync_id, p.key), { op: p.op, stored: { id: p.id, pending: p.pending } });
       const removed: string[] = [];
+      const removedPending: string[] = [];
       const appended: (number | undefined)[] = [];
       const results = changes.map((c, i) => {
         const id = scopedId(c.scope, keys[i] as string);
         const prior = latest.get(id);
         if (prior !== undefined) {
           if (priorStands(prior.op, c.op)) return false;
-          if (prior.seq !== undefined) removed.push(prior.seq);
+          if (prior.stored !== undefined)
+            (prior.stored.pending ? removedPending : removed).push(prior.stored.id);
           // One appended earlier in this batch: it is replaced before it was ever committed.
           if (prior.appendAt !== undefined) appended[prior.appendAt] = undefined;
         }
@@ -134,7 +162,7 @@ export function createChangeRepo(
       if (kept.length === 0) return results;
       const column = <T>(of: (c: ChangeRecord, i: number) => T) =>
         kept.map((i) => of(changes[i] as ChangeRecord, i));
-      const { rows: inserted } = await client.query<{ seq: string }>({
+      const { rows: inserted } = await client.query<{ n: string }>({
         name: APPEND,
         text: APPEND_SQL,
         values: [
@@ -144,39 +172,40 @@ export function createChangeRepo(
           column((c) => c.at),
           column((c) => c.mirror),
           column((c) => c.scope),
+          removedPending,
         ],
       });
-      for (const r of inserted) onRecorded(Number(r.seq));
+      for (const r of inserted) onRecorded(Number(r.n));
       return results;
     },
   };
   return repo;
 }
 
-/** Any fixed number, the same in every syncmirror: held from renumbering a transaction's changes to its COMMIT. */
+/** Any fixed number, the same in every syncmirror: held from publishing a transaction's changes to its COMMIT. */
 const PUBLISH_LOCK = 0x5_9c_4d_12;
 /** Consumers LISTEN here; the payload is `<mirror>:<last seq>` (docs/scaling-out.md). */
 export const CHANGES_CHANNEL = "syncmirror_changes";
 
 /**
- * The transaction's changes (`seqs`, as recorded) take fresh seqs in their recorded order, and a
- * NOTIFY per mirror carries its highest, then COMMIT releases the lock: sent together (the client
- * pipelines), one round trip. The server runs them in order, so the renumbering still happens
- * under the lock, and a COMMIT after a failed statement only rolls back: the failure is thrown.
+ * The transaction's pending changes move into `changes`, taking seqs in the order they were
+ * recorded, and a NOTIFY per mirror carries its highest; then COMMIT releases the lock: sent
+ * together (the client pipelines), one round trip. The server runs them in order, so the move
+ * happens under the lock, and a COMMIT after a failed statement only rolls back: the failure is
+ * thrown.
  */
-export async function publishAndCommit(client: pg.PoolClient, seqs: readonly number[]): Promise<void> {
+export async function publishAndCommit(client: pg.PoolClient): Promise<void> {
   await Promise.all([
     client.query("SELECT pg_advisory_xact_lock($1)", [PUBLISH_LOCK]),
     client.query(
       `WITH moved AS (
-       DELETE FROM changes WHERE seq = ANY($1::bigint[]) RETURNING seq, key, op, at, mirror, sync_id
-     ), renumbered AS (
+       DELETE FROM ${PENDING} RETURNING n, key, op, at, mirror, sync_id
+     ), published AS (
        INSERT INTO changes (key, op, at, mirror, sync_id)
-       SELECT key, op, at, mirror, sync_id FROM moved ORDER BY seq
+       SELECT key, op, at, mirror, sync_id FROM moved ORDER BY n
        RETURNING mirror, seq
      )
-     SELECT pg_notify('${CHANGES_CHANNEL}', mirror || ':' || max(seq)) FROM renumbered GROUP BY mirror`,
-      [seqs],
+     SELECT pg_notify('${CHANGES_CHANNEL}', mirror || ':' || max(seq)) FROM published GROUP BY mirror`,
     ),
     client.query("COMMIT"),
   ]);

@@ -151,7 +151,7 @@ export function createPool(url: string, poolSize: number, naming: Naming): pg.Po
       `$${naming.urlEnv} does not hold a postgres:// URL: set it to postgres://user:password@host:5432/database`,
     );
   }
-  // Pipelining: statements issued together (a page's writes, the commit with its renumbering) go
+  // Pipelining: statements issued together (a page's writes, the commit with its changes' publishing) go
   // out together and share one round trip; each still has its own Sync, so one failing fails only
   // itself and, inside a transaction, every later one until the rollback.
   return new pg.Pool({ ...clientConfig(url), max: poolSize, pipeline: true });

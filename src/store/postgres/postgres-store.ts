@@ -4,8 +4,9 @@
  *
  * Each transaction takes a pool client of its own; work outside one runs on the pool at once.
  * Replicas writing the same rows may deadlock or fail to serialize: the runtime runs such a
- * transaction again. A transaction's changes are renumbered and NOTIFYed just before its COMMIT
- * (`changes.ts`); other processes' commits arrive through LISTEN (`listen.ts`).
+ * transaction again. A transaction's changes wait in a table of its session and are published
+ * (given their seqs, NOTIFYed) just before its COMMIT (`changes.ts`); other processes' commits
+ * arrive through LISTEN (`listen.ts`).
  */
 import { drizzle } from "drizzle-orm/node-postgres";
 import pg from "pg";
@@ -16,7 +17,7 @@ import { createStore } from "../store-runtime.js";
 import type { ChangeOp } from "../types.js";
 import { createAccessRepo } from "./access.js";
 import { createSweepApprovalRepo } from "./approvals.js";
-import { createChangeRepo, publishAndCommit } from "./changes.js";
+import { CREATE_PENDING_SQL, createChangeRepo, publishAndCommit } from "./changes.js";
 import { createControlRepo } from "./controls.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
@@ -70,6 +71,15 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       { err: naming.redact(error.message) },
       `${naming.database}: an idle connection was lost`,
     );
+  });
+  // Each connection's table of pending changes (`changes.ts`), made before anything else runs on it.
+  pool.on("connect", (client) => {
+    client.query(CREATE_PENDING_SQL).catch((error: Error) => {
+      options.log.warn(
+        { err: naming.redact(error.message) },
+        `${naming.database}: could not create this connection's temporary table of pending changes; grant the role TEMPORARY on the database`,
+      );
+    });
   });
   try {
     await migrateUnderLock(pool, naming);
@@ -186,9 +196,9 @@ function transactionOn(client: pg.PoolClient): DriverTransaction<PgConn> {
       return error;
     },
   );
-  /** The COMMIT (with the changes' renumbering when any), issued at once; the client pipelines. */
+  /** The COMMIT (publishing the changes when any were recorded), issued at once; the client pipelines. */
   const sendCommitStatements = (recorded: readonly number[]): Promise<unknown> =>
-    recorded.length > 0 ? publishAndCommit(client, recorded) : client.query("COMMIT");
+    recorded.length > 0 ? publishAndCommit(client) : client.query("COMMIT");
   return {
     conn: client,
     async commit(recorded) {
