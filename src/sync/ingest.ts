@@ -52,8 +52,8 @@ async function ingestNextPage(
   const next = await pages.next();
   if (next === undefined) return false;
   const { page, offset } = next;
-  // Before the transaction, which runs one at a time: the rows' checks and serialization (most of
-  // a page's CPU) overlap the other runs' transactions' waits on the database.
+  // Before the transaction, which runs one at a time: the rows' checks (most of a page's CPU)
+  // overlap the other runs' transactions' waits on the database.
   const rows = await checkRows(pass, run, page);
   // Over HTTP, so before the last page's transaction: the text of its failed sources.
   const serviceErrors = page.page.next_offset === null ? await readSourceErrors(pass, run, page) : new Map();
@@ -105,13 +105,7 @@ function reportPage({ ctx, mirror }: MirrorPass, run: Run, applied: AppliedPage)
 /** A page's row as checked before its transaction: refused for its shape, or ready to store. */
 type CheckedRow =
   | { rejected: RejectedRow; warning: AppliedPage["warnings"][number] }
-  | {
-      input: ResourceInput;
-      source: string;
-      textRepaired: boolean;
-      /** Used only if the row turns out to have changed: an unchanged row is not written. */
-      serialized: ReturnType<typeof serialize>;
-    };
+  | { input: ResourceInput; source: string; textRepaired: boolean };
 
 async function checkRows({ ctx }: MirrorPass, run: Run, page: ExportPage): Promise<CheckedRow[]> {
   const rows: CheckedRow[] = [];
@@ -135,7 +129,7 @@ async function checkRows({ ctx }: MirrorPass, run: Run, page: ExportPage): Promi
       continue;
     }
     const { input, source, textRepaired } = toInput(parsed.data);
-    rows.push({ input, source, textRepaired, serialized: serialize(input) });
+    rows.push({ input, source, textRepaired });
     ctx.crashPoint("row-checked");
   }
   return rows;
@@ -216,11 +210,13 @@ async function applyPage(
       rejected.push(row.rejected);
       continue;
     }
-    const { input: r, source, serialized } = row;
+    const { input: r, source } = row;
     if (row.textRepaired) warnings.push(textRepairedWarning(run, r.key));
     const stored = looked.has(r.key) ? states.get(r.key) : await tx.resources.findState(r.key);
     const changed = stored === undefined || stored.deletedAt !== null || stored.contentHash !== r.contentHash;
     if (changed) {
+      // Here rather than with the checks: an unchanged row (most of them, most passes) is not written.
+      const serialized = serialize(r);
       if ("reason" in serialized) {
         counts.rejected++;
         warnings.push({
