@@ -21,7 +21,8 @@ export interface DelayProxy {
   roundTrips(): number;
   /**
    * The mirror's page transactions since the proxy started (those that record a page's access)
-   * and the round trips they took, from the one that sent BEGIN to the one that sent COMMIT.
+   * and the round trips they took, from the one that sent BEGIN to the one that sent COMMIT; a
+   * BEGIN sent behind the previous transaction's COMMIT, in its round trip, adds none of its own.
    */
   pages(): { pages: number; roundTrips: number };
   close(): Promise<void>;
@@ -46,8 +47,10 @@ export async function startDelayProxy(databaseUrl: string, oneWayMs: number): Pr
     const trace = statementTrace(process.env.BENCH_PROXY_TRACE, ++connections, started);
     /** The open transaction: its round trips so far, and whether it recorded a page's access. */
     let open: { roundTrips: number; page: boolean } | undefined;
+    /** The current round trip carries a COMMIT: a BEGIN behind it shares that round trip. */
+    let committing = false;
     trace.onStatement = (statement) => {
-      if (/^[PQ] BEGIN$/.test(statement)) open = { roundTrips: 1, page: false };
+      if (/^[PQ] BEGIN$/.test(statement)) open = { roundTrips: committing ? 0 : 1, page: false };
       else if (open && PAGE_STATEMENT.test(statement)) open.page = true;
       else if (open && /^[PQ] COMMIT$/.test(statement)) {
         if (open.page) {
@@ -55,11 +58,13 @@ export async function startDelayProxy(databaseUrl: string, oneWayMs: number): Pr
           pages.roundTrips += open.roundTrips;
         }
         open = undefined;
+        committing = true;
       }
     };
     client.on("data", (chunk: Buffer) => {
       if (answered) {
         roundTrips++;
+        committing = false;
         if (open) open.roundTrips++;
         trace.roundTrip();
       }
