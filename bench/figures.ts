@@ -42,7 +42,18 @@ export function ratios(results: Results) {
     manyRunsVsLimit: ratio("many-runs", "limit-many-runs", rows),
     manyRunsVsSequential: ratio("many-runs", "many-runs-seq", rows),
     naiveRssGrowth: ratio("naive-cold", "naive-small", rss),
+    pgAwayColdVsLimit: ratio("pg-away-cold", "pg-away-limit-store", rows),
+    pgAwayFullVsLimit: ratio("pg-away-full", "pg-away-limit-store", rows),
+    pgColdVsLimit: ratio("pg-cold", "pg-limit-store", rows),
+    pgFullVsLimit: ratio("pg-full", "pg-limit-store", rows),
+    pgAwayCpuPerRowVsSqlite: ratio("pg-away-cold", "cold", (r) => r.cpuSeconds / r.rows),
   };
+}
+
+/** Round trips per page transaction through the proxy (BEGIN to COMMIT), as the proxy counted them. */
+function pageRoundTrips(results: Results, id: string): number {
+  const notes = results.get(id)?.notes;
+  return notes ? Number(notes.pageRoundTrips) / Number(notes.pageTransactions) : Number.NaN;
 }
 
 export function goals(results: Results): Goal[] {
@@ -89,11 +100,46 @@ export function goals(results: Results): Goal[] {
       measured: fixed(r.rssGrowth),
       met: known(r.rssGrowth, r.rssGrowth <= 1.15),
     },
+    ...postgresGoals(r, results),
     {
       goal: "Run-list calls per polling round",
       target: `<= ceil(runs / 100) = ${Number.isFinite(allowed) ? allowed : "n/a"}`,
       measured: Number.isFinite(maxList) ? `max ${maxList}` : "n/a",
       met: known(maxList, maxList <= allowed),
+    },
+  ];
+}
+
+/** PostgreSQL at its limit, on loopback and through the delay proxy (a database on another host). */
+function postgresGoals(r: ReturnType<typeof ratios>, results: Results): Goal[] {
+  const known = (n: number, ok: boolean) => (Number.isFinite(n) ? ok : undefined);
+  const atLeast = (goal: string, n: number, target: number): Goal => ({
+    goal,
+    target: `>= ${fixed(target)}`,
+    measured: fixed(n),
+    met: known(n, n >= target),
+  });
+  const trips = Math.max(pageRoundTrips(results, "pg-away-cold"), pageRoundTrips(results, "pg-away-full"));
+  return [
+    atLeast(
+      "PostgreSQL away, cold mirror vs its limit (bare write through the same proxy), rows/s",
+      r.pgAwayColdVsLimit,
+      0.8,
+    ),
+    atLeast("PostgreSQL away, unchanged full vs its limit, rows/s", r.pgAwayFullVsLimit, 0.8),
+    atLeast("PostgreSQL on loopback, cold mirror vs its limit, rows/s", r.pgColdVsLimit, 0.85),
+    atLeast("PostgreSQL on loopback, unchanged full vs its limit, rows/s", r.pgFullVsLimit, 0.85),
+    {
+      goal: "PostgreSQL away, cold mirror CPU per row vs SQLite's",
+      target: "<= 1.30",
+      measured: fixed(r.pgAwayCpuPerRowVsSqlite),
+      met: known(r.pgAwayCpuPerRowVsSqlite, r.pgAwayCpuPerRowVsSqlite <= 1.3),
+    },
+    {
+      goal: "PostgreSQL away, round trips per page transaction (counted at the proxy, the worse of cold and full)",
+      target: "<= 3",
+      measured: fixed(trips, 1),
+      met: known(trips, trips <= 3),
     },
   ];
 }
