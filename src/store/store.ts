@@ -186,6 +186,11 @@ export interface RunRepo {
   /** The checkpoint: written in the same transaction as the page it follows. */
   checkpoint(syncId: string, nextOffset: number | null, c: PageCounts): Promise<void>;
   sourcesOf(syncId: string): Promise<RunSource[]>;
+  /**
+   * The sources of every run of the trigger, by sync id (a run without any has no entry), each
+   * run's by label: one statement, where `sourcesOf` per run would take one each.
+   */
+  sourcesOfTrigger(triggerRowId: number): Promise<Map<string, RunSource[]>>;
   markSwept(syncId: string, source: string, swept: "applied" | "held"): Promise<void>;
 }
 

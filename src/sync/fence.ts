@@ -30,7 +30,7 @@ const READS: Reads = {
   ],
   pairs: ["listForMirror", "countAwaitingBaseline"],
   triggers: ["findInFlight", "get", "lastFinished", "lastIntentAt"],
-  runs: ["newestCreatedAt", "isKnown", "ofTrigger", "get", "sourcesOf"],
+  runs: ["newestCreatedAt", "isKnown", "ofTrigger", "get", "sourcesOf", "sourcesOfTrigger"],
   mirrors: ["get"],
   dryRun: [],
   leases: ["isHeld", "holders"],

@@ -10,26 +10,48 @@ import { refreshMirrorGauges } from "./gauges.js";
 import { type Outcome, sourceSucceeded } from "./outcome.js";
 import { recordSkippedPairs } from "./skipped-problems.js";
 import { emptySummary, type MirrorSummary } from "./summary.js";
+import { sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
 
 export async function settle(
   pass: MirrorPass,
   triggerRowId: number,
-  extra: { timedOut: boolean; resumed: boolean; startedAtMs: number; dryRun?: boolean },
+  read: TriggerRuns,
+  extra: {
+    timedOut: boolean;
+    resumed: boolean;
+    startedAtMs: number;
+    dryRun?: boolean;
+    /** The trigger as it stands, when the caller read it after the pass's last write to it. */
+    trigger?: Trigger;
+  },
 ): Promise<MirrorSummary> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
-  const trigger = await store.triggers.get(triggerRowId);
-  const runs = await store.runs.ofTrigger(trigger.id);
+  const { runs } = read;
+  /** The (user, server) pairs whose pages the runs read, for the key count. */
+  const pairsRead = new Map<string, PairRef>();
+  for (const run of runs) {
+    // Saved with a run's first page: a run that wrote anything has them.
+    for (const s of sourcesOfRun(read, run)) {
+      const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
+      pairsRead.set(`${pair.userEmail}\n${pair.serverInstanceId}`, pair);
+    }
+  }
+  const firstSeen = runs
+    .map((r) => r.createdAt)
+    .filter((c): c is string => c !== null)
+    .sort()[0];
+  // Read at once: PostgreSQL answers them on two connections together.
+  const [trigger, keys] = await Promise.all([
+    extra.trigger ?? store.triggers.get(triggerRowId),
+    countKeys(pass, runs, [...pairsRead.values()], firstSeen),
+  ]);
   const skipped = trigger.skipped ?? [];
   const summary = summaryOf(mirror.name, trigger, extra.resumed);
   let allSourcesSucceeded = runs.length > 0;
   let anyRead = false;
   const ingest = { rows: 0, runsWritten: 0, runsUnread: 0 };
-  /** The (user, server) pairs whose pages the runs read, for the key count. */
-  const pairsRead = new Map<string, PairRef>();
-  // Read at once: PostgreSQL answers them on several connections together.
-  const sourcesByRun = await Promise.all(runs.map((run) => store.runs.sourcesOf(run.syncId)));
-  for (const [i, run] of runs.entries()) {
+  for (const run of runs) {
     summary.runs[run.status] = (summary.runs[run.status] ?? 0) + 1;
     summary.counts.upserted += run.upserted;
     summary.counts.unchanged += run.unchanged;
@@ -37,12 +59,6 @@ export async function settle(
     const rows = run.upserted + run.unchanged + run.rejected;
     ingest.rows += rows;
     if (rows > 0) ingest.runsWritten++;
-    // Saved with a run's first page: a run that wrote anything has them.
-    const sources = sourcesByRun[i] ?? [];
-    for (const s of sources) {
-      const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
-      pairsRead.set(`${pair.userEmail}\n${pair.serverInstanceId}`, pair);
-    }
     if (run.ingest !== "done") {
       ingest.runsUnread++;
       allSourcesSucceeded = false;
@@ -51,17 +67,13 @@ export async function settle(
       continue;
     }
     anyRead = true;
-    for (const s of sources) {
+    for (const s of sourcesOfRun(read, run)) {
       const status = s.exportStatus ?? "unknown";
       summary.sources[status] = (summary.sources[status] ?? 0) + 1;
       if (!sourceSucceeded(run, s)) allSourcesSucceeded = false;
     }
   }
-  const firstSeen = runs
-    .map((r) => r.createdAt)
-    .filter((c): c is string => c !== null)
-    .sort()[0];
-  summary.keys = await countKeys(pass, runs, [...pairsRead.values()], firstSeen);
+  summary.keys = keys;
   for (const s of skipped) summary.skipped[s.reason] = (summary.skipped[s.reason] ?? 0) + 1;
   summary.skipped_total = trigger.adopted ? null : trigger.skippedCount;
   summary.counts.deleted = trigger.deleted;

@@ -17,6 +17,7 @@ import { settle, settleWithoutRuns } from "./settle.js";
 import type { MirrorSummary } from "./summary.js";
 import { sweep } from "./sweep.js";
 import { establishTrigger, recordIntent } from "./trigger.js";
+import { readTriggerRuns } from "./trigger-runs.js";
 import { waitAndIngest } from "./wait.js";
 
 /**
@@ -79,8 +80,19 @@ async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<
     return await withLogContext({ trigger_id: active.triggerId }, async () => {
       if (options.dryRun && active.mode === "full" && !resumed) return dryRunSweep(pass, active, startedAtMs);
       const { timedOut } = await waitAndIngest(pass, active);
-      await sweep(pass, await ctx.store.triggers.get(active.id));
-      const summary = await settle(pass, active.id, { timedOut, resumed, startedAtMs });
+      // Read at once: PostgreSQL answers them on several connections together.
+      const [current, read] = await Promise.all([
+        ctx.store.triggers.get(active.id),
+        readTriggerRuns(ctx.store, active.id),
+      ]);
+      await sweep(pass, current, read);
+      // A full pass's sweep counted into the trigger: settle reads it again.
+      const summary = await settle(pass, active.id, read, {
+        timedOut,
+        resumed,
+        startedAtMs,
+        ...(current.mode === "full" ? {} : { trigger: current }),
+      });
       ctx.log.info({ outcome: summary.outcome, counts: summary.counts }, summary.message);
       return summary;
     });

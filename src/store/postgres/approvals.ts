@@ -48,12 +48,17 @@ export function createSweepApprovalRepo({ db }: Conn): SweepApprovalRepo {
     pending: () => pending(),
 
     async take(triggerRowId, mirror) {
-      const [taken] = await db.select({ id: a.id }).from(a).where(eq(a.triggerRowId, triggerRowId)).limit(1);
-      if (taken) return;
+      // One statement: issued ahead of the allowances in a sweep transaction, it runs before them.
       await db
         .update(a)
         .set({ triggerRowId })
-        .where(and(eq(a.mirror, mirror), isNull(a.triggerRowId)));
+        .where(
+          and(
+            eq(a.mirror, mirror),
+            isNull(a.triggerRowId),
+            sql`NOT EXISTS (SELECT 1 FROM ${a} WHERE ${a.triggerRowId} = ${triggerRowId})`,
+          ),
+        );
     },
 
     async allowance(triggerRowId, pair) {

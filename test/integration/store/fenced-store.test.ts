@@ -31,6 +31,7 @@ const READS = new Set([
   "runs.ofTrigger",
   "runs.get",
   "runs.sourcesOf",
+  "runs.sourcesOfTrigger",
   "mirrors.get",
   "leases.isHeld",
   "syncConfigs.find",
