@@ -102,13 +102,15 @@ export async function settle(
     heldRevocations: trigger.mode === "full" ? trigger.held : undefined,
     record: async (tx) => {
       if (firstSeen === undefined) return;
-      for (const s of skipped) {
-        await tx.pairs.skipped(
-          { mirror: mirror.name, userEmail: s.user_email, serverInstanceId: s.server_instance_id },
-          { reason: s.reason, authStatus: s.auth_status ?? null, seenAt: firstSeen },
-        );
-      }
-      await recordSkippedPairs(tx, pass, trigger, at.toISOString());
+      await Promise.all([
+        ...skipped.map((s) =>
+          tx.pairs.skipped(
+            { mirror: mirror.name, userEmail: s.user_email, serverInstanceId: s.server_instance_id },
+            { reason: s.reason, authStatus: s.auth_status ?? null, seenAt: firstSeen },
+          ),
+        ),
+        recordSkippedPairs(tx, pass, trigger, at.toISOString()),
+      ]);
     },
   });
   return summary;
@@ -193,7 +195,7 @@ async function closeTrigger(
     keepInFlight: boolean;
     dryRun: boolean;
     heldRevocations?: number | undefined;
-    /** Facts written with the close: the skipped pairs, the attempt's error. */
+    /** Facts written with the close (the skipped pairs, the attempt's error), each issued before any answer. */
     record?: (tx: StoreOps) => Promise<void>;
   },
 ): Promise<void> {
@@ -201,9 +203,10 @@ async function closeTrigger(
   const { outcome, message } = summary;
   const at = c.at.toISOString();
   await ctx.store.transaction(async (tx) => {
-    await c.record?.(tx);
-    // Issued at once, in this order (one round trip on PostgreSQL): none needs another's answer.
+    // Issued at once, in this order, the facts first (one round trip on PostgreSQL, with the
+    // lease check): none needs another's answer.
     await Promise.all([
+      c.record?.(tx),
       c.keepInFlight
         ? undefined
         : tx.triggers.finish(trigger.id, { outcome, message, summary, finishedAt: at }),
@@ -221,11 +224,12 @@ async function closeTrigger(
           }),
     ]);
   });
-  summary.pairs_awaiting_baseline = await ctx.store.pairs.countAwaitingBaseline(mirror.name);
-  if (c.dryRun) return;
-  // Gauges first: a scrape that sees the pass counted sees its state too (on PostgreSQL reading
-  // them back takes a few round trips).
-  await refreshMirrorGauges(ctx.store, ctx.metrics, mirror.name);
+  if (c.dryRun) {
+    summary.pairs_awaiting_baseline = await ctx.store.pairs.countAwaitingBaseline(mirror.name);
+    return;
+  }
+  // Gauges first: a scrape that sees the pass counted sees its state too.
+  summary.pairs_awaiting_baseline = await refreshMirrorGauges(ctx.store, ctx.metrics, mirror.name);
   const labels = { mirror: mirror.name, mode: summary.mode };
   ctx.metrics.triggers.inc({ ...labels, outcome });
   ctx.metrics.syncDuration.observe(labels, summary.duration_seconds);
