@@ -70,6 +70,14 @@ export interface AccessRepo {
   countPairKeys(pair: PairRef): Promise<number>;
   /** Keys the pair holds that a snapshot created at `snapshotAt` did not see and that reach `threshold` misses. */
   countRevocable(pair: PairRef, snapshotAt: string, threshold: number): Promise<number>;
+  /**
+   * `countRevocable` of each pair, with its own snapshot, in order: one statement on PostgreSQL,
+   * where a batch of runs would take one per pair.
+   */
+  countRevocableEach(
+    pairs: readonly { pair: PairRef; snapshotAt: string }[],
+    threshold: number,
+  ): Promise<number[]>;
   /** One more miss for every key the snapshot did not see, then revokes those at `threshold`. */
   sweepMissed(pair: PairRef, snapshotAt: string, threshold: number): Promise<string[]>;
   /** Removes every key the pair holds (user left, pair removed or past its grace). */

@@ -24,6 +24,7 @@ const READS: Reads = {
     "keysWithAccess",
     "countPairKeys",
     "countRevocable",
+    "countRevocableEach",
     "pairsWithAccess",
     "countLive",
     "countKeysSeenSince",

@@ -37,7 +37,7 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger, read: TriggerRuns
   const { ctx, mirror } = pass;
   const { store } = ctx;
   // The first full pass that sweeps takes the mirror's `approve-sweep`, if any (sweep-approval.ts):
-  // in its first sweep transaction, ahead of the allowances that transaction reads.
+  // in its first sweep transaction, ahead of any allowance read.
   let take = read.runs.some((r) => r.ingest === "done");
   const todo = runsToSweep(pass, read);
   if (todo.length === 0) {
@@ -51,19 +51,31 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger, read: TriggerRuns
     const taking = take;
     const swept = await store.transaction(async (tx) => {
       // Issued at once, the take first (one round trip on PostgreSQL).
-      const [, counted] = await Promise.all([
+      const [, revocable] = await Promise.all([
         taking ? tx.approvals.take(trigger.id, mirror.name) : undefined,
-        Promise.all(batch.map((run) => countPairs(pass, tx, trigger, run))),
+        tx.access.countRevocableEach(
+          batch.flatMap((run) => run.pairs.map(({ pair }) => ({ pair, snapshotAt: run.snapshotAt }))),
+          mirror.deleteAfterMissedFull,
+        ),
       ]);
-      const quiet = batch.flatMap((run, i) => {
-        const counts = counted[i] as PairCounts[];
-        return counts.every((c) => c.revocable === 0) ? [{ run, counts }] : [];
+      const firstPair = batch.map((_, i) => batch.slice(0, i).reduce((n, run) => n + run.pairs.length, 0));
+      const quiet = batch.filter((run, i) => {
+        const from = firstPair[i] as number;
+        return revocable.slice(from, from + run.pairs.length).every((n) => n === 0);
       });
-      // Nothing revoked: every pair of every quiet run goes out at once (one round trip).
+      // Nothing to revoke, nothing for the guard to hold: every pair of every quiet run goes out
+      // at once (one round trip).
       const results = await Promise.all(
-        quiet.map(({ run, counts }) => sweepRun(pass, tx, trigger, run, counts)),
+        quiet.map((run) =>
+          Promise.all(
+            run.pairs.map(async ({ pair, source }): Promise<SweptPair> => {
+              const target = { pair, source, syncId: run.syncId, snapshotAt: run.snapshotAt };
+              return { held: false, result: await applySweep(pass, tx, trigger, target, false) };
+            }),
+          ),
+        ),
       );
-      return quiet.map(({ run }, i) => ({ run, results: results[i] as SweptPair[] }));
+      return quiet.map((run, i) => ({ run, results: results[i] as SweptPair[] }));
     });
     take = false;
     for (const { run, results } of swept) reportRun(pass, run, results);
@@ -182,25 +194,30 @@ function reportRun(pass: MirrorPass, run: RunToSweep, results: readonly SweptPai
 
 type SweptPair = { held: false; result: Revocations } | { held: true; revocable: number; total: number };
 
+/** A pair of a run being swept: its source, and the snapshot its misses are counted against. */
+interface SweepTarget {
+  pair: PairRef;
+  source: RunSource;
+  syncId: string;
+  snapshotAt: string;
+}
+
 /** One pair's sweep inside its run's transaction: held by the guard, or misses counted and revoked. */
 async function sweepPair(
-  { ctx, mirror }: MirrorPass,
+  pass: MirrorPass,
   tx: StoreOps,
   trigger: Trigger,
-  {
-    pair,
-    source,
-    syncId,
-    snapshotAt,
-  }: { pair: PairRef; source: RunSource; syncId: string; snapshotAt: string },
-  { total, revocable, approved }: { total: number; revocable: number; approved: number | null },
+  target: SweepTarget,
+  { total, revocable, approved }: PairCounts,
 ): Promise<SweptPair> {
+  const { ctx, mirror } = pass;
+  const { pair, source, syncId } = target;
   const guard = decideGuard(
     { revocable, total },
     { maxDeleteFraction: mirror.maxDeleteFraction, allowMassDelete: trigger.allowMassDelete, approved },
   );
-  const at = ctx.now().toISOString();
   if (!guard.apply) {
+    const at = ctx.now().toISOString();
     await Promise.all([
       tx.runs.markSwept(syncId, source.source, "held"),
       tx.triggers.addSweepCounts(trigger.id, { held: revocable, sweepsHeld: 1 }),
@@ -208,6 +225,17 @@ async function sweepPair(
     ]);
     return { held: true, revocable, total };
   }
+  return { held: false, result: await applySweep(pass, tx, trigger, target, guard.approved) };
+}
+
+/** The pair's misses counted and those at the threshold revoked; `approved`: the approval's allowance used. */
+async function applySweep(
+  { ctx, mirror }: MirrorPass,
+  tx: StoreOps,
+  trigger: Trigger,
+  { pair, source, syncId, snapshotAt }: SweepTarget,
+  approved: boolean,
+): Promise<Revocations> {
   // What does not depend on the revoked keys goes out with the sweep statement; a pair with
   // nothing revoked and no approval to use then has nothing left to write before COMMIT.
   const [keys] = await Promise.all([
@@ -218,9 +246,9 @@ async function sweepPair(
   const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
   await Promise.all([
     result.revoked > 0 ? tx.triggers.addSweepCounts(trigger.id, result) : undefined,
-    guard.approved ? tx.approvals.use(trigger.id, pair, result.revoked) : undefined,
+    approved ? tx.approvals.use(trigger.id, pair, result.revoked) : undefined,
   ]);
-  return { held: false, result };
+  return result;
 }
 
 /** The problem a held sweep is, until a sweep applies for its pair. */

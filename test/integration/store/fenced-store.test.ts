@@ -17,6 +17,7 @@ const READS = new Set([
   "access.keysWithAccess",
   "access.countPairKeys",
   "access.countRevocable",
+  "access.countRevocableEach",
   "access.pairsWithAccess",
   "access.countLive",
   "access.countKeysSeenSince",

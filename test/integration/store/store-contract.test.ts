@@ -243,6 +243,21 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     expect(await opened.store.access.countRevocable(pair, T2, 2)).toBe(0);
     expect(await opened.store.access.sweepMissed(pair, T2, 2)).toEqual([]);
     expect(await opened.store.access.countRevocable(pair, T2, 2)).toBe(2);
+    // Each pair with its own snapshot, in the order asked; a pair holding nothing counts 0.
+    const nobody = { ...pair, userEmail: "nobody@example.test" };
+    expect(
+      await opened.store.access.countRevocableEach(
+        [
+          { pair, snapshotAt: T2 },
+          { pair: nobody, snapshotAt: T2 },
+          { pair, snapshotAt: T1 },
+          { pair, snapshotAt: T3 },
+        ],
+        2,
+      ),
+    ).toEqual([2, 0, 0, 2]);
+    expect(await opened.store.access.countRevocableEach([{ pair, snapshotAt: T3 }], 1)).toEqual([3]);
+    expect(await opened.store.access.countRevocableEach([], 2)).toEqual([]);
     expect((await opened.store.access.sweepMissed(pair, T2, 2)).sort()).toEqual([b, c].sort());
     expect(await opened.store.access.countPairKeys(pair)).toBe(1);
     expect(await opened.store.access.revokePair(pair)).toEqual([a]);
