@@ -50,7 +50,7 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger, read: TriggerRuns
   for (const batch of batches(todo)) {
     const taking = take;
     const swept = await store.transaction(async (tx) => {
-      // Issued at once, the take first (one round trip on PostgreSQL).
+      // Issued at once (one round trip on PostgreSQL, with the fence check).
       const [, revocable] = await Promise.all([
         taking ? tx.approvals.take(trigger.id, mirror.name) : undefined,
         tx.access.countRevocableEach(
