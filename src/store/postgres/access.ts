@@ -42,6 +42,19 @@ const REVOCABLE_EACH_SQL = `SELECT (
     AS p(mirror, user_email, server, snapshot_at, i)
   ORDER BY p.i`;
 
+// The distinct pairs by walking the pair index from one pair to the next (a lookup per pair),
+// where DISTINCT read every access row of the mirror: 0.3 ms instead of 15 ms on 20,000 rows.
+const PAIRS_WITH_ACCESS_SQL = `WITH RECURSIVE p AS (
+    (SELECT user_email, server_instance_id FROM resource_access WHERE mirror = $1
+      ORDER BY user_email, server_instance_id LIMIT 1)
+    UNION ALL
+    SELECT n.user_email, n.server_instance_id FROM p, LATERAL (
+      SELECT user_email, server_instance_id FROM resource_access
+       WHERE mirror = $1 AND (user_email, server_instance_id) > (p.user_email, p.server_instance_id)
+       ORDER BY user_email, server_instance_id LIMIT 1) AS n
+  )
+  SELECT user_email, server_instance_id FROM p`;
+
 const rowId = (mirror: string, userEmail: string, key: string) => `${mirror}\n${userEmail}\n${key}`;
 
 const pairWhere = (pair: PairRef) =>
@@ -160,14 +173,11 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
     },
 
     async pairsWithAccess(mirror) {
-      return db
-        .selectDistinct({
-          mirror: resourceAccess.mirror,
-          userEmail: resourceAccess.userEmail,
-          serverInstanceId: resourceAccess.serverInstanceId,
-        })
-        .from(resourceAccess)
-        .where(eq(resourceAccess.mirror, mirror));
+      const { rows } = await client.query<{ user_email: string; server_instance_id: string }>({
+        text: PAIRS_WITH_ACCESS_SQL,
+        values: [mirror],
+      });
+      return rows.map((r) => ({ mirror, userEmail: r.user_email, serverInstanceId: r.server_instance_id }));
     },
 
     async countLive(mirror) {

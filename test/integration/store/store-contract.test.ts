@@ -223,6 +223,16 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       await opened.store.access.seeAll([{ ...pair, mirror: other, key, source: "docs", seenAt: T1 }]);
     expect(await opened.store.access.countLive(mirror)).toBe(2);
     expect(await opened.store.access.countLive(other)).toBe(1);
+    // Each pair holding access through the mirror once, however many keys it holds.
+    const cy: PairRef = { mirror, userEmail: "cy@example.test", serverInstanceId: "srv-2" };
+    await opened.store.access.seeAll([a, b].map((key) => ({ ...cy, key, source: "docs", seenAt: T1 })));
+    const byPair = (pairs: PairRef[]) =>
+      pairs.map((p) => `${p.mirror} ${p.userEmail} ${p.serverInstanceId}`).sort();
+    expect(byPair(await opened.store.access.pairsWithAccess(mirror))).toEqual(
+      byPair([pair, { ...pair, userEmail: "bob@example.test" }, cy]),
+    );
+    expect(await opened.store.access.pairsWithAccess(other)).toEqual([{ ...pair, mirror: other }]);
+    await opened.store.access.revokePair(cy);
     // Keys the pairs were seen holding by runs created at or after a time: once per key.
     const bob = { ...pair, userEmail: "bob@example.test" };
     const seenSince = (pairs: PairRef[], since: string) =>
