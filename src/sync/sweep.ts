@@ -117,20 +117,25 @@ function runsToSweep({ mirror }: MirrorPass, read: TriggerRuns): RunToSweep[] {
  */
 const PAIRS_PER_SWEEP_TRANSACTION = 100;
 
+/**
+ * The runs cut into batches. A pair already in a batch (two runs of one user) starts the next: its
+ * second sweep must be counted after its first, which may bring keys to the threshold.
+ */
 function batches(runs: readonly RunToSweep[]): RunToSweep[][] {
-  const out: RunToSweep[][] = [];
-  let pairs = 0;
+  const out: { runs: RunToSweep[]; pairs: Set<string> }[] = [];
   for (const run of runs) {
+    const keys = run.pairs.map(({ pair }) => `${pair.userEmail}\n${pair.serverInstanceId}`);
     const last = out.at(-1);
-    if (last && pairs + run.pairs.length <= PAIRS_PER_SWEEP_TRANSACTION) {
-      last.push(run);
-      pairs += run.pairs.length;
-    } else {
-      out.push([run]);
-      pairs = run.pairs.length;
-    }
+    if (
+      last &&
+      last.pairs.size + keys.length <= PAIRS_PER_SWEEP_TRANSACTION &&
+      !keys.some((key) => last.pairs.has(key))
+    ) {
+      last.runs.push(run);
+      for (const key of keys) last.pairs.add(key);
+    } else out.push({ runs: [run], pairs: new Set(keys) });
   }
-  return out;
+  return out.map((batch) => batch.runs);
 }
 
 interface PairCounts {
