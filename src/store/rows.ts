@@ -12,6 +12,7 @@ import type {
   Mode,
   PendingContinue,
   Run,
+  RunSource,
   SkippedPairRecord,
   Trigger,
 } from "./types.js";
@@ -36,6 +37,17 @@ export function toTrigger(row: TriggerColumns, decode: DecodeJson): Trigger {
 export function toRun(row: RunColumns, decode: DecodeJson): Run {
   const { diagnostics: _diagnostics, continuePending, ...rest } = row;
   return { ...rest, continuePending: decode(continuePending) as PendingContinue | null };
+}
+
+/** Sources as `sourcesOfTrigger` returns them: each run's, in the order read. */
+export function groupBySyncId(rows: readonly RunSource[]): Map<string, RunSource[]> {
+  const byRun = new Map<string, RunSource[]>();
+  for (const row of rows) {
+    const sources = byRun.get(row.syncId);
+    if (sources) sources.push(row);
+    else byRun.set(row.syncId, [row]);
+  }
+  return byRun;
 }
 
 /** The row `what` names, which the store wrote earlier: gone means the database changed under us. */

@@ -70,6 +70,14 @@ export interface AccessRepo {
   countPairKeys(pair: PairRef): Promise<number>;
   /** Keys the pair holds that a snapshot created at `snapshotAt` did not see and that reach `threshold` misses. */
   countRevocable(pair: PairRef, snapshotAt: string, threshold: number): Promise<number>;
+  /**
+   * `countRevocable` of each pair, with its own snapshot, in order: one statement on PostgreSQL,
+   * where a batch of runs would take one per pair.
+   */
+  countRevocableEach(
+    pairs: readonly { pair: PairRef; snapshotAt: string }[],
+    threshold: number,
+  ): Promise<number[]>;
   /** One more miss for every key the snapshot did not see, then revokes those at `threshold`. */
   sweepMissed(pair: PairRef, snapshotAt: string, threshold: number): Promise<string[]>;
   /** Removes every key the pair holds (user left, pair removed or past its grace). */
@@ -186,6 +194,11 @@ export interface RunRepo {
   /** The checkpoint: written in the same transaction as the page it follows. */
   checkpoint(syncId: string, nextOffset: number | null, c: PageCounts): Promise<void>;
   sourcesOf(syncId: string): Promise<RunSource[]>;
+  /**
+   * The sources of every run of the trigger, by sync id (a run without any has no entry), each
+   * run's by label: one statement, where `sourcesOf` per run would take one each.
+   */
+  sourcesOfTrigger(triggerRowId: number): Promise<Map<string, RunSource[]>>;
   markSwept(syncId: string, source: string, swept: "applied" | "held"): Promise<void>;
 }
 

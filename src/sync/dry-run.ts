@@ -13,6 +13,7 @@ import { sourceSucceeded } from "./outcome.js";
 import { settle } from "./settle.js";
 import type { MirrorSummary } from "./summary.js";
 import { findLeavingPairs } from "./sweep.js";
+import { readTriggerRuns, sourcesOfRun } from "./trigger-runs.js";
 import { waitAndIngest } from "./wait.js";
 
 export async function dryRunSweep(
@@ -22,9 +23,10 @@ export async function dryRunSweep(
 ): Promise<MirrorSummary> {
   const { ctx, mirror } = pass;
   const { timedOut } = await waitAndIngest(pass, trigger, collectKeys);
-  for (const run of await ctx.store.runs.ofTrigger(trigger.id)) {
+  const read = await readTriggerRuns(ctx.store, trigger.id);
+  for (const run of read.runs) {
     if (run.ingest !== "done") continue;
-    for (const s of await ctx.store.runs.sourcesOf(run.syncId)) {
+    for (const s of sourcesOfRun(read, run)) {
       if (!sourceSucceeded(run, s)) continue;
       await ctx.store.dryRun.collectPair(trigger.id, {
         mirror: mirror.name,
@@ -34,10 +36,15 @@ export async function dryRunSweep(
       });
     }
   }
-  for (const { pair } of (await findLeavingPairs(pass, trigger)) ?? [])
+  for (const { pair } of (await findLeavingPairs(pass, trigger, read)) ?? [])
     await ctx.store.dryRun.collectWholePair(trigger.id, pair);
   const dryRun = await ctx.store.dryRun.totals(trigger.id);
-  const summary = await settle(pass, trigger.id, { timedOut, resumed: false, startedAtMs, dryRun: true });
+  const summary = await settle(pass, trigger.id, read, {
+    timedOut,
+    resumed: false,
+    startedAtMs,
+    dryRun: true,
+  });
   summary.dry_run = dryRun;
   summary.message = `dry run: the sweep would revoke ${dryRun.would_revoke} access row(s) and delete ${dryRun.would_delete} resource(s); nothing was written`;
   return summary;

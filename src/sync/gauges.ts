@@ -10,24 +10,31 @@ import { MODES, type Trigger } from "../store/types.js";
 
 const KNOWN_SKIP_REASONS = ["not_a_project_user", "not_syncable", "not_accessible"];
 
-export async function refreshMirrorGauges(store: Store, metrics: Metrics, mirror: string): Promise<void> {
+/**
+ * Sets the mirror's gauges and returns how many of its pairs await a baseline (the pass's summary
+ * says it too). The reads go out at once: on PostgreSQL the pool answers them together.
+ */
+export async function refreshMirrorGauges(store: Store, metrics: Metrics, mirror: string): Promise<number> {
   const labels = { mirror };
-  const state = await store.mirrors.get(mirror);
-  metrics.resources.set(labels, await store.access.countLive(mirror));
-  metrics.pairsAwaitingBaseline.set(labels, await store.pairs.countAwaitingBaseline(mirror));
+  const [state, live, awaitingBaseline, inFlight, lastFinished, open] = await Promise.all([
+    store.mirrors.get(mirror),
+    store.access.countLive(mirror),
+    store.pairs.countAwaitingBaseline(mirror),
+    store.triggers.findInFlight(mirror),
+    store.triggers.lastFinished(mirror),
+    store.problems.countByKind(),
+  ]);
+  metrics.resources.set(labels, live);
+  metrics.pairsAwaitingBaseline.set(labels, awaitingBaseline);
   metrics.heldRevocations.set(labels, state?.heldRevocations ?? 0);
   // The skipped gauge describes the latest trigger: the one in flight once its POST was answered.
-  const inFlight = await store.triggers.findInFlight(mirror);
-  recordSkippedGauge(
-    metrics,
-    mirror,
-    inFlight?.state === "active" ? inFlight : await store.triggers.lastFinished(mirror),
-  );
+  recordSkippedGauge(metrics, mirror, inFlight?.state === "active" ? inFlight : lastFinished);
   for (const mode of MODES) {
     const last = mode === "full" ? state?.lastFullSuccessAt : state?.lastIncrementalSuccessAt;
     if (last) metrics.lastSuccess.set({ ...labels, mode }, Date.parse(last) / 1000);
   }
-  await refreshProblemGauges(store, metrics, [mirror]);
+  setProblemGauges(metrics, [mirror], open);
+  return awaitingBaseline;
 }
 
 /**
@@ -39,7 +46,14 @@ export async function refreshProblemGauges(
   metrics: Metrics,
   mirrors: readonly string[],
 ): Promise<void> {
-  const open = await store.problems.countByKind();
+  setProblemGauges(metrics, mirrors, await store.problems.countByKind());
+}
+
+function setProblemGauges(
+  metrics: Metrics,
+  mirrors: readonly string[],
+  open: readonly { mirror: string; kind: string; n: number }[],
+): void {
   for (const mirror of mirrors) {
     for (const kind of PROBLEM_KINDS) {
       const n = open.filter((c) => c.mirror === mirror && c.kind === kind).reduce((sum, c) => sum + c.n, 0);

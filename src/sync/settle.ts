@@ -10,26 +10,48 @@ import { refreshMirrorGauges } from "./gauges.js";
 import { type Outcome, sourceSucceeded } from "./outcome.js";
 import { recordSkippedPairs } from "./skipped-problems.js";
 import { emptySummary, type MirrorSummary } from "./summary.js";
+import { sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
 
 export async function settle(
   pass: MirrorPass,
   triggerRowId: number,
-  extra: { timedOut: boolean; resumed: boolean; startedAtMs: number; dryRun?: boolean },
+  read: TriggerRuns,
+  extra: {
+    timedOut: boolean;
+    resumed: boolean;
+    startedAtMs: number;
+    dryRun?: boolean;
+    /** The trigger as it stands, when the caller read it after the pass's last write to it. */
+    trigger?: Trigger;
+  },
 ): Promise<MirrorSummary> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
-  const trigger = await store.triggers.get(triggerRowId);
-  const runs = await store.runs.ofTrigger(trigger.id);
+  const { runs } = read;
+  /** The (user, server) pairs whose pages the runs read, for the key count. */
+  const pairsRead = new Map<string, PairRef>();
+  for (const run of runs) {
+    // Saved with a run's first page: a run that wrote anything has them.
+    for (const s of sourcesOfRun(read, run)) {
+      const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
+      pairsRead.set(`${pair.userEmail}\n${pair.serverInstanceId}`, pair);
+    }
+  }
+  const firstSeen = runs
+    .map((r) => r.createdAt)
+    .filter((c): c is string => c !== null)
+    .sort()[0];
+  // Read at once: PostgreSQL answers them on two connections together.
+  const [trigger, keys] = await Promise.all([
+    extra.trigger ?? store.triggers.get(triggerRowId),
+    countKeys(pass, runs, [...pairsRead.values()], firstSeen),
+  ]);
   const skipped = trigger.skipped ?? [];
   const summary = summaryOf(mirror.name, trigger, extra.resumed);
   let allSourcesSucceeded = runs.length > 0;
   let anyRead = false;
   const ingest = { rows: 0, runsWritten: 0, runsUnread: 0 };
-  /** The (user, server) pairs whose pages the runs read, for the key count. */
-  const pairsRead = new Map<string, PairRef>();
-  // Read at once: PostgreSQL answers them on several connections together.
-  const sourcesByRun = await Promise.all(runs.map((run) => store.runs.sourcesOf(run.syncId)));
-  for (const [i, run] of runs.entries()) {
+  for (const run of runs) {
     summary.runs[run.status] = (summary.runs[run.status] ?? 0) + 1;
     summary.counts.upserted += run.upserted;
     summary.counts.unchanged += run.unchanged;
@@ -37,12 +59,6 @@ export async function settle(
     const rows = run.upserted + run.unchanged + run.rejected;
     ingest.rows += rows;
     if (rows > 0) ingest.runsWritten++;
-    // Saved with a run's first page: a run that wrote anything has them.
-    const sources = sourcesByRun[i] ?? [];
-    for (const s of sources) {
-      const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
-      pairsRead.set(`${pair.userEmail}\n${pair.serverInstanceId}`, pair);
-    }
     if (run.ingest !== "done") {
       ingest.runsUnread++;
       allSourcesSucceeded = false;
@@ -51,17 +67,13 @@ export async function settle(
       continue;
     }
     anyRead = true;
-    for (const s of sources) {
+    for (const s of sourcesOfRun(read, run)) {
       const status = s.exportStatus ?? "unknown";
       summary.sources[status] = (summary.sources[status] ?? 0) + 1;
       if (!sourceSucceeded(run, s)) allSourcesSucceeded = false;
     }
   }
-  const firstSeen = runs
-    .map((r) => r.createdAt)
-    .filter((c): c is string => c !== null)
-    .sort()[0];
-  summary.keys = await countKeys(pass, runs, [...pairsRead.values()], firstSeen);
+  summary.keys = keys;
   for (const s of skipped) summary.skipped[s.reason] = (summary.skipped[s.reason] ?? 0) + 1;
   summary.skipped_total = trigger.adopted ? null : trigger.skippedCount;
   summary.counts.deleted = trigger.deleted;
@@ -90,13 +102,15 @@ export async function settle(
     heldRevocations: trigger.mode === "full" ? trigger.held : undefined,
     record: async (tx) => {
       if (firstSeen === undefined) return;
-      for (const s of skipped) {
-        await tx.pairs.skipped(
-          { mirror: mirror.name, userEmail: s.user_email, serverInstanceId: s.server_instance_id },
-          { reason: s.reason, authStatus: s.auth_status ?? null, seenAt: firstSeen },
-        );
-      }
-      await recordSkippedPairs(tx, pass, trigger, at.toISOString());
+      await Promise.all([
+        ...skipped.map((s) =>
+          tx.pairs.skipped(
+            { mirror: mirror.name, userEmail: s.user_email, serverInstanceId: s.server_instance_id },
+            { reason: s.reason, authStatus: s.auth_status ?? null, seenAt: firstSeen },
+          ),
+        ),
+        recordSkippedPairs(tx, pass, trigger, at.toISOString()),
+      ]);
     },
   });
   return summary;
@@ -181,7 +195,7 @@ async function closeTrigger(
     keepInFlight: boolean;
     dryRun: boolean;
     heldRevocations?: number | undefined;
-    /** Facts written with the close: the skipped pairs, the attempt's error. */
+    /** Facts written with the close (the skipped pairs, the attempt's error), each issued before any answer. */
     record?: (tx: StoreOps) => Promise<void>;
   },
 ): Promise<void> {
@@ -189,9 +203,10 @@ async function closeTrigger(
   const { outcome, message } = summary;
   const at = c.at.toISOString();
   await ctx.store.transaction(async (tx) => {
-    await c.record?.(tx);
-    // Issued at once, in this order (one round trip on PostgreSQL): none needs another's answer.
+    // Issued at once, in this order, the facts first (one round trip on PostgreSQL, with the
+    // lease check): none needs another's answer.
     await Promise.all([
+      c.record?.(tx),
       c.keepInFlight
         ? undefined
         : tx.triggers.finish(trigger.id, { outcome, message, summary, finishedAt: at }),
@@ -209,11 +224,12 @@ async function closeTrigger(
           }),
     ]);
   });
-  summary.pairs_awaiting_baseline = await ctx.store.pairs.countAwaitingBaseline(mirror.name);
-  if (c.dryRun) return;
-  // Gauges first: a scrape that sees the pass counted sees its state too (on PostgreSQL reading
-  // them back takes a few round trips).
-  await refreshMirrorGauges(ctx.store, ctx.metrics, mirror.name);
+  if (c.dryRun) {
+    summary.pairs_awaiting_baseline = await ctx.store.pairs.countAwaitingBaseline(mirror.name);
+    return;
+  }
+  // Gauges first: a scrape that sees the pass counted sees its state too.
+  summary.pairs_awaiting_baseline = await refreshMirrorGauges(ctx.store, ctx.metrics, mirror.name);
   const labels = { mirror: mirror.name, mode: summary.mode };
   ctx.metrics.triggers.inc({ ...labels, outcome });
   ctx.metrics.syncDuration.observe(labels, summary.duration_seconds);

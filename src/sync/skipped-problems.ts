@@ -34,11 +34,15 @@ export async function recordSkippedPairs(
       count: null,
       at,
     }));
-  await tx.problems.record(sightings);
-  if (skippedListComplete(trigger.skipped, trigger.skippedCount))
-    await tx.problems.clearKindExcept(
-      mirror.name,
-      "skipped_pair",
-      sightings.map((s) => s.subject),
-    );
+  // Issued at once, in this order (one round trip on PostgreSQL): neither needs the other's answer.
+  await Promise.all([
+    tx.problems.record(sightings),
+    skippedListComplete(trigger.skipped, trigger.skippedCount)
+      ? tx.problems.clearKindExcept(
+          mirror.name,
+          "skipped_pair",
+          sightings.map((s) => s.subject),
+        )
+      : undefined,
+  ]);
 }

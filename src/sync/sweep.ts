@@ -2,9 +2,10 @@
  * The sweep after a full snapshot (docs/reference/sync-semantics.md#full-snapshots-and-sweeps, docs/reference/sync-semantics.md#users-who-left-and-pairs-out-of-reach): crawl misses counted and, past
  * `delete_after_missed_full`, revoked (held by the mass-delete guard when too many); users who left,
  * pairs removed from the trigger and pairs skipped past their grace lose their access (not held).
- * A run's pairs are swept in one transaction that also records each as done, so a crash mid-sweep
- * resumes with the pairs not yet swept and never counts a miss twice; counters and log lines
- * follow the commit.
+ * Pairs are swept in transactions that also record each as done (the runs whose pairs revoke
+ * nothing several to a transaction, a run that revokes something in one of its own), so a crash
+ * mid-sweep resumes with the pairs not yet swept and never counts a miss twice; counters and log
+ * lines follow the commit.
  */
 import type { AccessItem } from "../api/schemas.js";
 import { AbortedError } from "../errors.js";
@@ -23,94 +24,205 @@ import { sourceSucceeded } from "./outcome.js";
 import { problemSubject } from "./problem-subject.js";
 import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
 import { decideGuard } from "./sweep-approval.js";
+import { sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
 
-export async function sweep(pass: MirrorPass, trigger: Trigger): Promise<void> {
+export async function sweep(pass: MirrorPass, trigger: Trigger, read: TriggerRuns): Promise<void> {
   if (trigger.mode !== "full") return;
   pass.ctx.crashPoint("before-sweep");
-  await sweepMisses(pass, trigger);
-  if (!trigger.leaversSwept) await sweepLeavers(pass, trigger);
+  await sweepMisses(pass, trigger, read);
+  if (!trigger.leaversSwept) await sweepLeavers(pass, trigger, read);
 }
 
-async function sweepMisses(pass: MirrorPass, trigger: Trigger): Promise<void> {
+async function sweepMisses(pass: MirrorPass, trigger: Trigger, read: TriggerRuns): Promise<void> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
-  const threshold = mirror.deleteAfterMissedFull;
-  const runs = await store.runs.ofTrigger(trigger.id);
-  // The first full pass that sweeps takes the mirror's `approve-sweep`, if any (sweep-approval.ts).
-  if (runs.some((r) => r.ingest === "done")) await store.approvals.take(trigger.id, mirror.name);
-  // Read at once (PostgreSQL answers them on several connections together): sweeping one run's
-  // pairs changes no other run's sources.
-  const sourcesByRun = await Promise.all(runs.map((run) => store.runs.sourcesOf(run.syncId)));
-  for (const [i, run] of runs.entries()) {
-    if (run.ingest !== "done" || run.createdAt === null) continue;
-    const snapshotAt = run.createdAt;
-    const pairs = (sourcesByRun[i] ?? [])
+  // The first full pass that sweeps takes the mirror's `approve-sweep`, if any (sweep-approval.ts):
+  // in its first sweep transaction, ahead of any allowance read.
+  let take = read.runs.some((r) => r.ingest === "done");
+  const todo = runsToSweep(pass, read);
+  if (todo.length === 0) {
+    if (take) await store.approvals.take(trigger.id, mirror.name);
+    return;
+  }
+  // A run whose pairs revoke nothing is swept with the others of its batch; one that revokes
+  // something is left for a transaction of its own, its pairs one after the other.
+  const revoking: RunToSweep[] = [];
+  for (const batch of batches(todo)) {
+    const taking = take;
+    const swept = await store.transaction(async (tx) => {
+      // Issued at once (one round trip on PostgreSQL, with the fence check).
+      const [, revocable] = await Promise.all([
+        taking ? tx.approvals.take(trigger.id, mirror.name) : undefined,
+        tx.access.countRevocableEach(
+          batch.flatMap((run) => run.pairs.map(({ pair }) => ({ pair, snapshotAt: run.snapshotAt }))),
+          mirror.deleteAfterMissedFull,
+        ),
+      ]);
+      const firstPair = batch.map((_, i) => batch.slice(0, i).reduce((n, run) => n + run.pairs.length, 0));
+      const quiet = batch.filter((run, i) => {
+        const from = firstPair[i] as number;
+        return revocable.slice(from, from + run.pairs.length).every((n) => n === 0);
+      });
+      // Nothing to revoke, nothing for the guard to hold: every pair of every quiet run goes out
+      // at once (one round trip).
+      const results = await Promise.all(
+        quiet.map((run) =>
+          Promise.all(
+            run.pairs.map(async ({ pair, source }): Promise<SweptPair> => {
+              const target = { pair, source, syncId: run.syncId, snapshotAt: run.snapshotAt };
+              return { held: false, result: await applySweep(pass, tx, trigger, target, false) };
+            }),
+          ),
+        ),
+      );
+      return quiet.map((run, i) => ({ run, results: results[i] as SweptPair[] }));
+    });
+    take = false;
+    for (const { run, results } of swept) reportRun(pass, run, results);
+    revoking.push(...batch.filter((run) => !swept.some((s) => s.run === run)));
+    ctx.crashPoint("mid-sweep");
+  }
+  for (const run of revoking) {
+    const results = await store.transaction(async (tx) =>
+      sweepRun(pass, tx, trigger, run, await countPairs(pass, tx, trigger, run)),
+    );
+    reportRun(pass, run, results);
+    ctx.crashPoint("mid-sweep");
+  }
+}
+
+/** A run's pairs left to sweep: its sources that succeeded and were not swept yet. */
+interface RunToSweep {
+  syncId: string;
+  snapshotAt: string;
+  pairs: { pair: PairRef; source: RunSource }[];
+}
+
+function runsToSweep({ mirror }: MirrorPass, read: TriggerRuns): RunToSweep[] {
+  return read.runs.flatMap((run) => {
+    if (run.ingest !== "done" || run.createdAt === null) return [];
+    const pairs = sourcesOfRun(read, run)
       .filter((source) => sourceSucceeded(run, source) && source.swept === null)
       .map((source) => ({
         source,
         pair: { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: source.serverInstanceId },
       }));
-    if (pairs.length === 0) continue;
-    const swept = await store.transaction(async (tx) => {
-      // Each group of statements is issued at once (one round trip on PostgreSQL), in order. A
-      // pair's counts stay true while the run's other pairs are swept: each sweeps its own rows.
-      const counted = await Promise.all(
-        pairs.map(({ pair }) =>
-          Promise.all([
-            tx.access.countPairKeys(pair),
-            tx.access.countRevocable(pair, snapshotAt, threshold),
-            tx.approvals.allowance(trigger.id, pair),
-          ]),
-        ),
-      );
-      // With nothing to revoke the pairs are swept together; otherwise one after the other, so a
-      // pair's revocations see the keys the pairs before it left, as pair by pair.
-      const together = counted.every(([, revocable]) => revocable === 0);
-      const done: Promise<SweptPair>[] = [];
-      for (const [j, { pair, source }] of pairs.entries()) {
-        const [total, revocable, approved] = counted[j] as [number, number, number | null];
-        const step = sweepPair(
-          pass,
-          tx,
-          trigger,
-          { pair, source, syncId: run.syncId, snapshotAt },
-          {
-            total,
-            revocable,
-            approved,
-          },
-        );
-        if (!together) await step;
-        done.push(step);
-      }
-      return Promise.all(done);
-    });
-    for (const [j, { pair }] of pairs.entries()) reportSweep(pass, pair, swept[j] as SweptPair);
-    ctx.crashPoint("mid-sweep");
+    return pairs.length === 0 ? [] : [{ syncId: run.syncId, snapshotAt: run.createdAt, pairs }];
+  });
+}
+
+/**
+ * Runs in order, as many as fit `PAIRS_PER_SWEEP_TRANSACTION` pairs (a run with more goes alone): a
+ * crash or a retry redoes at most a batch, and a transaction's statements stay a few hundred.
+ */
+const PAIRS_PER_SWEEP_TRANSACTION = 100;
+
+/**
+ * The runs cut into batches. A pair already in a batch (two runs of one user) starts the next: its
+ * second sweep must be counted after its first, which may bring keys to the threshold.
+ */
+function batches(runs: readonly RunToSweep[]): RunToSweep[][] {
+  const out: { runs: RunToSweep[]; pairs: Set<string> }[] = [];
+  for (const run of runs) {
+    const keys = run.pairs.map(({ pair }) => `${pair.userEmail}\n${pair.serverInstanceId}`);
+    const last = out.at(-1);
+    if (
+      last &&
+      last.pairs.size + keys.length <= PAIRS_PER_SWEEP_TRANSACTION &&
+      !keys.some((key) => last.pairs.has(key))
+    ) {
+      last.runs.push(run);
+      for (const key of keys) last.pairs.add(key);
+    } else out.push({ runs: [run], pairs: new Set(keys) });
   }
+  return out.map((batch) => batch.runs);
+}
+
+interface PairCounts {
+  total: number;
+  revocable: number;
+  approved: number | null;
+}
+
+/** Each of the run's pairs' counts, issued at once. */
+function countPairs(
+  { mirror }: MirrorPass,
+  tx: StoreOps,
+  trigger: Trigger,
+  run: RunToSweep,
+): Promise<PairCounts[]> {
+  return Promise.all(
+    run.pairs.map(async ({ pair }) => {
+      const [total, revocable, approved] = await Promise.all([
+        tx.access.countPairKeys(pair),
+        tx.access.countRevocable(pair, run.snapshotAt, mirror.deleteAfterMissedFull),
+        tx.approvals.allowance(trigger.id, pair),
+      ]);
+      return { total, revocable, approved };
+    }),
+  );
+}
+
+/**
+ * A run's pairs inside its transaction, which also records each as swept. With nothing to revoke
+ * they are swept together; otherwise one after the other, so a pair's revocations see the keys
+ * the pairs before it left, as pair by pair. A pair's counts stay true while the others are
+ * swept: each sweeps its own rows.
+ */
+async function sweepRun(
+  pass: MirrorPass,
+  tx: StoreOps,
+  trigger: Trigger,
+  run: RunToSweep,
+  counted: readonly PairCounts[],
+): Promise<SweptPair[]> {
+  const together = counted.every((c) => c.revocable === 0);
+  const done: Promise<SweptPair>[] = [];
+  for (const [j, { pair, source }] of run.pairs.entries()) {
+    const step = sweepPair(
+      pass,
+      tx,
+      trigger,
+      { pair, source, syncId: run.syncId, snapshotAt: run.snapshotAt },
+      counted[j] as PairCounts,
+    );
+    if (!together) await step;
+    done.push(step);
+  }
+  return Promise.all(done);
+}
+
+/** A run's sweep, once committed: each pair's counters and warnings. */
+function reportRun(pass: MirrorPass, run: RunToSweep, results: readonly SweptPair[]): void {
+  for (const [j, { pair }] of run.pairs.entries()) reportSweep(pass, pair, results[j] as SweptPair);
 }
 
 type SweptPair = { held: false; result: Revocations } | { held: true; revocable: number; total: number };
 
+/** A pair of a run being swept: its source, and the snapshot its misses are counted against. */
+interface SweepTarget {
+  pair: PairRef;
+  source: RunSource;
+  syncId: string;
+  snapshotAt: string;
+}
+
 /** One pair's sweep inside its run's transaction: held by the guard, or misses counted and revoked. */
 async function sweepPair(
-  { ctx, mirror }: MirrorPass,
+  pass: MirrorPass,
   tx: StoreOps,
   trigger: Trigger,
-  {
-    pair,
-    source,
-    syncId,
-    snapshotAt,
-  }: { pair: PairRef; source: RunSource; syncId: string; snapshotAt: string },
-  { total, revocable, approved }: { total: number; revocable: number; approved: number | null },
+  target: SweepTarget,
+  { total, revocable, approved }: PairCounts,
 ): Promise<SweptPair> {
+  const { ctx, mirror } = pass;
+  const { pair, source, syncId } = target;
   const guard = decideGuard(
     { revocable, total },
     { maxDeleteFraction: mirror.maxDeleteFraction, allowMassDelete: trigger.allowMassDelete, approved },
   );
-  const at = ctx.now().toISOString();
   if (!guard.apply) {
+    const at = ctx.now().toISOString();
     await Promise.all([
       tx.runs.markSwept(syncId, source.source, "held"),
       tx.triggers.addSweepCounts(trigger.id, { held: revocable, sweepsHeld: 1 }),
@@ -118,6 +230,17 @@ async function sweepPair(
     ]);
     return { held: true, revocable, total };
   }
+  return { held: false, result: await applySweep(pass, tx, trigger, target, guard.approved) };
+}
+
+/** The pair's misses counted and those at the threshold revoked; `approved`: the approval's allowance used. */
+async function applySweep(
+  { ctx, mirror }: MirrorPass,
+  tx: StoreOps,
+  trigger: Trigger,
+  { pair, source, syncId, snapshotAt }: SweepTarget,
+  approved: boolean,
+): Promise<Revocations> {
   // What does not depend on the revoked keys goes out with the sweep statement; a pair with
   // nothing revoked and no approval to use then has nothing left to write before COMMIT.
   const [keys] = await Promise.all([
@@ -128,9 +251,9 @@ async function sweepPair(
   const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
   await Promise.all([
     result.revoked > 0 ? tx.triggers.addSweepCounts(trigger.id, result) : undefined,
-    guard.approved ? tx.approvals.use(trigger.id, pair, result.revoked) : undefined,
+    approved ? tx.approvals.use(trigger.id, pair, result.revoked) : undefined,
   ]);
-  return { held: false, result };
+  return result;
 }
 
 /** The problem a held sweep is, until a sweep applies for its pair. */
@@ -171,10 +294,10 @@ function reportSweep({ ctx, mirror }: MirrorPass, pair: PairRef, swept: SweptPai
   );
 }
 
-async function sweepLeavers(pass: MirrorPass, trigger: Trigger): Promise<void> {
+async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRuns): Promise<void> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
-  const leaving = await findLeavingPairs(pass, trigger);
+  const leaving = await findLeavingPairs(pass, trigger, read);
   if (leaving === null) {
     await store.triggers.markLeaversSwept(trigger.id, true);
     return;
@@ -182,9 +305,12 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger): Promise<void> {
   const at = ctx.now().toISOString();
   for (const { pair, reason } of leaving) {
     const revoked = await store.transaction(async (tx) => {
-      const keys = await tx.access.revokePair(pair);
-      await tx.pairs.retire(pair, reason, at);
-      await tx.problems.clearPair(pair, problemsEndedBy(reason));
+      // Issued at once, in this order (one round trip on PostgreSQL): only the revocations need the keys.
+      const [keys] = await Promise.all([
+        tx.access.revokePair(pair),
+        tx.pairs.retire(pair, reason, at),
+        tx.problems.clearPair(pair, problemsEndedBy(reason)),
+      ]);
       const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
       await tx.triggers.addSweepCounts(trigger.id, result);
       return result;
@@ -213,7 +339,11 @@ function problemsEndedBy(reason: LeaveReason): ProblemKind[] {
  * response); null when that check failed: nobody loses access for leaving in this pass. Reads
  * only, so the dry run asks the same question.
  */
-export async function findLeavingPairs(pass: MirrorPass, trigger: Trigger): Promise<LeavingPair[] | null> {
+export async function findLeavingPairs(
+  pass: MirrorPass,
+  trigger: Trigger,
+  read: TriggerRuns,
+): Promise<LeavingPair[] | null> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
   let checked: AccessItem[] | null = null;
@@ -229,23 +359,22 @@ export async function findLeavingPairs(pass: MirrorPass, trigger: Trigger): Prom
       return null;
     }
   }
-  const runs: RunFact[] = [];
-  const ofTrigger = await store.runs.ofTrigger(trigger.id);
-  // Read at once: PostgreSQL answers them on several connections together.
-  const sourcesByRun = await Promise.all(
-    ofTrigger.map((run) => (run.ingest === "done" ? store.runs.sourcesOf(run.syncId) : [])),
-  );
-  for (const [i, run] of ofTrigger.entries()) {
-    const sources = sourcesByRun[i] ?? [];
-    runs.push({
+  const runs: RunFact[] = read.runs.map((run) => {
+    const sources = run.ingest === "done" ? sourcesOfRun(read, run) : [];
+    return {
       userEmail: run.userEmail,
       read: run.ingest === "done",
       servers: sources.map((s) => s.serverInstanceId),
       succeededAt: sources.some((s) => sourceSucceeded(run, s)) ? run.createdAt : null,
-    });
-  }
+    };
+  });
+  // Read at once: PostgreSQL answers them on two connections together.
+  const [holding, pairs] = await Promise.all([
+    store.access.pairsWithAccess(mirror.name),
+    store.pairs.listForMirror(mirror.name),
+  ]);
   return decideLeavers({
-    holding: await store.access.pairsWithAccess(mirror.name),
+    holding,
     skipped: trigger.skipped,
     skippedCount: trigger.skippedCount,
     checked:
@@ -255,7 +384,7 @@ export async function findLeavingPairs(pass: MirrorPass, trigger: Trigger): Prom
         inaccessibleServers: i.servers.filter((s) => !s.accessible).map((s) => s.server_instance_id),
       })) ?? null,
     runs,
-    pairs: await store.pairs.listForMirror(mirror.name),
+    pairs,
     graceHours: mirror.inaccessibleGraceHours,
   });
 }

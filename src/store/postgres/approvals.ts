@@ -18,7 +18,12 @@ const pairOf = (triggerRowId: number, pair: PairRef) =>
     eq(a.serverInstanceId, pair.serverInstanceId),
   );
 
-export function createSweepApprovalRepo({ db }: Conn): SweepApprovalRepo {
+/** The mirror's pending approvals, unless this trigger took some already. */
+const TAKE_SQL = `UPDATE sweep_approvals SET trigger_row_id = $1
+  WHERE mirror = $2 AND trigger_row_id IS NULL
+    AND NOT EXISTS (SELECT 1 FROM sweep_approvals WHERE trigger_row_id = $1)`;
+
+export function createSweepApprovalRepo({ db, client }: Conn): SweepApprovalRepo {
   const pending = (mirror?: string): Promise<SweepApproval[]> =>
     db
       .select({
@@ -48,12 +53,9 @@ export function createSweepApprovalRepo({ db }: Conn): SweepApprovalRepo {
     pending: () => pending(),
 
     async take(triggerRowId, mirror) {
-      const [taken] = await db.select({ id: a.id }).from(a).where(eq(a.triggerRowId, triggerRowId)).limit(1);
-      if (taken) return;
-      await db
-        .update(a)
-        .set({ triggerRowId })
-        .where(and(eq(a.mirror, mirror), isNull(a.triggerRowId)));
+      // One statement, sent as it is called (drizzle's sends a few microtasks later, behind
+      // statements called after it): it goes out with the sweep transaction's first statements.
+      await client.query({ text: TAKE_SQL, values: [triggerRowId, mirror] });
     },
 
     async allowance(triggerRowId, pair) {

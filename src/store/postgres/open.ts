@@ -20,7 +20,7 @@ import { migrationsDir } from "../migrations-dir.js";
 
 const MIGRATIONS_DIR = migrationsDir("postgres");
 /** Any fixed number, the same in every syncmirror: the advisory lock held while migrating. */
-const MIGRATION_LOCK = 0x5_9c_4d_11;
+export const MIGRATION_LOCK = 0x5_9c_4d_11;
 const CONNECT_TIMEOUT_MS = 10_000;
 
 /** Server and network states a later attempt may get past: the daemon retries these. */
@@ -169,7 +169,10 @@ export function clientConfig(url: string): pg.ClientConfig {
   };
 }
 
-/** Connects once (the start-up check) and applies the migrations on that client under the lock. */
+/**
+ * Connects once (the start-up check) and, unless the database is up to date, applies the
+ * migrations on that client under the lock.
+ */
 export async function migrateUnderLock(pool: pg.Pool, naming: Naming): Promise<void> {
   let client: pg.PoolClient;
   try {
@@ -179,6 +182,7 @@ export async function migrateUnderLock(pool: pg.Pool, naming: Naming): Promise<v
   }
   let broken: Error | undefined;
   try {
+    if (await isUpToDate(client)) return;
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
     try {
       await refuseNewerSchema(client, naming);
@@ -207,14 +211,36 @@ export function readJournal(): Journal {
   return JSON.parse(readFileSync(join(MIGRATIONS_DIR, "meta", "_journal.json"), "utf8")) as Journal;
 }
 
+/**
+ * The database holds exactly the binary's migrations (one round trip, no lock): drizzle applies
+ * them and records them in one transaction, so once the newest is recorded its schema is there.
+ * Anything else (a fresh database, migrations to apply, a newer schema) takes the locked path.
+ */
+async function isUpToDate(client: pg.PoolClient): Promise<boolean> {
+  let applied: { n: number; newest: string | null } | undefined;
+  try {
+    const result = await client.query<{ n: number; newest: string | null }>(APPLIED_SQL);
+    applied = result.rows[0];
+  } catch (error) {
+    if ((error as { code?: string }).code === UNDEFINED_TABLE) return false;
+    throw error;
+  }
+  const entries = readJournal().entries;
+  const last = entries.at(-1);
+  return applied?.n === entries.length && applied.newest !== null && Number(applied.newest) === last?.when;
+}
+
+const APPLIED_SQL =
+  "SELECT count(*)::int AS n, max(created_at)::text AS newest FROM drizzle.__drizzle_migrations";
+/** The migrations table does not exist yet: a fresh database. */
+const UNDEFINED_TABLE = "42P01";
+
 async function refuseNewerSchema(client: pg.PoolClient, naming: Naming): Promise<void> {
   const exists = await client.query<{ t: string | null }>(
     "SELECT to_regclass('drizzle.__drizzle_migrations')::text AS t",
   );
   if (!exists.rows[0]?.t) return;
-  const applied = await client.query<{ n: number; newest: string | null }>(
-    "SELECT count(*)::int AS n, max(created_at)::text AS newest FROM drizzle.__drizzle_migrations",
-  );
+  const applied = await client.query<{ n: number; newest: string | null }>(APPLIED_SQL);
   const { n, newest } = applied.rows[0] ?? { n: 0, newest: null };
   const entries = readJournal().entries;
   const last = entries.at(-1);

@@ -2,7 +2,7 @@
  * A trigger's runs with their export checkpoints, and each run's sources.
  */
 import { and, asc, eq, getTableColumns, max, sql } from "drizzle-orm";
-import { found, keepJson, toRun as mapRun } from "../rows.js";
+import { found, groupBySyncId, keepJson, toRun as mapRun } from "../rows.js";
 import type { RunRepo } from "../store.js";
 import type { Run } from "../types.js";
 import type { Conn } from "./connection.js";
@@ -123,6 +123,16 @@ export function createRunRepo({ db }: Conn): RunRepo {
 
     async sourcesOf(syncId) {
       return db.select(sourceColumns).from(runSources).where(eq(runSources.syncId, syncId));
+    },
+
+    async sourcesOfTrigger(triggerRowId) {
+      const rows = await db
+        .select(sourceColumns)
+        .from(runSources)
+        .innerJoin(runs, eq(runs.syncId, runSources.syncId))
+        .where(eq(runs.triggerRowId, triggerRowId))
+        .orderBy(asc(runSources.syncId), asc(runSources.source));
+      return groupBySyncId(rows);
     },
 
     markSwept: async (syncId, source, swept) => {

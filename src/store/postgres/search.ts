@@ -76,6 +76,9 @@ async function isSearchIndexPresent(client: pg.Pool | pg.PoolClient): Promise<bo
 }
 
 export async function applySearchSetting(pool: pg.Pool, enabled: boolean): Promise<SearchSettingApplied> {
+  // Nearly every start finds the index as the setting wants it: one read, without the lock and
+  // its transaction (three round trips more); a change is decided again under the lock.
+  if ((await isSearchIndexPresent(pool)) === enabled) return null;
   return inLockedTransaction(pool, async (client) => {
     const present = await isSearchIndexPresent(client);
     if (enabled && !present) return { action: "built", indexed: await build(client) };

@@ -55,7 +55,7 @@ export function createTriggerRepo({ db }: Conn): TriggerRepo {
     },
 
     async activate(id, t) {
-      await db
+      const [row] = await db
         .update(triggers)
         .set({
           state: "active",
@@ -65,8 +65,9 @@ export function createTriggerRepo({ db }: Conn): TriggerRepo {
           adopted: t.adopted,
           startedAt: t.startedAt,
         })
-        .where(eq(triggers.id, id));
-      return (await get(id)) as ActiveTrigger;
+        .where(eq(triggers.id, id))
+        .returning();
+      return toTrigger(found(row, `trigger row ${id}`)) as ActiveTrigger;
     },
 
     async setMassDeleteAllowed(id, allow) {

@@ -107,6 +107,12 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
       return revocable.get({ ...pair, snapshotAt, misses: threshold - 1 })?.n ?? 0;
     },
 
+    countRevocableEach(pairs: readonly { pair: PairRef; snapshotAt: string }[], threshold: number): number[] {
+      return pairs.map(
+        ({ pair, snapshotAt }) => revocable.get({ ...pair, snapshotAt, misses: threshold - 1 })?.n ?? 0,
+      );
+    },
+
     /** One more miss for every key the snapshot did not see, then revokes those at `threshold`. */
     sweepMissed(pair: PairRef, snapshotAt: string, threshold: number): string[] {
       countMiss.run({ ...pair, snapshotAt });

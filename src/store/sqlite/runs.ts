@@ -1,8 +1,8 @@
 /**
  * A trigger's runs with their export checkpoints, and each run's sources.
  */
-import { and, eq, getTableColumns, max, sql } from "drizzle-orm";
-import { found, toRun as mapRun, parseJsonText } from "../rows.js";
+import { and, asc, eq, getTableColumns, max, sql } from "drizzle-orm";
+import { found, groupBySyncId, toRun as mapRun, parseJsonText } from "../rows.js";
 import type { RunRepo } from "../store.js";
 import type { Run } from "../types.js";
 import type { Db } from "./open.js";
@@ -85,6 +85,13 @@ export function createRunRepo(db: Db): Sync<RunRepo> {
     .from(runSources)
     .where(eq(runSources.syncId, p("syncId")))
     .prepare();
+  const sourcesOfTriggerRuns = db
+    .select(sourceColumns)
+    .from(runSources)
+    .innerJoin(runs, eq(runs.syncId, runSources.syncId))
+    .where(eq(runs.triggerRowId, p("triggerRowId")))
+    .orderBy(asc(runSources.syncId), asc(runSources.source))
+    .prepare();
   const setSwept = db
     .update(runSources)
     .set({ swept: value("swept") })
@@ -154,6 +161,10 @@ export function createRunRepo(db: Db): Sync<RunRepo> {
 
     sourcesOf(syncId) {
       return sourcesOfRun.all({ syncId });
+    },
+
+    sourcesOfTrigger(triggerRowId) {
+      return groupBySyncId(sourcesOfTriggerRuns.all({ triggerRowId }));
     },
 
     markSwept(syncId, source, swept) {

@@ -6,7 +6,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DatabaseRefusedError, DatabaseUnavailableError, SchemaTooNewError } from "../../../src/errors.js";
 import { silentLogger } from "../../../src/log.js";
-import { readJournal } from "../../../src/store/postgres/open.js";
+import { MIGRATION_LOCK, readJournal } from "../../../src/store/postgres/open.js";
 import { openPostgresStore } from "../../../src/store/postgres/postgres-store.js";
 import { createTestDatabase, postgresForTests } from "../../helpers/postgres.js";
 
@@ -46,6 +46,22 @@ describe.runIf(await postgresForTests())("opening the PostgreSQL store", () => {
       expect(await stores[2]?.mirrors.get("main")).toMatchObject({ syncConfigId: "cfg" });
     } finally {
       await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  it("opens a database already migrated without waiting for a replica that holds the migration lock", async () => {
+    const holder = new pg.Client({ connectionString: database.url });
+    await holder.connect();
+    try {
+      await holder.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+      const store = await open(database.url);
+      try {
+        await store.ping();
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await holder.end();
     }
   });
 

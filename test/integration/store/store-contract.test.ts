@@ -223,6 +223,16 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       await opened.store.access.seeAll([{ ...pair, mirror: other, key, source: "docs", seenAt: T1 }]);
     expect(await opened.store.access.countLive(mirror)).toBe(2);
     expect(await opened.store.access.countLive(other)).toBe(1);
+    // Each pair holding access through the mirror once, however many keys it holds.
+    const cy: PairRef = { mirror, userEmail: "cy@example.test", serverInstanceId: "srv-2" };
+    await opened.store.access.seeAll([a, b].map((key) => ({ ...cy, key, source: "docs", seenAt: T1 })));
+    const byPair = (pairs: PairRef[]) =>
+      pairs.map((p) => `${p.mirror} ${p.userEmail} ${p.serverInstanceId}`).sort();
+    expect(byPair(await opened.store.access.pairsWithAccess(mirror))).toEqual(
+      byPair([pair, { ...pair, userEmail: "bob@example.test" }, cy]),
+    );
+    expect(await opened.store.access.pairsWithAccess(other)).toEqual([{ ...pair, mirror: other }]);
+    await opened.store.access.revokePair(cy);
     // Keys the pairs were seen holding by runs created at or after a time: once per key.
     const bob = { ...pair, userEmail: "bob@example.test" };
     const seenSince = (pairs: PairRef[], since: string) =>
@@ -243,6 +253,21 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     expect(await opened.store.access.countRevocable(pair, T2, 2)).toBe(0);
     expect(await opened.store.access.sweepMissed(pair, T2, 2)).toEqual([]);
     expect(await opened.store.access.countRevocable(pair, T2, 2)).toBe(2);
+    // Each pair with its own snapshot, in the order asked; a pair holding nothing counts 0.
+    const nobody = { ...pair, userEmail: "nobody@example.test" };
+    expect(
+      await opened.store.access.countRevocableEach(
+        [
+          { pair, snapshotAt: T2 },
+          { pair: nobody, snapshotAt: T2 },
+          { pair, snapshotAt: T1 },
+          { pair, snapshotAt: T3 },
+        ],
+        2,
+      ),
+    ).toEqual([2, 0, 0, 2]);
+    expect(await opened.store.access.countRevocableEach([{ pair, snapshotAt: T3 }], 1)).toEqual([3]);
+    expect(await opened.store.access.countRevocableEach([], 2)).toEqual([]);
     expect((await opened.store.access.sweepMissed(pair, T2, 2)).sort()).toEqual([b, c].sort());
     expect(await opened.store.access.countPairKeys(pair)).toBe(1);
     expect(await opened.store.access.revokePair(pair)).toEqual([a]);

@@ -185,6 +185,10 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
         swept: null,
       },
     ]);
+    const ofTrigger = await opened.store.runs.sourcesOfTrigger(trigger.id);
+    expect([...ofTrigger.keys()]).toEqual([r1]);
+    expect(ofTrigger.get(r1)).toEqual(await opened.store.runs.sourcesOf(r1));
+    expect(await opened.store.runs.sourcesOfTrigger(-1)).toEqual(new Map());
     await expect(opened.store.runs.get(`s-${uid()}`)).rejects.toThrow(/vanished/);
   });
 
