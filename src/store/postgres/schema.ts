@@ -70,11 +70,7 @@ export const resourceAccess = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.mirror, t.userEmail, t.key] }),
-    // Without last_seen_at (SQLite's has it): every pass rewrites it on each row it sees, and an
-    // update that changes no indexed column is a HOT update (no index entries, the row stays on its
-    // page; the table keeps a fifth of each page free for it: migration 0009). A pair's misses
-    // are found among its own rows.
-    index("resource_access_pair").on(t.mirror, t.userEmail, t.serverInstanceId),
+    index("resource_access_pair").on(t.mirror, t.userEmail, t.serverInstanceId, t.lastSeenAt),
     // By key first (who else holds this key). The mirror is there for SQLite's countLive, which
     // reads a mirror's keys from this index alone; the same here keeps one schema for both.
     index("resource_access_key_mirror").on(t.key, t.mirror),
