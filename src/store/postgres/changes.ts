@@ -18,17 +18,21 @@ import type { ChangeOp, ChangeRecord } from "../types.js";
 import type { Conn } from "./connection.js";
 import { pgText } from "./pg-values.js";
 
-/** This session's recorded changes until its transaction commits (or rolls back: then they go too). */
+/**
+ * This session's recorded changes until its transaction ends. ON COMMIT DELETE ROWS empties it
+ * (down to no pages: a temporary table is never vacuumed, so deleted rows would leave it as large
+ * as the largest transaction's changes, to be scanned by every later one).
+ */
 const PENDING = "syncmirror_pending_changes";
 /** Run on every new connection of the pool, before anything else on it. */
 export const CREATE_PENDING_SQL = `CREATE TEMPORARY TABLE IF NOT EXISTS ${PENDING} (
   n bigint GENERATED ALWAYS AS IDENTITY, key text NOT NULL, op text NOT NULL,
   at timestamptz NOT NULL, mirror text NOT NULL, sync_id text NOT NULL
-)`;
+) ON COMMIT DELETE ROWS`;
 
 // A cold mirror records a change for most rows, so a page's changes are two round trips: the
 // changes their keys already have in their scopes (committed, or recorded earlier in this
-// transaction: \`pending\`), then one statement that removes those the page replaces and appends
+// transaction: `pending`), then one statement that removes those the page replaces and appends
 // the page's new ones in its order.
 const PRIORS = "syncmirror_changes_priors";
 const PRIORS_SQL = `WITH asked AS (SELECT DISTINCT s, k FROM unnest($1::text[], $2::text[]) AS t(s, k))
@@ -188,21 +192,19 @@ const PUBLISH_LOCK = 0x5_9c_4d_12;
 export const CHANGES_CHANNEL = "syncmirror_changes";
 
 /**
- * The transaction's pending changes move into `changes`, taking seqs in the order they were
- * recorded, and a NOTIFY per mirror carries its highest; then COMMIT releases the lock: sent
- * together (the client pipelines), one round trip. The server runs them in order, so the move
- * happens under the lock, and a COMMIT after a failed statement only rolls back: the failure is
- * thrown.
+ * The transaction's pending changes are copied into `changes`, taking seqs in the order they were
+ * recorded (COMMIT empties the pending table), and a NOTIFY per mirror carries its highest; then
+ * COMMIT releases the lock: sent together (the client pipelines), one round trip. The server runs
+ * them in order, so the copy happens under the lock, and a COMMIT after a failed statement only
+ * rolls back: the failure is thrown.
  */
 export async function publishAndCommit(client: pg.PoolClient): Promise<void> {
   await Promise.all([
     client.query("SELECT pg_advisory_xact_lock($1)", [PUBLISH_LOCK]),
     client.query(
-      `WITH moved AS (
-       DELETE FROM ${PENDING} RETURNING n, key, op, at, mirror, sync_id
-     ), published AS (
+      `WITH published AS (
        INSERT INTO changes (key, op, at, mirror, sync_id)
-       SELECT key, op, at, mirror, sync_id FROM moved ORDER BY n
+       SELECT key, op, at, mirror, sync_id FROM ${PENDING} ORDER BY n
        RETURNING mirror, seq
      )
      SELECT pg_notify('${CHANGES_CHANNEL}', mirror || ':' || max(seq)) FROM published GROUP BY mirror`,
