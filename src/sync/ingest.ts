@@ -105,7 +105,7 @@ function reportPage({ ctx, mirror }: MirrorPass, run: Run, applied: AppliedPage)
 /** A page's row as checked before its transaction: refused for its shape, or ready to store. */
 type CheckedRow =
   | { rejected: RejectedRow; warning: AppliedPage["warnings"][number] }
-  | { input: ResourceInput; source: string; textRepaired: boolean };
+  | { input: ResourceInput; source: string; warning?: AppliedPage["warnings"][number] };
 
 async function checkRows({ ctx }: MirrorPass, run: Run, page: ExportPage): Promise<CheckedRow[]> {
   const rows: CheckedRow[] = [];
@@ -129,18 +129,22 @@ async function checkRows({ ctx }: MirrorPass, run: Run, page: ExportPage): Promi
       continue;
     }
     const { input, source, textRepaired } = toInput(parsed.data);
-    rows.push({ input, source, textRepaired });
+    rows.push(
+      textRepaired
+        ? {
+            input,
+            source,
+            warning: {
+              fields: { sync_id: run.syncId, key: input.key },
+              message:
+                "resource text held unpaired UTF-16 surrogates (not representable in UTF-8): stored with U+FFFD in their place",
+            },
+          }
+        : { input, source },
+    );
     ctx.crashPoint("row-checked");
   }
   return rows;
-}
-
-function textRepairedWarning(run: Run, key: string): AppliedPage["warnings"][number] {
-  return {
-    fields: { sync_id: run.syncId, key },
-    message:
-      "resource text held unpaired UTF-16 surrogates (not representable in UTF-8): stored with U+FFFD in their place",
-  };
 }
 
 /**
@@ -190,12 +194,12 @@ async function applyPage(
   };
   // The page's stored states in one read (one round trip on PostgreSQL), kept current as the page
   // writes, so a key the page repeats sees its own earlier write as it would row by row.
-  const looked = new Set(rows.flatMap((row) => ("input" in row ? [row.input.key] : [])));
+  const keys = new Set(rows.flatMap((row) => ("input" in row ? [row.input.key] : [])));
   // The last page also reads its run and sources here (after a first page's own sources are
   // saved), so that its pairs' and problems' writes go out with the page's.
   const next = page.page.next_offset;
   const [states, , ran] = await Promise.all([
-    tx.resources.findStates([...looked]),
+    tx.resources.findStates([...keys]),
     firstPageSaved,
     next === null ? Promise.all([tx.runs.get(run.syncId), tx.runs.sourcesOf(run.syncId)]) : undefined,
   ]);
@@ -211,8 +215,8 @@ async function applyPage(
       continue;
     }
     const { input: r, source } = row;
-    if (row.textRepaired) warnings.push(textRepairedWarning(run, r.key));
-    const stored = looked.has(r.key) ? states.get(r.key) : await tx.resources.findState(r.key);
+    if (row.warning) warnings.push(row.warning);
+    const stored = states.get(r.key);
     const changed = stored === undefined || stored.deletedAt !== null || stored.contentHash !== r.contentHash;
     if (changed) {
       // Here rather than with the checks: an unchanged row (most of them, most passes) is not written.
@@ -231,7 +235,6 @@ async function applyPage(
         continue;
       }
       writes.push(serialized);
-      looked.add(r.key);
       states.set(r.key, { contentHash: r.contentHash, deletedAt: null, updatedAt: at });
       counts.upserted++;
       // A key this pass already wrote (its content moved between two runs) was counted then.
