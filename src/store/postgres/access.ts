@@ -1,7 +1,7 @@
 /**
  * The public `resource_access` table: which user may see which key through which mirror.
  */
-import { and, count, eq, exists, gte, inArray, isNull, lt, sql } from "drizzle-orm";
+import { and, count, eq, exists, inArray, isNull, sql } from "drizzle-orm";
 import type { AccessRepo } from "../store.js";
 import type { PairRef } from "../types.js";
 import { type Conn, queryOne } from "./connection.js";
@@ -33,7 +33,8 @@ const SWEEP_MISSED_SQL = `WITH removed AS (
   )
   SELECT key FROM removed`;
 
-// `countRevocable` per pair, in the order asked: each pair's count is an index scan of its rows.
+// Keys each pair holds that its snapshot did not see and that reach the threshold, in the order
+// asked (`countRevocable` is this for one pair): each pair's count is an index scan of its rows.
 const REVOCABLE_EACH_SQL = `SELECT (
     SELECT count(*) FROM resource_access a
      WHERE a.mirror = p.mirror AND a.user_email = p.user_email AND a.server_instance_id = p.server
@@ -65,6 +66,20 @@ const pairWhere = (pair: PairRef) =>
   );
 
 export function createAccessRepo({ db, client }: Conn): AccessRepo {
+  const countRevocableEach: AccessRepo["countRevocableEach"] = async (pairs, threshold) => {
+    if (pairs.length === 0) return [];
+    const { rows } = await client.query<{ n: number }>({
+      text: REVOCABLE_EACH_SQL,
+      values: [
+        pairs.map((p) => p.pair.mirror),
+        pairs.map((p) => p.pair.userEmail),
+        pairs.map((p) => p.pair.serverInstanceId),
+        pairs.map((p) => p.snapshotAt),
+        threshold,
+      ],
+    });
+    return rows.map((r) => r.n);
+  };
   return {
     async seeAll(rows) {
       if (rows.length === 0) return [];
@@ -127,33 +142,11 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
     },
 
     async countRevocable(pair, snapshotAt, threshold) {
-      const [row] = await db
-        .select({ n: count() })
-        .from(resourceAccess)
-        .where(
-          and(
-            pairWhere(pair),
-            lt(resourceAccess.lastSeenAt, snapshotAt),
-            gte(resourceAccess.missedFullCount, threshold - 1),
-          ),
-        );
-      return row?.n ?? 0;
+      const [n] = await countRevocableEach([{ pair, snapshotAt }], threshold);
+      return n ?? 0;
     },
 
-    async countRevocableEach(pairs, threshold) {
-      if (pairs.length === 0) return [];
-      const { rows } = await client.query<{ n: number }>({
-        text: REVOCABLE_EACH_SQL,
-        values: [
-          pairs.map((p) => p.pair.mirror),
-          pairs.map((p) => p.pair.userEmail),
-          pairs.map((p) => p.pair.serverInstanceId),
-          pairs.map((p) => p.snapshotAt),
-          threshold,
-        ],
-      });
-      return rows.map((r) => r.n);
-    },
+    countRevocableEach,
 
     async sweepMissed(pair, snapshotAt, threshold) {
       const { rows } = await client.query<{ key: string }>({
