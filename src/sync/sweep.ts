@@ -58,10 +58,12 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger, read: TriggerRuns
           mirror.deleteAfterMissedFull,
         ),
       ]);
-      const firstPair = batch.map((_, i) => batch.slice(0, i).reduce((n, run) => n + run.pairs.length, 0));
-      const quiet = batch.filter((run, i) => {
-        const from = firstPair[i] as number;
-        return revocable.slice(from, from + run.pairs.length).every((n) => n === 0);
+      // The counts come in the batch's pair order: each run's are the next `pairs.length`.
+      let from = 0;
+      const quiet = batch.filter((run) => {
+        const counts = revocable.slice(from, from + run.pairs.length);
+        from += run.pairs.length;
+        return counts.every((n) => n === 0);
       });
       // Nothing to revoke, nothing for the guard to hold: every pair of every quiet run goes out
       // at once (one round trip).
