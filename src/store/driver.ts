@@ -21,22 +21,20 @@ export type DirectRepo<T> = {
 export type Repositories = { [K in keyof StoreOps]: DirectRepo<StoreOps[K]> };
 
 /**
- * Called by the changes repository for each change it appends, in order, with the number it
- * gave it (SQLite: its seq; PostgreSQL: its place among the transaction's pending changes, which
- * take their seqs at the commit): the runtime hands them to `commit` and wakes the commit
- * listeners after a commit that recorded any.
+ * Called by the changes repository when it appended changes: the runtime tells `commit`, and
+ * wakes the commit listeners after a commit that recorded any.
  */
-export type OnRecorded = (id: number) => void;
+export type OnRecorded = () => void;
 
 /** One open transaction on one connection. */
 export interface DriverTransaction<C> {
   readonly conn: C;
   /**
-   * Commits; `recorded` lists the changes the transaction appended (PostgreSQL gives them their
-   * seqs in commit order and NOTIFYs). Gives the connection back when it succeeds;
+   * Commits; `recorded`: the transaction appended changes (PostgreSQL gives them their seqs in
+   * commit order and NOTIFYs). Gives the connection back when it succeeds;
    * when it throws, the runtime calls `rollback`.
    */
-  commit(recorded: readonly number[]): Promise<void>;
+  commit(recorded: boolean): Promise<void>;
   /**
    * For a connection that pipelines (PostgreSQL): sends the commit without waiting for its answer,
    * so the process's next transaction need not wait a round trip for it. Until the answer arrives,
@@ -45,7 +43,7 @@ export interface DriverTransaction<C> {
    * is the new transaction's from then on; after the answer, `next()` returns undefined. `done`
    * settles with the commit's outcome; a failed commit leaves nothing to roll back.
    */
-  sendCommit?(recorded: readonly number[]): SentCommit<C>;
+  sendCommit?(recorded: boolean): SentCommit<C>;
   /** Rolls back (if anything is open) and gives the connection back; never throws. */
   rollback(): Promise<void>;
   /**

@@ -47,7 +47,8 @@ export function createStore<C extends object>(
   const listeners = new Set<() => void>();
   const opsByConn = new WeakMap<C, StoreOps>();
   let queue: Promise<unknown> = Promise.resolve();
-  let recorded: number[] = [];
+  /** The open transaction appended changes (transactions run one at a time until their COMMIT is sent). */
+  let recorded = false;
   let closed: Promise<void> | undefined;
   /** The last transaction whose COMMIT was sent: the next may begin behind it (`sendCommit`). */
   let committing: SentCommit<C> | undefined;
@@ -64,8 +65,8 @@ export function createStore<C extends object>(
     }
   };
   /** Changes are recorded inside transactions only, and transactions run one at a time. */
-  const onRecorded = (id: number) => {
-    recorded.push(id);
+  const onRecorded = () => {
+    recorded = true;
   };
   const opsOf = (conn: C): StoreOps => {
     let ops = opsByConn.get(conn);
@@ -105,9 +106,9 @@ export function createStore<C extends object>(
   };
 
   /** Commits `tx`; on a driver that pipelines, the queue moves on once the COMMIT is sent. */
-  const commit = async (tx: DriverTransaction<C>, seqs: readonly number[], release: () => void) => {
-    if (!tx.sendCommit) return guarded(() => tx.commit(seqs));
-    const sent = tx.sendCommit(seqs);
+  const commit = async (tx: DriverTransaction<C>, changed: boolean, release: () => void) => {
+    if (!tx.sendCommit) return guarded(() => tx.commit(changed));
+    const sent = tx.sendCommit(changed);
     committing = sent;
     answering.add(sent.done);
     release();
@@ -124,16 +125,16 @@ export function createStore<C extends object>(
     release: () => void,
   ): Promise<T> {
     const tx = await begin();
-    recorded = [];
+    recorded = false;
     let sending = false;
     try {
       const ops = opsOf(tx.conn);
       const result = await current.run(ops, () => fn(ops));
       if (first && options.retryEachTransaction) await guarded(() => tx.conflict());
-      const seqs = recorded;
+      const changed = recorded;
       sending = true;
-      await commit(tx, seqs, release);
-      if (seqs.length > 0) wake();
+      await commit(tx, changed, release);
+      if (changed) wake();
       return result;
     } catch (error) {
       // A COMMIT that was sent ended the transaction either way, and the connection may already

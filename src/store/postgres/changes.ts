@@ -50,12 +50,11 @@ const APPEND_SQL = `WITH replaced AS (
   INSERT INTO ${PENDING} (key, op, at, mirror, sync_id)
   SELECT k, o, a, m, s
     FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[]) WITH ORDINALITY AS t(k, o, a, m, s, n)
-    ORDER BY n
-  RETURNING n`;
+    ORDER BY n`;
 
-// A page's sightings in one statement: the access upsert of \`access.ts\` (SEE_ALL), then a change
+// A page's sightings in one statement: the access upsert of `access.ts` (SEE_ALL), then a change
 // for each row the page wrote or whose user had no access before, replacing its key's change in
-// the scope unless that one stands (STANDING_PAIRS, \`priorStands\` as data), appended in row order.
+// the scope unless that one stands (STANDING_PAIRS, `priorStands` as data), appended in row order.
 // Only for rows that are each their own (mirror, user, key): ON CONFLICT and the priors join
 // assume one row per key; a page that repeats one takes the stepwise path.
 const RECORD_SEEN = "syncmirror_changes_record_seen";
@@ -84,14 +83,13 @@ const RECORD_SEEN_SQL = `WITH seen AS (
     DELETE FROM ${PENDING} WHERE n IN (SELECT p.id FROM prior p JOIN kept ON kept.n = p.n WHERE p.pending)
   )
   INSERT INTO ${PENDING} (key, op, at, mirror, sync_id)
-  SELECT k, op, $8::timestamptz, $9, $10 FROM kept ORDER BY n
-  RETURNING n`;
+  SELECT k, op, $8::timestamptz, $9, $10 FROM kept ORDER BY n`;
 
 const scopedId = (scope: string, key: string) => `${scope}\n${key}`;
 
 export function createChangeRepo(
   { client }: Conn,
-  onRecorded: (seq: number) => void,
+  onRecorded: () => void,
   access: Pick<AccessRepo, "seeAll">,
 ): ChangeRepo {
   const repo: ChangeRepo = {
@@ -103,7 +101,7 @@ export function createChangeRepo(
         await repo.recordAll(seenChanges(rows, written, await access.seeAll(rows), change));
         return;
       }
-      const { rows: inserted } = await client.query<{ n: string }>({
+      const { rowCount } = await client.query({
         name: RECORD_SEEN,
         text: RECORD_SEEN_SQL,
         values: [
@@ -120,7 +118,7 @@ export function createChangeRepo(
           STANDING_PAIRS,
         ],
       });
-      for (const r of inserted) onRecorded(Number(r.n));
+      if ((rowCount ?? 0) > 0) onRecorded();
     },
 
     async recordAll(changes) {
@@ -166,7 +164,7 @@ export function createChangeRepo(
       if (kept.length === 0) return results;
       const column = <T>(of: (c: ChangeRecord, i: number) => T) =>
         kept.map((i) => of(changes[i] as ChangeRecord, i));
-      const { rows: inserted } = await client.query<{ n: string }>({
+      const { rowCount } = await client.query({
         name: APPEND,
         text: APPEND_SQL,
         values: [
@@ -179,7 +177,7 @@ export function createChangeRepo(
           removedPending,
         ],
       });
-      for (const r of inserted) onRecorded(Number(r.n));
+      if ((rowCount ?? 0) > 0) onRecorded();
       return results;
     },
   };

@@ -197,8 +197,8 @@ function transactionOn(client: pg.PoolClient): DriverTransaction<PgConn> {
     },
   );
   /** The COMMIT (publishing the changes when any were recorded), issued at once; the client pipelines. */
-  const sendCommitStatements = (recorded: readonly number[]): Promise<unknown> =>
-    recorded.length > 0 ? publishAndCommit(client) : client.query("COMMIT");
+  const sendCommitStatements = (recorded: boolean): Promise<unknown> =>
+    recorded ? publishAndCommit(client) : client.query("COMMIT");
   return {
     conn: client,
     async commit(recorded) {

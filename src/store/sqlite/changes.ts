@@ -30,7 +30,8 @@ export function createChangeRepo(
       if (priorStands(prior.op, c.op)) return false;
       remove.run(prior.seq);
     }
-    onRecorded(Number(insert.run(c.key, c.op, c.at, c.mirror, c.scope).lastInsertRowid));
+    insert.run(c.key, c.op, c.at, c.mirror, c.scope);
+    onRecorded();
     return true;
   };
 
