@@ -36,7 +36,7 @@ export async function dryRunSweep(
       });
     }
   }
-  for (const { pair } of (await findLeavingPairs(pass, trigger, read)) ?? [])
+  for (const { pair } of (await findLeavingPairs(pass, trigger, read)).leaving)
     await ctx.store.dryRun.collectWholePair(trigger.id, pair);
   const dryRun = await ctx.store.dryRun.totals(trigger.id);
   const summary = await settle(pass, trigger.id, read, {

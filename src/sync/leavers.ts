@@ -4,7 +4,10 @@
  * or not syncable for longer than `inaccessible_grace_hours`.
  *
  * Who left comes from one of two sources, never both: the trigger's skipped list when it is
- * complete (`skipped_count` no larger than the list), otherwise the access check's answer.
+ * complete (`skipped_count` no larger than the list), otherwise the access check's answer. When
+ * that check failed nobody leaves, but a pair the list shows past its grace still loses its access
+ * (fail closed). Pairs holding no access are decided too, so that a pair that left is retired and
+ * stops holding `since` back.
  */
 import type { Pair, PairRef, SkippedPairRecord } from "../store/types.js";
 import { lagMs, newestWatermark } from "./plan.js";
@@ -21,6 +24,8 @@ export interface LeavingPair {
 export interface AccessFact {
   userEmail: string;
   projectUser: boolean;
+  /** Every server the check lists for the user: one not listed was removed from the sync config. */
+  servers: readonly string[];
   inaccessibleServers: readonly string[];
 }
 
@@ -39,8 +44,8 @@ export interface LeaverFacts {
   /** The trigger's skipped list; null when its runs were adopted (the response was lost). */
   skipped: readonly SkippedPairRecord[] | null;
   skippedCount: number;
-  /** The access check's answer; null unless the skipped list was incomplete. */
-  checked: readonly AccessFact[] | null;
+  /** The access check's answer; null unless the skipped list was incomplete; "failed" when it could not be read. */
+  checked: readonly AccessFact[] | "failed" | null;
   runs: readonly RunFact[];
   /** The mirror's pairs with their watermarks. */
   pairs: readonly Pair[];
@@ -86,7 +91,12 @@ export function decideLeavers(f: LeaverFacts): LeavingPair[] {
     if (run.succeededAt !== null && (snapshotAt === null || run.succeededAt > snapshotAt))
       snapshotAt = run.succeededAt;
   }
-  const left = whoLeft(f, skipReasons);
+  const candidates = pairsToDecide(f);
+  const left = whoLeft(f, candidates, skipReasons);
+  const listed = new PairMap<true>();
+  const inProject = Array.isArray(f.checked) ? listedUsers(f.checked) : new Set<string>();
+  if (Array.isArray(f.checked))
+    for (const i of f.checked) for (const server of i.servers) listed.set(i.userEmail, server, true);
   const pairRows = new PairMap<Pair>();
   for (const p of f.pairs) pairRows.set(p.userEmail, p.serverInstanceId, p);
   const recorded = newestWatermark(f.pairs);
@@ -97,10 +107,15 @@ export function decideLeavers(f: LeaverFacts): LeavingPair[] {
     if (left.has(pair.userEmail)) return "left";
     const skipReason = skipReasons.get(pair.userEmail, pair.serverInstanceId);
     if (skipReason === undefined) {
-      // Listed complete, the user ran and was read, yet this server is gone from the trigger.
-      const removed =
+      // Listed complete, the user ran and was read, yet this server is gone from the trigger; or
+      // the access check lists the user in the project without this server.
+      const removedFromTrigger =
         complete && usersRead.has(pair.userEmail) && !ranPairs.get(pair.userEmail, pair.serverInstanceId);
-      return removed ? "removed" : null;
+      const removedFromCheck =
+        inProject.has(pair.userEmail) &&
+        !listed.get(pair.userEmail, pair.serverInstanceId) &&
+        !ranPairs.get(pair.userEmail, pair.serverInstanceId);
+      return removedFromTrigger || removedFromCheck ? "removed" : null;
     }
     if (skipReason === "not_accessible" || skipReason === "not_syncable") {
       const row = pairRows.get(pair.userEmail, pair.serverInstanceId);
@@ -108,30 +123,51 @@ export function decideLeavers(f: LeaverFacts): LeavingPair[] {
     }
     return null;
   };
-  return f.holding.flatMap((pair) => {
+  return candidates.flatMap((pair) => {
     const reason = reasonFor(pair);
     return reason === null ? [] : [{ pair, reason }];
   });
 }
 
+/** The pairs holding access, then the mirror's other pairs not retired yet. */
+function pairsToDecide(f: LeaverFacts): PairRef[] {
+  const seen = new PairMap<true>();
+  const pairs: PairRef[] = [];
+  const add = (p: PairRef) => {
+    if (seen.get(p.userEmail, p.serverInstanceId)) return;
+    seen.set(p.userEmail, p.serverInstanceId, true);
+    pairs.push({ mirror: p.mirror, userEmail: p.userEmail, serverInstanceId: p.serverInstanceId });
+  };
+  for (const p of f.holding) add(p);
+  for (const p of f.pairs) if (p.retiredAt === null) add(p);
+  return pairs;
+}
+
+/** Users the access check lists in the project. */
+function listedUsers(checked: readonly AccessFact[]): Set<string> {
+  return new Set(checked.filter((i) => i.projectUser).map((i) => i.userEmail));
+}
+
 /**
- * Users who left. From the access check: every holder who is no longer a project user (servers it
- * reports inaccessible join the skip reasons). From a complete skipped list: users skipped as
- * `not_a_project_user`, and holders neither in the trigger's runs nor in its skipped list.
+ * Users who left. From the access check: the user of every pair who is no longer a project user
+ * (servers it reports inaccessible join the skip reasons); nobody when the check failed. From a
+ * complete skipped list: users skipped as `not_a_project_user`, and users of pairs neither in the
+ * trigger's runs nor in its skipped list.
  */
-function whoLeft(f: LeaverFacts, skipReasons: PairMap<string>): Set<string> {
+function whoLeft(f: LeaverFacts, candidates: readonly PairRef[], skipReasons: PairMap<string>): Set<string> {
   const left = new Set<string>();
+  if (f.checked === "failed") return left;
   if (f.checked !== null) {
-    const inProject = new Set(f.checked.filter((i) => i.projectUser).map((i) => i.userEmail));
+    const inProject = listedUsers(f.checked);
     for (const i of f.checked)
       for (const server of i.inaccessibleServers) skipReasons.set(i.userEmail, server, "not_accessible");
-    for (const p of f.holding) if (!inProject.has(p.userEmail)) left.add(p.userEmail);
+    for (const p of candidates) if (!inProject.has(p.userEmail)) left.add(p.userEmail);
     return left;
   }
   for (const s of f.skipped ?? []) if (s.reason === "not_a_project_user") left.add(s.user_email);
   const usersSkipped = new Set(skipReasons.users());
   const usersRan = new Set(f.runs.map((r) => r.userEmail));
-  for (const p of f.holding)
+  for (const p of candidates)
     if (!usersRan.has(p.userEmail) && !usersSkipped.has(p.userEmail)) left.add(p.userEmail);
   return left;
 }

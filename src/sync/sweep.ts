@@ -299,11 +299,7 @@ function reportSweep({ ctx, mirror }: MirrorPass, pair: PairRef, swept: SweptPai
 async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRuns): Promise<void> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
-  const leaving = await findLeavingPairs(pass, trigger, read);
-  if (leaving === null) {
-    await store.triggers.markLeaversSwept(trigger.id, true);
-    return;
-  }
+  const { leaving, leaversUnknown } = await findLeavingPairs(pass, trigger, read);
   const at = ctx.now().toISOString();
   for (const { pair, reason } of leaving) {
     const revoked = await store.transaction(async (tx) => {
@@ -323,7 +319,7 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRun
       "pair lost its access",
     );
   }
-  await store.triggers.markLeaversSwept(trigger.id, false);
+  await store.triggers.markLeaversSwept(trigger.id, leaversUnknown);
 }
 
 /**
@@ -336,19 +332,19 @@ function problemsEndedBy(reason: LeaveReason): ProblemKind[] {
 }
 
 /**
- * Pairs holding access that lose it (`leavers.ts` decides). The access check is asked only when
- * the trigger's skipped list is incomplete (more than 100 skipped, or runs adopted without the
- * response); null when that check failed: nobody loses access for leaving in this pass. Reads
- * only, so the dry run asks the same question.
+ * Pairs that lose their access, or are retired (`leavers.ts` decides). The access check is asked
+ * only when the trigger's skipped list is incomplete (more than 100 skipped, or runs adopted
+ * without the response); `leaversUnknown` when that check failed: nobody loses access for leaving
+ * in this pass (pairs past their grace still do). Reads only, so the dry run asks the same question.
  */
 export async function findLeavingPairs(
   pass: MirrorPass,
   trigger: Trigger,
   read: TriggerRuns,
-): Promise<LeavingPair[] | null> {
+): Promise<{ leaving: LeavingPair[]; leaversUnknown: boolean }> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
-  let checked: AccessItem[] | null = null;
+  let checked: AccessItem[] | "failed" | null = null;
   if (!skippedListComplete(trigger.skipped, trigger.skippedCount)) {
     try {
       checked = await ctx.api.listAccess(mirror.syncConfigId, ctx.signal);
@@ -356,9 +352,9 @@ export async function findLeavingPairs(
       if (error instanceof AbortedError || ctx.signal.aborted) throw error;
       ctx.log.warn(
         { err: (error as Error).message },
-        "access check failed: nobody loses access for leaving in this pass",
+        "access check failed: nobody loses access for leaving in this pass (pairs past their grace still do)",
       );
-      return null;
+      checked = "failed";
     }
   }
   const runs: RunFact[] = read.runs.map((run) => {
@@ -375,18 +371,21 @@ export async function findLeavingPairs(
     store.access.pairsWithAccess(mirror.name),
     store.pairs.listForMirror(mirror.name),
   ]);
-  return decideLeavers({
+  const leaving = decideLeavers({
     holding,
     skipped: trigger.skipped,
     skippedCount: trigger.skippedCount,
-    checked:
-      checked?.map((i) => ({
-        userEmail: i.user_email,
-        projectUser: i.project_user,
-        inaccessibleServers: i.servers.filter((s) => !s.accessible).map((s) => s.server_instance_id),
-      })) ?? null,
+    checked: Array.isArray(checked)
+      ? checked.map((i) => ({
+          userEmail: i.user_email,
+          projectUser: i.project_user,
+          servers: i.servers.map((s) => s.server_instance_id),
+          inaccessibleServers: i.servers.filter((s) => !s.accessible).map((s) => s.server_instance_id),
+        }))
+      : checked,
     runs,
     pairs,
     graceHours: mirror.inaccessibleGraceHours,
   });
+  return { leaving, leaversUnknown: checked === "failed" };
 }

@@ -75,15 +75,54 @@ describe("decideLeavers (users who left)", () => {
     expect(decideLeavers(f)).toEqual([{ pair: ref("a", "github-1"), reason: "removed" }]);
   });
 
-  it("removes nothing for a missing server when the skipped list is incomplete", () => {
+  it("with an incomplete skipped list, removes a pair only when the access check no longer lists its server", () => {
     const f = facts({
       holding: [ref("a", "notion-1"), ref("a", "github-1")],
       skipped: [],
       skippedCount: 150,
-      checked: [{ userEmail: "a", projectUser: true, inaccessibleServers: [] }],
+      checked: [
+        { userEmail: "a", projectUser: true, servers: ["notion-1", "github-1"], inaccessibleServers: [] },
+      ],
       runs: [ran("a", ["notion-1"])],
     });
     expect(decideLeavers(f)).toEqual([]);
+    const gone = facts({
+      ...f,
+      checked: [{ userEmail: "a", projectUser: true, servers: ["notion-1"], inaccessibleServers: [] }],
+    });
+    expect(decideLeavers(gone)).toEqual([{ pair: ref("a", "github-1"), reason: "removed" }]);
+    const ranThere = facts({ ...gone, runs: [ran("a", ["notion-1", "github-1"])] });
+    expect(decideLeavers(ranThere)).toEqual([]);
+  });
+
+  it("when the access check failed, nobody leaves and nothing is removed, but a listed pair past its grace loses its access", () => {
+    const f = facts({
+      holding: [ref("gone"), ref("vanished"), ref("stale"), ref("a", "github-1")],
+      skipped: [skip("gone", "not_a_project_user"), skip("stale", "not_accessible")],
+      skippedCount: 150,
+      checked: "failed",
+      runs: [ran("a", ["notion-1"])],
+      pairs: [pair("stale", "notion-1", DAYS_AGO_4)],
+    });
+    expect(decideLeavers(f)).toEqual([{ pair: ref("stale"), reason: "inaccessible" }]);
+  });
+
+  it("decides the pairs that hold no access too, so that a pair that left is retired", () => {
+    const f = facts({
+      holding: [ref("a")],
+      skipped: [skip("gone", "not_a_project_user")],
+      runs: [ran("a")],
+      pairs: [
+        pair("a", "notion-1", HOURS_AGO_1),
+        pair("gone", "notion-1", HOURS_AGO_1),
+        pair("vanished", "github-1", HOURS_AGO_1),
+        { ...pair("retired", "notion-1", HOURS_AGO_1), retiredAt: HOURS_AGO_1, retiredReason: "left" },
+      ],
+    });
+    expect(decideLeavers(f)).toEqual([
+      { pair: ref("gone"), reason: "left" },
+      { pair: ref("vanished", "github-1"), reason: "left" },
+    ]);
   });
 
   it("keeps a not_accessible pair within its grace and takes it past the grace (fail closed)", () => {
@@ -114,9 +153,9 @@ describe("decideLeavers (users who left)", () => {
       holding: [ref("left"), ref("locked"), ref("fine")],
       skipped: null,
       checked: [
-        { userEmail: "left", projectUser: false, inaccessibleServers: [] },
-        { userEmail: "locked", projectUser: true, inaccessibleServers: ["notion-1"] },
-        { userEmail: "fine", projectUser: true, inaccessibleServers: [] },
+        { userEmail: "left", projectUser: false, servers: ["notion-1"], inaccessibleServers: [] },
+        { userEmail: "locked", projectUser: true, servers: ["notion-1"], inaccessibleServers: ["notion-1"] },
+        { userEmail: "fine", projectUser: true, servers: ["notion-1"], inaccessibleServers: [] },
       ],
       runs: [ran("fine")],
       pairs: [pair("locked", "notion-1", DAYS_AGO_4)],

@@ -145,10 +145,12 @@ describe("pairs skipped as not_accessible", () => {
 describe("more than 100 skipped pairs", () => {
   // 51 leavers x 2 servers = 102 skipped pairs: the trigger lists only 100 of them.
   const users = Array.from({ length: 55 }, (_, i) => `user${i + 1}@example.com`);
+  let configId = "";
   const createExplicit = async () => {
     const mirror: Record<string, unknown> = {};
     h = await createHarness({ sim: { docs: 10, users: users.length }, mirror });
-    mirror.sync_config_id = h.sim.configs.create({ userEmails: users });
+    configId = h.sim.configs.create({ userEmails: users });
+    mirror.sync_config_id = configId;
     h.writeConfig();
     await h.sync();
     const leavers = users.slice(0, 51);
@@ -167,6 +169,70 @@ describe("more than 100 skipped pairs", () => {
     expect(h.sim.requests.filter((r) => r.route === "/sync-configs/{id}/access").length).toBeGreaterThan(0);
     for (const u of leavers) expect(visibleKeys(h, u)).toEqual([]);
     for (const u of users.slice(51)) expect(visibleKeys(h, u)).toEqual(expectedKeys(h.sim, u));
+  });
+
+  it("takes the access of a server removed from the sync config, as the access check no longer lists it", async () => {
+    // 101 leavers on the one server left in the config: the trigger lists only 100 of them.
+    const many = Array.from({ length: 105 }, (_, i) => `user${i + 1}@example.com`);
+    const mirror: Record<string, unknown> = {};
+    h = await createHarness({ sim: { docs: 10, users: many.length }, mirror });
+    const id = h.sim.configs.create({ userEmails: many });
+    mirror.sync_config_id = id;
+    h.writeConfig();
+    await h.sync();
+    const [notion = "", github = ""] = ["notion", "github"].map(
+      (type) => h.sim.servers.find((s) => s.source_type === type)?.server_instance_id ?? "",
+    );
+    const stays = many[104] ?? "";
+    const onNotion = () => visibleKeys(h, stays).filter((k) => k.startsWith(`notion:${notion}:`));
+    expect(onNotion().length).toBeGreaterThan(0);
+    const config = h.sim.configs.get(id);
+    const put = await fetch(`${h.sim.baseUrl}/sync-configs/${id}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${h.sim.token}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        project_id: h.sim.projectId,
+        name: config?.name,
+        instructions: config?.instructions,
+        server_instance_ids: [github],
+        all_users: false,
+        user_emails: many,
+      }),
+    });
+    expect(put.status).toBe(200);
+    for (const u of many.slice(0, 101)) h.sim.people.leaveProject(u);
+    const full = await h.sync({ full: true });
+    expect(full).toMatchObject({ skipped_total: 101, skipped: { not_a_project_user: 100 } });
+    expect(onNotion()).toEqual([]);
+    expect(pairOf(h, stays, notion)?.retired_reason).toBe("removed");
+    expect(visibleKeys(h, stays).length).toBeGreaterThan(0);
+  });
+
+  it("when the access check fails, still takes the access of a listed pair past its grace (fail closed)", async () => {
+    const mirror: Record<string, unknown> = {};
+    h = await createHarness({ sim: { docs: 10, users: users.length }, mirror });
+    mirror.sync_config_id = h.sim.configs.create({ userEmails: users });
+    h.writeConfig();
+    await h.sync();
+    const notion = h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id ?? "";
+    const [locked = "", ...rest] = users;
+    const onNotion = () => visibleKeys(h, locked).filter((k) => k.startsWith(`notion:${notion}:`));
+    expect(onNotion().length).toBeGreaterThan(0);
+    h.sim.people.setAuth(locked, notion, "not_authenticated");
+    const leavers = rest.slice(0, 51);
+    for (const u of leavers) h.sim.people.leaveProject(u);
+    const before = leavers.map((u) => visibleKeys(h, u));
+    h.sim.clock.advance(73 * 3_600_000);
+    h.sim.faults.inject("GET /sync-configs/{id}/access", {
+      kind: "429",
+      retryAfterSeconds: 0,
+      times: Infinity,
+    });
+    const full = await h.sync({ full: true });
+    expect(full).toMatchObject({ outcome: "partial", skipped: { not_accessible: 1 } });
+    expect(onNotion()).toEqual([]);
+    expect(pairOf(h, locked, notion)?.retired_reason).toBe("inaccessible");
+    expect(leavers.map((u) => visibleKeys(h, u))).toEqual(before);
   });
 
   it("revokes nobody for leaving and ends partial when the access check fails", async () => {
