@@ -28,7 +28,7 @@ import { reconcileDeps, runOwedPass } from "./mirror-pass.js";
 import { createIoLogger, createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import type { LeaseHolder } from "./store/types.js";
-import { refreshMirrorGauges, refreshProblemGauges } from "./sync/gauges.js";
+import { followPasses, refreshMirrorGauges, refreshProblemGauges } from "./sync/gauges.js";
 import { buildStatus } from "./sync/status-report.js";
 import { checkBindings } from "./sync-configs/bind.js";
 import { reconcileMirror } from "./sync-configs/reconcile.js";
@@ -143,11 +143,16 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         );
       await beat();
       await sched.start();
+      const passes = followPasses(
+        rt.store,
+        rt.metrics,
+        config.mirrors.map((m) => m.name),
+      );
       watcher = setInterval(() => {
         rt.store.ping().then(
           async () => {
             connected = true;
-            await refreshProblems(rt, log);
+            await refreshGauges(rt, passes, log);
             sched.wake();
             return beat().catch(() => {});
           },
@@ -222,15 +227,21 @@ async function openWhenFree(
  * expires, or a pass left due by another replica or by a control is started.
  */
 /** `syncmirror_problems` follows the database: another replica's pass, or an apply, may have changed it. */
-async function refreshProblems(runtime: Runtime, log: Logger): Promise<void> {
+/** Each watch round: the open problems, and the gauges of a mirror whose pass another process ran. */
+async function refreshGauges(
+  runtime: Runtime,
+  passes: ReturnType<typeof followPasses>,
+  log: Logger,
+): Promise<void> {
   try {
     await refreshProblemGauges(
       runtime.store,
       runtime.metrics,
       runtime.config.mirrors.map((m) => m.name),
     );
+    await passes.follow();
   } catch (error) {
-    log.warn({ err: (error as Error).message }, "could not read the open problems; trying again");
+    log.warn({ err: (error as Error).message }, "could not read the gauges from the database; trying again");
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * The one place the mirror's gauges are set (docs/reference/metrics.md), all read from the database: after
- * each pass, and by the daemon at start-up, so they are right from the first scrape after a
- * restart and agree whichever replica wrote the state.
+ * each pass, by the daemon at start-up, and by the daemon after a pass another process ran
+ * (`followPasses`), so they are right from the first scrape after a restart and agree whichever
+ * replica wrote the state.
  */
 import type { Metrics } from "../metrics.js";
 import { PROBLEM_KINDS } from "../store/console-types.js";
@@ -35,6 +36,26 @@ export async function refreshMirrorGauges(store: Store, metrics: Metrics, mirror
   }
   setProblemGauges(metrics, [mirror], open);
   return awaitingBaseline;
+}
+
+/**
+ * Reads the gauges of each of `mirrors` again whenever its newest finished trigger is not the one
+ * they were last read after: a pass another replica (or a one-shot `sync`) ran. The daemon calls
+ * `follow` each watch round; it costs one small read per mirror when nothing finished.
+ */
+export function followPasses(store: Store, metrics: Metrics, mirrors: readonly string[]) {
+  const readAfter = new Map<string, string>();
+  return {
+    async follow(): Promise<void> {
+      for (const mirror of mirrors) {
+        const last = await store.triggers.lastFinished(mirror);
+        const tag = last ? `${last.id} ${last.finishedAt}` : "";
+        if (readAfter.get(mirror) === tag) continue;
+        await refreshMirrorGauges(store, metrics, mirror);
+        readAfter.set(mirror, tag);
+      }
+    },
+  };
 }
 
 /**

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { Simulator } from "../../../src/simulator/index.js";
 import { type DaemonProcess, parseMetrics, until } from "../../helpers/daemon.js";
+import { onPostgres } from "../../helpers/dialect.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
 
@@ -132,6 +133,31 @@ describe("syncmirror run: /metrics", () => {
     expect(await third.metric("syncmirror_resources_unchanged_total", MAIN)).toBeGreaterThanOrEqual(live - 1);
     expect((await third.stop()).code).toBe(0);
   });
+
+  // A SQLite database is one process's: another cannot run a pass beside the daemon.
+  it.runIf(onPostgres)(
+    "follows a pass another process ran in its gauges (another replica, a one-shot sync)",
+    async () => {
+      const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+      const d = await daemon(h);
+      expect(await d.metric("syncmirror_resources", MAIN)).toBe(0);
+      const startedAt = Math.floor(Date.now() / 1000);
+      expect(await h.sync()).toMatchObject({ outcome: "succeeded" });
+      const live = liveInDatabase(h);
+      expect(live).toBe(liveVisible(h.sim));
+      await until(
+        async () => (await d.metric("syncmirror_resources", MAIN)) === live,
+        "the other process's pass in syncmirror_resources",
+      );
+      expect(
+        await d.metric("syncmirror_last_success_timestamp_seconds", { ...MAIN, mode: "full" }),
+      ).toBeGreaterThanOrEqual(startedAt);
+      expect(
+        await d.metric("syncmirror_triggers_total", { ...MAIN, mode: "full", outcome: "succeeded" }),
+      ).toBe(0);
+      expect((await d.stop()).code).toBe(0);
+    },
+  );
 
   it("templates the route label and serves prom-client's process metrics", async () => {
     const h = suite.use(
