@@ -59,8 +59,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   const http = createHttpServer({
     registry: metrics.registry,
     isReady: () => runtime !== undefined && connected,
-    getStatus: async () =>
-      runtime ? await buildStatus(runtime.store, config.mirrors) : { mirrors: [], ready: false },
+    getStatus: async () => (runtime ? await buildStatus(runtime.store, config.mirrors) : undefined),
     token: config.http.token,
     // The console's routes first: the consumer routes answer every other `/v1/` path.
     routes: [

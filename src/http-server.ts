@@ -19,6 +19,7 @@ export interface HttpServerDeps {
   /** True once the database is migrated and the config loaded. */
   isReady: () => boolean;
   /** The `status --json` object. */
+  /** The `status --json` object; undefined until the database is open (answered 503, as `/readyz`). */
   getStatus: () => unknown | Promise<unknown>;
   /** Bearer token for `/status`; undefined when none is configured. */
   token: string | undefined;
@@ -154,8 +155,13 @@ export function jsonReply(status: number, body: unknown): Reply {
 
 async function status(deps: HttpServerDeps): Promise<Reply> {
   try {
-    const body = JSON.stringify(await deps.getStatus());
-    return { status: 200, contentType: JSON_TYPE, body };
+    const report = await deps.getStatus();
+    if (report === undefined) {
+      return jsonReply(503, {
+        error: "not ready: the database is not open yet (/readyz answers 200 once it is)",
+      });
+    }
+    return { status: 200, contentType: JSON_TYPE, body: JSON.stringify(report) };
   } catch (err) {
     deps.log.error({ err }, "building /status failed");
     return { status: 500, contentType: JSON_TYPE, body: JSON.stringify({ error: "status unavailable" }) };

@@ -31,10 +31,14 @@ describe.skipIf(onPostgres)("SQLite only (the database file's writer lock): sync
       await until(() => d.stderr().includes("database locked by another process"), "the lock warning");
       expect((await d.get("/readyz")).status).toBe(503);
       expect((await d.get("/healthz")).status).toBe(200);
+      const status = await d.get("/status");
+      expect(status.status).toBe(503);
+      expect(JSON.parse(status.body)).toEqual({ error: expect.stringMatching(/^not ready/) });
     } finally {
       lock.close();
     }
     await until(async () => (await d.get("/readyz")).status === 200, "/readyz 200", 10_000);
+    expect(JSON.parse((await d.get("/status")).body)).toHaveProperty("replicas");
     const stopped = await d.stop();
     expect(stopped.code).toBe(0);
   });
