@@ -315,8 +315,13 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRun
     });
     countRevocations(ctx.metrics, mirror.name, revoked);
     ctx.log.info(
-      { user_email: pair.userEmail, server_instance_id: pair.serverInstanceId, reason },
-      "pair lost its access",
+      {
+        user_email: pair.userEmail,
+        server_instance_id: pair.serverInstanceId,
+        reason,
+        access_revoked: revoked.revoked,
+      },
+      revoked.revoked > 0 ? "pair lost its access" : "pair retired: it held no access any more",
     );
   }
   await store.triggers.markLeaversSwept(trigger.id, leaversUnknown);
