@@ -90,7 +90,10 @@ export function configUsers(state: SimState, record: ConfigRecord): { email: str
   return record.userEmails.map((email) => ({ email, user: state.people.getIndex(email) }));
 }
 
-/** GET /sync-configs/{id}/access items. */
+/**
+ * GET /sync-configs/{id}/access items. A server paused in the config is `not_syncable` for every
+ * user, as the trigger skips it.
+ */
 export function accessItems(state: SimState, record: ConfigRecord) {
   return configUsers(state, record).map(({ email, user }) => {
     const projectUser = state.people.isProjectUser(user);
@@ -99,7 +102,10 @@ export function accessItems(state: SimState, record: ConfigRecord) {
       project_user: projectUser,
       servers: record.serverIds.map((serverId) => {
         const server = state.serverById(serverId);
-        const status = server ? state.people.authOf(user, server.index) : "not_syncable";
+        const status =
+          server && !record.unavailable.has(serverId)
+            ? state.people.authOf(user, server.index)
+            : "not_syncable";
         return {
           server_instance_id: serverId,
           auth_status: status,

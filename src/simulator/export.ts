@@ -7,6 +7,7 @@ import { HttpError } from "./http-error.js";
 import { findSource } from "./lifecycle.js";
 import { intParam, type Query } from "./paging.js";
 import { buildResource } from "./resource.js";
+import type { Reply } from "./router.js";
 import { isFinished, type RunRecord, type SimState, type SourceRecord } from "./state.js";
 import { configWarningsOf, countsOf, diagnosticsOf, exportStatusOf, sideItemsOf } from "./summary.js";
 import { sourceIdentity } from "./trigger.js";
@@ -20,14 +21,31 @@ export interface ExportQuirkSwitch {
   takeEngineChange(): boolean;
 }
 
+/** The 409 `detail` of an export asked for before its sources finished. */
+export function notFinishedDetail(sources: readonly { source: string; status: string }[]) {
+  return { message: "The export is available once the run has finished.", sources };
+}
+
+/** The `not-finished` fault: an export answer replaced by its 409, each of its sources RUNNING. */
+export function notFinishedReply(body: unknown): Reply {
+  const listed = (body as { sources?: unknown } | null)?.sources;
+  const labels = Array.isArray(listed)
+    ? listed.flatMap((s) => (typeof s?.source === "string" ? [s.source as string] : []))
+    : [];
+  return {
+    status: 409,
+    body: { detail: notFinishedDetail(labels.map((source) => ({ source, status: "RUNNING" }))) },
+  };
+}
+
 export function exportPage(state: SimState, run: RunRecord, query: Query, quirks: ExportQuirkSwitch) {
   const label = query.source;
   const targets = label === undefined || label === "" ? run.sources : [findSource(run, label)];
   if (!targets.every((s) => isFinished(s.status))) {
-    throw new HttpError(409, {
-      message: "The export is available once the run has finished.",
-      sources: run.sources.map((s) => ({ source: s.label, status: s.status })),
-    });
+    throw new HttpError(
+      409,
+      notFinishedDetail(run.sources.map((s) => ({ source: s.label, status: s.status }))),
+    );
   }
   const offset = intParam(query, "offset", 0, 0, Number.MAX_SAFE_INTEGER);
   const limit = intParam(query, "limit", EXPORT_DEFAULT_LIMIT, 1, EXPORT_MAX_LIMIT);

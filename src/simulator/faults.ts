@@ -18,7 +18,12 @@ export type Fault =
   /** Handled normally; a 2xx JSON body loses `field` (default: its first top-level field). */
   | { kind: "missing-field"; field?: string; times?: number }
   /** Handled fully (a trigger creates its runs), then the connection is destroyed unanswered. */
-  | { kind: "drop-after"; times?: number };
+  | { kind: "drop-after"; times?: number }
+  /**
+   * Handled normally; a 2xx answer becomes the export's 409 "not finished yet", each source of the
+   * answer listed as RUNNING: a run list that shows a run finished before its export is ready.
+   */
+  | { kind: "not-finished"; times?: number };
 
 export type FaultKind = Fault["kind"];
 

@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { formatZuluIso } from "./clock.js";
+import { notFinishedReply } from "./export.js";
 import type { Fault, FaultController, FaultKind } from "./faults.js";
 import { HttpError } from "./http-error.js";
 import { dropField, isAuthorized, readJson, sendJson } from "./http-io.js";
@@ -142,6 +143,7 @@ async function answer(
   if (fault?.kind === "missing-field" && reply.status < 300) {
     reply = { ...reply, body: dropField(reply.body, fault.field) };
   }
+  if (fault?.kind === "not-finished" && reply.status < 300) reply = notFinishedReply(reply.body);
   entry.status = reply.status;
   respond(res, reply);
 }

@@ -10,6 +10,7 @@ import { isDatabaseError } from "../store/store.js";
 import type { Run, Trigger } from "../store/types.js";
 import type { MirrorPass, Progress } from "./context.js";
 import { sendContinue, settlePendingContinue } from "./continue.js";
+import { exportNotReady, waitAgain } from "./export-not-ready.js";
 import { failRun } from "./fail-run.js";
 import { ingestRun } from "./ingest.js";
 import { isFinished, nextAction } from "./next-action.js";
@@ -124,7 +125,7 @@ export async function waitAndIngest(
         continue;
       }
       const now = ctx.now().getTime();
-      if (now > deadline && (await abandonUnfinished(pass, trigger))) {
+      if (now > deadline && (await abandonUnfinished(pass, trigger, ingesting))) {
         timedOut = true;
         changed = true;
       }
@@ -193,11 +194,19 @@ async function listTriggerRuns(
 
 /**
  * Past run_timeout_minutes, runs still unfinished are given up on (their pairs do not advance);
- * runs that did finish are still exported.
+ * runs that did finish are still exported. A run whose export stopped at a page that answered
+ * "not finished" (409) is unfinished again and given up on too; one being exported is not.
  */
-async function abandonUnfinished({ ctx, mirror }: MirrorPass, trigger: Trigger): Promise<boolean> {
+async function abandonUnfinished(
+  { ctx, mirror }: MirrorPass,
+  trigger: Trigger,
+  exporting: ReadonlyMap<string, unknown>,
+): Promise<boolean> {
   const abandoned = (await ctx.store.runs.ofTrigger(trigger.id)).filter(
-    (r) => r.ingest === "waiting" && !isFinished(r.status),
+    (r) =>
+      (r.ingest === "waiting" || r.ingest === "ingesting") &&
+      !isFinished(r.status) &&
+      !exporting.has(r.syncId),
   );
   for (const r of abandoned) await failRun(ctx, trigger, r, "run_timeout_minutes reached");
   if (abandoned.length > 0) {
@@ -233,7 +242,8 @@ async function markVanished(
 
 /**
  * A run whose export cannot be read (unsupported schema, 404, retries exhausted) fails alone: its
- * pairs do not advance and the pass is partial. Token or feature problems stop the whole pass.
+ * pairs do not advance and the pass is partial. An export not ready yet (409) waits again. Token
+ * or feature problems stop the whole pass.
  */
 async function readOrFail(pass: MirrorPass, trigger: Trigger, run: Run, read: RunReader): Promise<void> {
   const { ctx } = pass;
@@ -251,6 +261,8 @@ async function readOrFail(pass: MirrorPass, trigger: Trigger, run: Run, read: Ru
     ) {
       throw error;
     }
+    const unfinished = exportNotReady(error);
+    if (unfinished !== undefined) return waitAgain(pass, run, unfinished);
     const message = error instanceof Error ? error.message : String(error);
     await failRun(ctx, trigger, run, message);
     ctx.log.error(

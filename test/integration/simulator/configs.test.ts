@@ -226,6 +226,24 @@ describe("access check", () => {
     });
   });
 
+  it("reports a server paused in the config as not_syncable and not accessible, as the trigger skips it", async () => {
+    const { sim, api } = await startTestSimulator({ users: 2 });
+    const [open, paused] = sim.servers.map((s) => s.server_instance_id);
+    const config = sim.configs.create({ serverIds: [open ?? "", paused ?? ""] });
+    sim.configs.setServerAvailable(config, paused ?? "", false);
+    const { body } = await api.get(`/sync-configs/${config}/access`);
+    for (const item of body.items) {
+      expect(item.servers).toEqual([
+        expect.objectContaining({ server_instance_id: open, accessible: true }),
+        { server_instance_id: paused, auth_status: "not_syncable", accessible: false },
+      ]);
+    }
+    const skipped = (await trigger(api, config)).skipped;
+    expect(
+      skipped.map((s: { server_instance_id: string; reason: string }) => [s.server_instance_id, s.reason]),
+    ).toEqual(body.items.map(() => [paused, "not_syncable"]));
+  });
+
   it("drops users who left from an all-users config and pages with a cursor", async () => {
     const { sim, api } = await startTestSimulator({ users: 5 });
     sim.people.leaveProject("user3@example.com");

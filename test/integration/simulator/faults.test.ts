@@ -96,6 +96,30 @@ describe("fault injection", () => {
     expect(projects.body[0]).not.toHaveProperty("id");
   });
 
+  it("not-finished: a finished run's export answers 409 with each source RUNNING, then the export", async () => {
+    const { sim, api } = await startTestSimulator({ lifecycle: "manual", users: 1 });
+    const syncId = (await trigger(api, sim.syncConfigId)).runs[0].sync_id;
+    sim.runs.finishAll();
+    sim.faults.inject(EXPORT, { kind: "not-finished", times: 2 });
+    const path = `/sync-task/${syncId}/export`;
+    const labels = (await api.get(`/sync-task/${syncId}`)).body.sources.map(
+      (s: { source: string }) => s.source,
+    );
+    for (let i = 0; i < 2; i++) {
+      const refused = await api.get(path);
+      expect(refused.status).toBe(409);
+      expect(refused.body.detail).toEqual({
+        message: "The export is available once the run has finished.",
+        sources: labels.map((source: string) => ({ source, status: "RUNNING" })),
+      });
+    }
+    expect((await api.get(path)).status).toBe(200);
+    expect(sim.requests.filter((r) => r.fault).map((r) => [r.status, r.fault])).toEqual([
+      [409, "not-finished"],
+      [409, "not-finished"],
+    ]);
+  });
+
   it("applies '*' to any route; pending() shows what is left and clear() drops it", async () => {
     const { sim, api } = await startTestSimulator();
     sim.faults.inject("*", { kind: "503", times: 2 });
