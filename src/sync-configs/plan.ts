@@ -13,7 +13,7 @@ import { declaredKey } from "../config-sync-config.js";
 import { NotFoundError } from "../errors.js";
 import type { ManagedSyncConfig } from "../store/managed-sync-configs.js";
 import type { Store } from "../store/store.js";
-import { diffSyncConfig, type FieldChange, touchesSettings } from "./diff.js";
+import { diffSyncConfig, type FieldChange } from "./diff.js";
 import { type DesiredSyncConfig, isDeclared, resolveDeclarations } from "./resolve.js";
 
 export type PlanAction = "create" | "replace" | "adopt" | "none" | "unmanaged" | "forget" | "not_declared";
@@ -160,7 +160,7 @@ async function planDeclared(want: DesiredSyncConfig, ctx: PlanContext): Promise<
     e.action = e.needs === "adopt" ? "adopt" : e.changes.length > 0 ? "replace" : "none";
     e.problem = sharedWith(ctx, name, remote);
   }
-  if (isPending(e) && (e.action !== "replace" || touchesSettings(e.changes))) {
+  if (isPending(e)) {
     const inFlight = await ctx.deps.store.triggers.findInFlight(name);
     if (inFlight) e.notes.push(`a ${inFlight.mode} pass is in flight: apply refuses until it ends`);
   }
