@@ -8,7 +8,7 @@ import type { ApiClient } from "../api/client.js";
 import type { SyncConfig } from "../api/schemas.js";
 import { CreateOutcomeUnknownError, NameTakenError } from "../errors.js";
 import type { Store } from "../store/store.js";
-import { isPending, type PlanEntry } from "./plan.js";
+import { aPass, isPending, type PlanEntry } from "./plan.js";
 import { describeRefusal } from "./refusal.js";
 import type { DesiredSyncConfig } from "./resolve.js";
 
@@ -81,7 +81,7 @@ export async function applyEntry(e: PlanEntry, deps: ApplyDeps, flags: ApplyFlag
     const inFlight = await deps.store.triggers.findInFlight(e.mirror);
     if (inFlight)
       return refuse(
-        `mirror ${e.mirror} has a ${inFlight.mode} pass in flight (trigger ${inFlight.triggerId ?? "being started"}): its runs keep their settings, so the change waits; apply again once it ends (\`syncmirror status\` shows it), or let the daemon (manage_sync_configs: true) apply it before the next pass`,
+        `mirror ${e.mirror} has ${aPass(inFlight.mode)} in flight (trigger ${inFlight.triggerId ?? "being started"}): its runs keep their settings, so the change waits; apply again once it ends (\`syncmirror status\` shows it), or let the daemon (manage_sync_configs: true) apply it before the next pass`,
       );
   }
   let remote: SyncConfig | undefined;

@@ -130,10 +130,10 @@ describe("declared sync configs: passes", () => {
     const plan = await h.cli(["plan"]);
     expect(plan.code).toBe(3);
     expect(plan.stdout).toContain('~ name: "Wiki" -> "Wiki renamed"');
-    expect(plan.stdout).toContain("incremental pass is in flight: apply refuses until it ends");
+    expect(plan.stdout).toContain("an incremental pass is in flight: apply refuses until it ends");
     const refused = await h.cli(["apply"]);
     expect(refused.code).toBe(1);
-    expect(refused.stdout).toContain("incremental pass in flight (trigger");
+    expect(refused.stdout).toContain("mirror main has an incremental pass in flight (trigger");
     expect(nameUpstream()).toBe("Wiki");
 
     const resumed = await h.cli(["sync", "--json"]);

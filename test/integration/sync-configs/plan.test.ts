@@ -146,9 +146,7 @@ describe("apply: a rename alone is a change like any other", () => {
     };
 
     const refused = await applyIt();
-    expect(refused.entry?.notes.join("; ")).toContain(
-      "incremental pass is in flight: apply refuses until it ends",
-    );
+    expect(refused.entry?.notes).toContain("an incremental pass is in flight: apply refuses until it ends");
     expect(refused.done).toMatchObject({ done: "refused", fullOwed: false });
     expect(sim.configs.list().find((c) => c.id === id)?.name).toBe("Old wiki");
 
