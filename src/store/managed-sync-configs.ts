@@ -1,7 +1,7 @@
 /**
  * What syncmirror knows of the sync configs it manages (docs/declared-sync-configs.md): one row per
  * declared mirror, in the database so every replica and every restart agrees on which remote
- * config is whose, and whether a mirror owes a full pass after its settings changed.
+ * config is whose, and whether a mirror owes a full pass after its config changed.
  */
 import type { SQL } from "drizzle-orm";
 

@@ -1,15 +1,14 @@
 /**
  * `apply`: makes the service match one plan entry, and records it (docs/declared-sync-configs.md).
  * The caller holds the mirror's lease, so no pass of it starts meanwhile; a pass already in flight
- * refuses a change of what is collected (its runs keep their settings), and such a change makes
- * the mirror's next pass a full snapshot, so that what is no longer collected is swept.
+ * refuses any change (its runs keep their settings), and every change makes the mirror's next pass
+ * a full snapshot, so that what is no longer collected is swept.
  */
 import type { ApiClient } from "../api/client.js";
 import type { SyncConfig } from "../api/schemas.js";
 import { CreateOutcomeUnknownError, NameTakenError } from "../errors.js";
 import type { Store } from "../store/store.js";
-import { touchesSettings } from "./diff.js";
-import type { PlanEntry } from "./plan.js";
+import { aPass, isPending, type PlanEntry } from "./plan.js";
 import { describeRefusal } from "./refusal.js";
 import type { DesiredSyncConfig } from "./resolve.js";
 
@@ -75,16 +74,14 @@ export async function applyEntry(e: PlanEntry, deps: ApplyDeps, flags: ApplyFlag
       `a sync config named "${want.fields.name}" (${e.syncConfigId}) already exists and syncmirror did not create it: \`syncmirror apply --adopt\` takes it over (recorded), or rename sync_config.name`,
     );
   const previousId = (await deps.store.mirrors.get(e.mirror))?.syncConfigId;
-  const changesCollection =
-    e.action === "create" ||
-    e.action === "adopt" ||
-    touchesSettings(e.changes) ||
-    previousId !== e.syncConfigId;
-  if (changesCollection) {
+  // A rename too, though it alters nothing collected: one rule for every change, which an operator
+  // can rely on without knowing which fields the service reads when it collects.
+  const changing = isPending(e) || previousId !== e.syncConfigId;
+  if (changing) {
     const inFlight = await deps.store.triggers.findInFlight(e.mirror);
     if (inFlight)
       return refuse(
-        `mirror ${e.mirror} has a ${inFlight.mode} pass in flight (trigger ${inFlight.triggerId ?? "being started"}): its runs keep their settings, so the change waits; apply again once it ends (\`syncmirror status\` shows it), or let the daemon (manage_sync_configs: true) apply it before the next pass`,
+        `mirror ${e.mirror} has ${aPass(inFlight.mode)} in flight (trigger ${inFlight.triggerId ?? "being started"}): its runs keep their settings, so the change waits; apply again once it ends (\`syncmirror status\` shows it), or let the daemon (manage_sync_configs: true) apply it before the next pass`,
       );
   }
   let remote: SyncConfig | undefined;
@@ -109,7 +106,7 @@ export async function applyEntry(e: PlanEntry, deps: ApplyDeps, flags: ApplyFlag
   if (!id) throw new Error(`apply of ${e.mirror}: no sync config id`);
   const adopting = e.needs === "adopt";
   // A mirror that never ran a pass has no state, and its first pass is a full snapshot anyway.
-  const fullOwed = previousId !== undefined && (touchesSettings(e.changes) || previousId !== id);
+  const fullOwed = previousId !== undefined && changing;
   const at = deps.now().toISOString();
   await deps.store.transaction(async (tx) => {
     if (e.takenFrom) await tx.syncConfigs.remove(e.takenFrom);

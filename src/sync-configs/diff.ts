@@ -10,21 +10,6 @@ export type FieldChange =
   | { field: "servers" | "users"; add: string[]; remove: string[] }
   | { field: "all_users"; from: boolean; to: boolean };
 
-/**
- * Fields whose change alters what is collected for whom: applied only between passes, and the
- * mirror's next pass is a full snapshot so that what is no longer collected is swept.
- */
-const SETTINGS: ReadonlySet<FieldChange["field"]> = new Set([
-  "instructions",
-  "servers",
-  "users",
-  "all_users",
-]);
-
-export function touchesSettings(changes: readonly FieldChange[]): boolean {
-  return changes.some((c) => SETTINGS.has(c.field));
-}
-
 export function diffSyncConfig(
   desired: Pick<DesiredSyncConfig, "fields" | "serverLabels">,
   remote: SyncConfig,

@@ -13,7 +13,8 @@ import { declaredKey } from "../config-sync-config.js";
 import { NotFoundError } from "../errors.js";
 import type { ManagedSyncConfig } from "../store/managed-sync-configs.js";
 import type { Store } from "../store/store.js";
-import { diffSyncConfig, type FieldChange, touchesSettings } from "./diff.js";
+import type { Mode } from "../store/types.js";
+import { diffSyncConfig, type FieldChange } from "./diff.js";
 import { type DesiredSyncConfig, isDeclared, resolveDeclarations } from "./resolve.js";
 
 export type PlanAction = "create" | "replace" | "adopt" | "none" | "unmanaged" | "forget" | "not_declared";
@@ -80,6 +81,11 @@ export async function planMirror(config: Config, mirror: string, deps: PlanDeps)
 /** Whether `apply` would change something upstream. */
 export function isPending(e: PlanEntry): boolean {
   return e.action === "create" || e.action === "replace" || e.action === "adopt";
+}
+
+/** "a full pass", "an incremental pass": how `plan` and `apply` name a pass in flight. */
+export function aPass(mode: Mode): string {
+  return `${mode === "incremental" ? "an" : "a"} ${mode} pass`;
 }
 
 /** Exit codes (docs/reference/cli.md): 1 problems (a foreign config to adopt counts: `apply` refuses it), 3 changes pending, 0 nothing to change. */
@@ -160,9 +166,9 @@ async function planDeclared(want: DesiredSyncConfig, ctx: PlanContext): Promise<
     e.action = e.needs === "adopt" ? "adopt" : e.changes.length > 0 ? "replace" : "none";
     e.problem = sharedWith(ctx, name, remote);
   }
-  if (isPending(e) && (e.action !== "replace" || touchesSettings(e.changes))) {
+  if (isPending(e)) {
     const inFlight = await ctx.deps.store.triggers.findInFlight(name);
-    if (inFlight) e.notes.push(`a ${inFlight.mode} pass is in flight: apply refuses until it ends`);
+    if (inFlight) e.notes.push(`${aPass(inFlight.mode)} is in flight: apply refuses until it ends`);
   }
   return e;
 }

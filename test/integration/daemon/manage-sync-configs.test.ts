@@ -1,7 +1,8 @@
 /**
  * `manage_sync_configs: true`: the daemon applies declared sync configs at start-up and before a
  * pass whose declaration is not applied; what it cannot apply is logged, counted, recorded and
- * shown as drift, and never stops another mirror.
+ * shown as drift, and never stops another mirror. A change, a rename too, waits for the pass left in
+ * flight, and the pass after it is full.
  */
 import { describe, expect, it } from "vitest";
 import { until } from "../../helpers/daemon.js";
@@ -61,6 +62,35 @@ describe("syncmirror run with manage_sync_configs: true", () => {
     await until(async () => (await succeeded("bad")) >= 1, "the bad mirror's pass once the user is back");
     expect(await d.metric("syncmirror_sync_config_drift", { mirror: "bad" })).toBe(0);
     expect(managedRow(h, "bad")).toMatchObject({ origin: "created", last_error: null });
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("applies a rename only once the pass left in flight ends, and makes the next pass a full one", async () => {
+    const h = suite.use(
+      await createHarness({
+        sim: DECLARED_SIM,
+        defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER },
+      }),
+    );
+    writeMirrors(h, { main: wiki() });
+    expect((await h.cli(["apply"])).code).toBe(0);
+    const { id } = remoteNamed(h.sim, "Wiki");
+    expect((await h.cli(["sync"])).code).toBe(0);
+    expect((await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post:1" })).code).toBeNull();
+    writeMirrors(h, { main: wiki({ name: "Wiki renamed" }) }, { manage_sync_configs: true });
+
+    const d = await suite.daemon(h);
+    const passes = (mode: string) =>
+      d.metric("syncmirror_triggers_total", { mirror: "main", mode, outcome: "succeeded" });
+    await until(async () => (await passes("full")) >= 1, "a full pass after the rename");
+    const messages = d.logs().map((l) => String(l.msg));
+    const deferred = messages.indexOf("the declared sync config is applied once the pass in flight ends");
+    const renamed = messages.findIndex((m) => m.startsWith('replaced name of sync config "Wiki renamed"'));
+    expect(deferred).toBeGreaterThanOrEqual(0);
+    expect(renamed).toBeGreaterThan(deferred);
+    expect(messages[renamed]).toContain("the next pass is a full snapshot");
+    expect(await passes("incremental")).toBeGreaterThanOrEqual(1);
+    expect(h.sim.configs.list().find((c) => c.id === id)?.name).toBe("Wiki renamed");
     expect((await d.stop()).code).toBe(0);
   });
 });

@@ -2,7 +2,7 @@
  * Declared sync configs and the passes that use them, through the real CLI on the suite's store:
  * the service refusing a user who left the project (named by key), servers removed and their keys
  * swept by the next pass (a full snapshot whatever scheduled it), a pass in flight that an apply
- * must not change under it, and drift between the file and the service that `check` reports.
+ * must not change under it (not even its name), and drift between the file and the service that `check` reports.
  */
 import { describe, expect, it } from "vitest";
 import {
@@ -115,6 +115,37 @@ describe("declared sync configs: passes", () => {
     const next = await h.cli(["sync", "--json"]);
     expect(JSON.parse(next.stdout).mirrors[0]).toMatchObject({ mode: "full", outcome: "succeeded" });
     expect(accessOn(github)).toBe(0);
+  });
+
+  it("refuses a rename alone under a pass in flight too, and makes the next pass a full one", async () => {
+    h = await declaredHarness();
+    expect((await h.cli(["apply"])).code).toBe(0);
+    const { id } = remoteNamed(h.sim, "Wiki");
+    const nameUpstream = () => h.sim.configs.list().find((c) => c.id === id)?.name;
+    expect((await h.cli(["sync"])).code).toBe(0);
+    const crashed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post:1" });
+    expect(crashed.code).toBeNull();
+
+    writeMirrors(h, { main: wiki({ name: "Wiki renamed" }) });
+    const plan = await h.cli(["plan"]);
+    expect(plan.code).toBe(3);
+    expect(plan.stdout).toContain('~ name: "Wiki" -> "Wiki renamed"');
+    expect(plan.stdout).toContain("an incremental pass is in flight: apply refuses until it ends");
+    const refused = await h.cli(["apply"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toContain("mirror main has an incremental pass in flight (trigger");
+    expect(nameUpstream()).toBe("Wiki");
+
+    const resumed = await h.cli(["sync", "--json"]);
+    expect(JSON.parse(resumed.stdout).mirrors[0]).toMatchObject({ resumed: true, mode: "incremental" });
+    const applied = await h.cli(["apply"]);
+    expect(applied.code).toBe(0);
+    expect(applied.stdout).toContain('replaced name of sync config "Wiki renamed"');
+    expect(applied.stdout).toContain("the next pass is a full snapshot");
+    expect(nameUpstream()).toBe("Wiki renamed");
+    expect(await statusOfMain()).toMatchObject({ next_mode: "full", next_since: null });
+    const next = await h.cli(["sync", "--json"]);
+    expect(JSON.parse(next.stdout).mirrors[0]).toMatchObject({ mode: "full", outcome: "succeeded" });
   });
 
   it("reports drift between the file and the service in check (exit 1) and plan (exit 3)", async () => {

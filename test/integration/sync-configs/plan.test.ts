@@ -1,7 +1,8 @@
 /**
  * `planSyncConfigs` in-process, against the simulator over HTTP and a store in memory, for what a
  * database written by earlier applies decides: whose a config of the declared name is, and a
- * declaration whose project changed.
+ * declaration whose project changed; and `applyEntry` on a rename alone, which waits for a pass in
+ * flight and owes a full pass like any other change.
  */
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createApiClient } from "../../../src/api/client.js";
@@ -106,5 +107,58 @@ describe("plan: whose is a remote config", () => {
     const [entry] = await plan(config(sim, "wiki"));
     expect(entry?.problem).toContain("mirrors[0].sync_config.project: sync config");
     expect(entry?.problem).toContain("cannot move between projects");
+  });
+});
+
+describe("apply: a rename alone is a change like any other", () => {
+  it("is refused under a trigger in flight, then applied between passes with a full pass owed", async () => {
+    const { sim, api, store, plan } = await setup();
+    const id = sim.configs.create({
+      name: "Old wiki",
+      instructions: "Collect the wiki.",
+      serverIds: [sim.servers[0]?.server_instance_id ?? ""],
+    });
+    await recordCreated(store, "wiki", id, sim.projectId);
+    await store.mirrors.ensure("wiki", id);
+    const trigger = await store.triggers.createIntent({
+      mirror: "wiki",
+      mode: "incremental",
+      since: null,
+      knownBefore: null,
+      intentAt: new Date().toISOString(),
+      allowMassDelete: false,
+      startedBy: null,
+      startedByName: null,
+      dueAt: null,
+      dueReason: null,
+    });
+    const applyIt = async () => {
+      const [entry] = await plan(config(sim, "wiki"));
+      expect(entry).toMatchObject({ action: "replace", changes: [{ field: "name", to: "Wiki" }] });
+      return {
+        entry,
+        done: await applyEntry(
+          entry as NonNullable<typeof entry>,
+          { api, store, now: () => new Date() },
+          { adopt: false, prune: false },
+        ),
+      };
+    };
+
+    const refused = await applyIt();
+    expect(refused.entry?.notes).toContain("an incremental pass is in flight: apply refuses until it ends");
+    expect(refused.done).toMatchObject({ done: "refused", fullOwed: false });
+    expect(sim.configs.list().find((c) => c.id === id)?.name).toBe("Old wiki");
+
+    await store.triggers.finish(trigger.id, {
+      outcome: "succeeded",
+      message: "",
+      summary: null,
+      finishedAt: new Date().toISOString(),
+    });
+    const applied = await applyIt();
+    expect(applied.done).toMatchObject({ done: "replaced", fullOwed: true });
+    expect(sim.configs.list().find((c) => c.id === id)?.name).toBe("Wiki");
+    expect((await store.syncConfigs.find("wiki"))?.fullPendingAfter).not.toBeNull();
   });
 });
