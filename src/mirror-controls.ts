@@ -7,6 +7,7 @@ import { hostname, userInfo } from "node:os";
 import { pauseSchedule, requestPass, resumeSchedule } from "./store/schedule-rules.js";
 import type { Store, StoreOps } from "./store/store.js";
 import type { ControlAction, Due, MirrorSchedule, Mode } from "./store/types.js";
+import { aPass } from "./sync/pass-name.js";
 
 export interface ControlRequest {
   mirror: string;
@@ -110,7 +111,7 @@ function describe(r: ControlRequest, s: MirrorSchedule, changed: boolean, runnin
       const due = s.due as Due;
       const paused = s.paused ? ` ${r.mirror} is paused, but a requested pass runs anyway.` : "";
       const after = runningOn ? ` It follows the pass running on ${runningOn}.` : "";
-      return `a ${due.mode} pass of ${r.mirror} is due (since ${due.since}): the first replica with a free slot starts it.${paused}${after}`;
+      return `${aPass(due.mode)} of ${r.mirror} is due (since ${due.since}): the first replica with a free slot starts it.${paused}${after}`;
     }
   }
 }

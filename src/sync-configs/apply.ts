@@ -8,7 +8,8 @@ import type { ApiClient } from "../api/client.js";
 import type { SyncConfig } from "../api/schemas.js";
 import { CreateOutcomeUnknownError, NameTakenError } from "../errors.js";
 import type { Store } from "../store/store.js";
-import { aPass, isPending, type PlanEntry } from "./plan.js";
+import { aPass } from "../sync/pass-name.js";
+import { isPending, type PlanEntry } from "./plan.js";
 import { describeRefusal } from "./refusal.js";
 import type { DesiredSyncConfig } from "./resolve.js";
 

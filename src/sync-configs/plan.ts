@@ -13,7 +13,7 @@ import { declaredKey } from "../config-sync-config.js";
 import { NotFoundError } from "../errors.js";
 import type { ManagedSyncConfig } from "../store/managed-sync-configs.js";
 import type { Store } from "../store/store.js";
-import type { Mode } from "../store/types.js";
+import { aPass } from "../sync/pass-name.js";
 import { diffSyncConfig, type FieldChange } from "./diff.js";
 import { type DesiredSyncConfig, isDeclared, resolveDeclarations } from "./resolve.js";
 
@@ -81,11 +81,6 @@ export async function planMirror(config: Config, mirror: string, deps: PlanDeps)
 /** Whether `apply` would change something upstream. */
 export function isPending(e: PlanEntry): boolean {
   return e.action === "create" || e.action === "replace" || e.action === "adopt";
-}
-
-/** "a full pass", "an incremental pass": how `plan` and `apply` name a pass in flight. */
-export function aPass(mode: Mode): string {
-  return `${mode === "incremental" ? "an" : "a"} ${mode} pass`;
 }
 
 /** Exit codes (docs/reference/cli.md): 1 problems (a foreign config to adopt counts: `apply` refuses it), 3 changes pending, 0 nothing to change. */

@@ -182,6 +182,7 @@ describe("syncmirror run: scheduling", () => {
       expect(ran.stdout, "the free writer lock says no daemon runs").toContain(
         "No daemon is alive: this process ran it",
       );
+      expect(ran.stdout).toContain("an incremental pass of main is due");
       expect(triggers(h)).toMatchObject([{ state: "done", due_reason: "requested" }]);
     },
   );
