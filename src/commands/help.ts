@@ -126,7 +126,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       ["--config FILE", "the file to write (default: $SYNCMIRROR_CONFIG, then config/syncmirror.yaml)"],
       HELP_FLAG,
     ],
-    exit: "0 written; 1 the file exists (nothing is written); 2 bad usage, or the simulator could not be asked",
+    exit: "0 written; 1 the file exists (nothing is written); 2 bad usage, a path that cannot take the file (a directory, below a file, not writable), or the simulator could not be asked",
     example: "syncmirror init --simulator http://127.0.0.1:8080 --config my.yaml",
   },
   changes: {

@@ -16,6 +16,7 @@ import {
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { DatabasePathError } from "../../errors.js";
+import { describeFsError as describe } from "../../fs-errors.js";
 
 const OWNER_ONLY_FILE = 0o600;
 const OWNER_ONLY_DIR = 0o700;
@@ -112,20 +113,4 @@ function isDirectory(file: string): boolean {
   } catch {
     return false;
   }
-}
-
-const REASONS: Record<string, string> = {
-  EACCES: "permission denied for this user",
-  EPERM: "not permitted",
-  EROFS: "read-only filesystem",
-  ENOTDIR: "a part of the path is not a directory",
-  ENOENT: "its filesystem does not allow creating it",
-  ENOSPC: "no space left on the device",
-  EISDIR: "it is a directory",
-};
-
-function describe(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === "string" && REASONS[code]) return `${code}: ${REASONS[code]}`;
-  return error instanceof Error ? error.message : String(error);
 }

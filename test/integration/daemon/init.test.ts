@@ -3,7 +3,7 @@
  * passes `check` and `sync` as written; it never overwrites a file; without --simulator it writes
  * placeholders that `check` names; bad usage exits 2 and writes nothing.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -125,5 +125,31 @@ describe("syncmirror init", () => {
       expect(r.stderr).not.toMatch(/\n\s+at /);
       expect(existsSync(join(dir, "x.yaml"))).toBe(false);
     }
+  });
+
+  it("a path that cannot take a file exits 2 with one line naming it: below a file, a directory", async () => {
+    const { dir, env } = await setUp();
+    writeFileSync(join(dir, "afile"), "");
+    mkdirSync(join(dir, "adir"));
+    const cases: [string, RegExp][] = [
+      [
+        "afile/x.yaml",
+        /^syncmirror: cannot write afile\/x\.yaml: .*: name a file in a directory this user can write with --config FILE\n$/,
+      ],
+      [
+        "newdir/",
+        /^syncmirror: newdir\/ is a directory: name the config file itself, e.g. --config newdir\/syncmirror\.yaml\n$/,
+      ],
+      [
+        "adir",
+        /^syncmirror: adir is a directory: name the config file itself, e.g. --config adir\/syncmirror\.yaml\n$/,
+      ],
+    ];
+    for (const [config, message] of cases) {
+      const r = await run(["init", "--config", config], env, dir);
+      expect(r.code, config).toBe(2);
+      expect(r.stderr).toMatch(message);
+    }
+    expect(existsSync(join(dir, "newdir"))).toBe(false);
   });
 });
