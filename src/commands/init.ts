@@ -4,8 +4,8 @@
  * token in $SYNCMIRROR_API_TOKEN) for its project's sync configs and mirrors the oldest one; without
  * it, it writes placeholders that every command, `check` first, names until they are replaced.
  */
-import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join, sep } from "node:path";
+import { existsSync, statSync, writeFileSync } from "node:fs";
+import { join, resolve, sep } from "node:path";
 import { createApiClient } from "../api/client.js";
 import type { SyncConfig } from "../api/schemas.js";
 import { requireDefaultToken, resolveConfigPath } from "../config.js";
@@ -17,6 +17,7 @@ import {
   renderConfig,
   type TemplateMirror,
 } from "../config-template.js";
+import { createMissingDirectories } from "../create-directories.js";
 import { ConfigExistsError, SyncmirrorError, UsageError } from "../errors.js";
 import { describeFsError } from "../fs-errors.js";
 import { createIoLogger } from "../runtime.js";
@@ -38,11 +39,7 @@ export const init: Command = (args, io) =>
     if (existsSync(file)) throw new ConfigExistsError(file);
     const written =
       values.simulator === undefined ? placeholderConfig() : await simulatorConfig(values.simulator, io);
-    try {
-      mkdirSync(dirname(file), { recursive: true });
-    } catch (cause) {
-      throw unwritable(file, describeFsError(cause), cause);
-    }
+    createMissingDirectories(resolve(file), (reason, cause) => unwritable(file, reason, cause));
     try {
       // "wx": the file is created or nothing is written, even against a writer racing this one.
       writeFileSync(file, written.text, { flag: "wx" });
