@@ -112,7 +112,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       ],
       HELP_FLAG,
     ],
-    exit: "0 after SIGTERM/SIGINT; 2 bad usage",
+    exit: "0 after SIGTERM/SIGINT; 2 bad usage, or --port already in use",
     example: "syncmirror simulate --port 8080 --docs 1000",
   },
   init: {
