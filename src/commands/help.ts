@@ -238,7 +238,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       CONFIG_FLAG,
       HELP_FLAG,
     ],
-    exit: "0 once the pass is due (when this process ran it, its outcome is printed: use sync for an exit code that follows it); 2 bad usage or config, an unknown mirror",
+    exit: "0 once the pass is due (when this process ran it, its outcome is printed: use sync for an exit code that follows it); 2 bad usage or config, an unknown mirror, or no token to run the pass here (nothing is recorded)",
     example: "syncmirror trigger --mirror eng-wiki --full",
   },
   history: {
