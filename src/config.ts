@@ -281,9 +281,12 @@ export interface Config {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** The config path: `--config`, else `$SYNCMIRROR_CONFIG`, else `config/syncmirror.yaml`. */
+/**
+ * The config path: `--config`, else `$SYNCMIRROR_CONFIG`, else `config/syncmirror.yaml`. An empty
+ * variable (`SYNCMIRROR_CONFIG=`) counts as unset, as a shell user means it.
+ */
 export function resolveConfigPath(flag: string | undefined, env: Env): string {
-  return flag ?? env[CONFIG_PATH_ENV] ?? DEFAULT_CONFIG_PATH;
+  return flag ?? (env[CONFIG_PATH_ENV] || DEFAULT_CONFIG_PATH);
 }
 
 /** Reads, validates and freezes the config. Throws ConfigError naming the file and key paths. */

@@ -11,8 +11,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { type AddressInfo, isIPv4 } from "node:net";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import { ListenError } from "./errors.js";
 import { isBearerAuthorized } from "./http-auth.js";
+import { listenError } from "./listen-error.js";
 
 export interface HttpServerDeps {
   registry: Registry;
@@ -166,18 +166,6 @@ async function status(deps: HttpServerDeps): Promise<Reply> {
     deps.log.error({ err }, "building /status failed");
     return { status: 500, contentType: JSON_TYPE, body: JSON.stringify({ error: "status unavailable" }) };
   }
-}
-
-function listenError(host: string, port: number, from: string, cause: NodeJS.ErrnoException): ListenError {
-  const why =
-    cause.code === "EADDRINUSE"
-      ? "the port is already in use: stop the other process or pick another port"
-      : cause.code === "EADDRNOTAVAIL"
-        ? "that address is not on this host: use 0.0.0.0 or one of its addresses"
-        : cause.code === "EACCES"
-          ? "this user may not bind that port: use a port above 1023"
-          : `${cause.code ?? cause.message}`;
-  return new ListenError(`cannot listen on ${host}:${port} (${from}): ${why}`, { cause });
 }
 
 /** With a token configured it is always required; without one, only a loopback listener is open. */

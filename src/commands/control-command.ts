@@ -51,12 +51,17 @@ export function parseControlArgs(
  * Applies the control on a store opened for it; `then` reads more before it closes. With
  * `tryLock`, the store is opened with the writer lock when it is free (SQLite: no daemon holds the
  * database, and the heartbeats a dead one left are cleared), `heldElsewhere` saying when it was not.
+ * `before` runs on that store ahead of the control: what it throws leaves nothing recorded.
  */
 export async function withControl<T>(
   parsed: ParsedControl,
   action: "pause" | "resume" | "trigger",
   then: (reply: ControlReply, store: Store, heldElsewhere: boolean) => Promise<T>,
-  options: { mode?: Mode; tryLock?: boolean } = {},
+  options: {
+    mode?: Mode;
+    tryLock?: boolean;
+    before?: (store: Store, heldElsewhere: boolean) => Promise<void>;
+  } = {},
 ): Promise<T> {
   const log = createLogger({ level: "warn", name: "syncmirror" });
   let heldElsewhere = false;
@@ -70,6 +75,7 @@ export async function withControl<T>(
   }
   const { mode } = options;
   try {
+    await options.before?.(store, heldElsewhere);
     const reply = await applyControl(store, {
       mirror: parsed.mirror,
       action,

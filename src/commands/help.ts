@@ -112,7 +112,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       ],
       HELP_FLAG,
     ],
-    exit: "0 after SIGTERM/SIGINT; 2 bad usage",
+    exit: "0 after SIGTERM/SIGINT; 2 bad usage, or --port already in use",
     example: "syncmirror simulate --port 8080 --docs 1000",
   },
   init: {
@@ -126,7 +126,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       ["--config FILE", "the file to write (default: $SYNCMIRROR_CONFIG, then config/syncmirror.yaml)"],
       HELP_FLAG,
     ],
-    exit: "0 written; 1 the file exists (nothing is written); 2 bad usage, or the simulator could not be asked",
+    exit: "0 written; 1 the file exists (nothing is written); 2 bad usage, a path that cannot take the file (a directory, below a file, not writable), or the simulator could not be asked",
     example: "syncmirror init --simulator http://127.0.0.1:8080 --config my.yaml",
   },
   changes: {
@@ -238,7 +238,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       CONFIG_FLAG,
       HELP_FLAG,
     ],
-    exit: "0 once the pass is due (when this process ran it, its outcome is printed: use sync for an exit code that follows it); 2 bad usage or config, an unknown mirror",
+    exit: "0 once the pass is due (when this process ran it, its outcome is printed: use sync for an exit code that follows it); 2 bad usage or config, an unknown mirror, or no token to run the pass here (nothing is recorded)",
     example: "syncmirror trigger --mirror eng-wiki --full",
   },
   history: {

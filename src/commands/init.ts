@@ -4,8 +4,8 @@
  * token in $SYNCMIRROR_API_TOKEN) for its project's sync configs and mirrors the oldest one; without
  * it, it writes placeholders that every command, `check` first, names until they are replaced.
  */
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, statSync, writeFileSync } from "node:fs";
+import { join, resolve, sep } from "node:path";
 import { createApiClient } from "../api/client.js";
 import type { SyncConfig } from "../api/schemas.js";
 import { requireDefaultToken, resolveConfigPath } from "../config.js";
@@ -17,7 +17,9 @@ import {
   renderConfig,
   type TemplateMirror,
 } from "../config-template.js";
+import { createMissingDirectories } from "../create-directories.js";
 import { ConfigExistsError, SyncmirrorError, UsageError } from "../errors.js";
+import { describeFsError } from "../fs-errors.js";
 import { createIoLogger } from "../runtime.js";
 import type { Command, CommandIo } from "./command.js";
 import { parseCommandArgs, withErrors } from "./common.js";
@@ -29,22 +31,44 @@ export const init: Command = (args, io) =>
   withErrors(io, async () => {
     const { values } = parseCommandArgs("init", args, { simulator: { type: "string" } });
     const file = resolveConfigPath(values.config, io.env);
+    if (namesDirectory(file))
+      throw new UsageError(
+        `${file} is a directory: name the config file itself, e.g. --config ${join(file, "syncmirror.yaml")}`,
+      );
     // Refused before asking anyone; the exclusive write below settles a race.
     if (existsSync(file)) throw new ConfigExistsError(file);
     const written =
       values.simulator === undefined ? placeholderConfig() : await simulatorConfig(values.simulator, io);
-    mkdirSync(dirname(file), { recursive: true });
+    createMissingDirectories(resolve(file), (reason, cause) => unwritable(file, reason, cause));
     try {
       // "wx": the file is created or nothing is written, even against a writer racing this one.
       writeFileSync(file, written.text, { flag: "wx" });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "EEXIST") throw new ConfigExistsError(file);
-      throw error;
+      throw unwritable(file, describeFsError(error), error);
     }
     const flag = values.config === undefined ? "" : ` --config ${values.config}`;
     io.stdout.write(`wrote ${file}: ${written.summary}\nnext: ${written.next.replaceAll("{flag}", flag)}\n`);
     return 0;
   });
+
+/** `dir/`, or a directory that exists: not a file init could write. */
+function namesDirectory(file: string): boolean {
+  if (file.endsWith("/") || file.endsWith(sep)) return true;
+  try {
+    return statSync(file, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  } catch {
+    return false;
+  }
+}
+
+/** The path the caller gave cannot take a file: theirs to change, like a bad flag (exit 2). */
+function unwritable(file: string, reason: string, cause?: unknown): UsageError {
+  return new UsageError(
+    `cannot write ${file}: ${reason}: name a file in a directory this user can write with --config FILE`,
+    { cause },
+  );
+}
 
 interface Written {
   text: string;

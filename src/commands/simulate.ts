@@ -5,8 +5,10 @@
  */
 import { parseArgs } from "node:util";
 import { FIRST_RUN_DATABASE_PATH, FIRST_RUN_LISTEN, mirrorNames, renderConfig } from "../config-template.js";
+import { listenError } from "../listen-error.js";
 import { type Simulator, type SourceType, startSimulator } from "../simulator/index.js";
-import type { Command } from "./command.js";
+import type { Command, CommandIo } from "./command.js";
+import { withErrors } from "./common.js";
 import { usageHint } from "./help.js";
 
 /** The variable `--print-config --postgres` names for the database URL (docs/scaling-out.md). */
@@ -14,16 +16,24 @@ const DATABASE_URL_ENV = "SYNCMIRROR_DATABASE_URL";
 
 const SOURCE_TYPES: readonly SourceType[] = ["notion", "google_drive", "google_docs", "github"];
 
+interface SimulatorFlags {
+  port: number;
+  seed: number;
+  users: number;
+  docs: number;
+  latencyMs: number;
+  serversPerType?: Partial<Record<SourceType, number>>;
+}
+
+interface OutputFlags {
+  configs: number;
+  printConfig: boolean;
+  postgres: boolean;
+}
+
 export const simulate: Command = async (args, io) => {
-  let options: {
-    port: number;
-    seed: number;
-    users: number;
-    docs: number;
-    latencyMs: number;
-    serversPerType?: Partial<Record<SourceType, number>>;
-  };
-  let output: { configs: number; printConfig: boolean; postgres: boolean };
+  let options: SimulatorFlags;
+  let output: OutputFlags;
   try {
     const { values } = parseArgs({
       args,
@@ -62,8 +72,16 @@ export const simulate: Command = async (args, io) => {
     return 2;
   }
   if (io.signal.aborted) return 0;
+  return withErrors(io, () => serve(options, output, io));
+};
+
+async function serve(options: SimulatorFlags, output: OutputFlags, io: CommandIo): Promise<number> {
   const startedAt = performance.now();
-  const sim = await startSimulator({ ...options, clock: { real: true } });
+  const sim = await startSimulator({ ...options, clock: { real: true } }).catch((error: unknown) => {
+    throw isListenFailure(error)
+      ? listenError(error.address ?? "127.0.0.1", options.port, "--port", error)
+      : error;
+  });
   const configIds = [sim.syncConfigId];
   while (configIds.length < output.configs) configIds.push(sim.configs.create());
   const startMs = Math.round(performance.now() - startedAt);
@@ -85,7 +103,11 @@ export const simulate: Command = async (args, io) => {
   });
   await sim.close();
   return 0;
-};
+}
+
+function isListenFailure(error: unknown): error is NodeJS.ErrnoException & { address?: string } {
+  return (error as NodeJS.ErrnoException | null)?.syscall === "listen";
+}
 
 /** A syncmirror config for this simulator, one mirror per sync config, the banner as its comments. */
 function printedConfig(sim: Simulator, configIds: string[], banner: string[], postgres: boolean): string {

@@ -2,13 +2,17 @@
  * `syncmirror trigger --mirror NAME [--full] [--json]`: a pass of the mirror is due now (paused or
  * not: an operator asked for it). A daemon alive on the database (its heartbeat, `replicas`; on
  * SQLite, the writer lock held) takes it with its first free slot; when none is, this process runs
- * it, under the mirror's lease like a replica would, and prints its outcome. Exit 0 once the request is recorded (the pass's outcome is
- * printed, not the exit code: `sync` is the command whose exit code follows the outcome); 2 bad usage.
+ * it, under the mirror's lease like a replica would, and prints its outcome. Exit 0 once the
+ * request is recorded (the pass's outcome is printed, not the exit code: `sync` is the command
+ * whose exit code follows the outcome); 2 bad usage, or, when this process would run the pass, no
+ * token for it (checked before anything is recorded).
  */
+import { requireToken } from "../config.js";
 import { DatabaseLockedError } from "../errors.js";
 import { createLeaseHolder } from "../mirror-lease.js";
 import { runOwedPass } from "../mirror-pass.js";
 import { createRuntime } from "../runtime.js";
+import type { Replica } from "../store/types.js";
 import type { MirrorSummary } from "../sync/summary.js";
 import type { Command, CommandIo } from "./command.js";
 import { withErrors } from "./common.js";
@@ -18,11 +22,21 @@ import { formatTable } from "./sync.js";
 export const trigger: Command = (args, io) =>
   withErrors(io, async () => {
     const parsed = parseControlArgs("trigger", args, io, true);
-    const { reply, daemons, heldElsewhere } = await withControl(
+    let daemons: Replica[] = [];
+    const { reply, heldElsewhere } = await withControl(
       parsed,
       "trigger",
-      async (r, store, held) => ({ reply: r, daemons: await store.replicas.live(), heldElsewhere: held }),
-      { mode: parsed.full ? "full" : "incremental", tryLock: true },
+      async (r, _store, held) => ({ reply: r, heldElsewhere: held }),
+      {
+        mode: parsed.full ? "full" : "incremental",
+        tryLock: true,
+        before: async (store, held) => {
+          daemons = await store.replicas.live();
+          // This process will run the pass: a token it lacks fails before the request is recorded,
+          // not after, leaving a pass due that nobody runs.
+          if (daemons.length === 0 && !held) requireToken(parsed.config);
+        },
+      },
     );
     if (daemons.length > 0 || heldElsewhere) {
       const names = daemons.map((d) => d.name).join(", ");

@@ -182,9 +182,10 @@ describe("config", () => {
     expect(issuesOf("api: [unclosed\n")[0]?.message).toMatch(/YAML/);
   });
 
-  it("resolves the config path from the flag, then the environment, then the default", () => {
+  it("resolves the config path from the flag, then the environment (an empty variable counts as unset), then the default", () => {
     expect(resolveConfigPath("a.yaml", { SYNCMIRROR_CONFIG: "b.yaml" })).toBe("a.yaml");
     expect(resolveConfigPath(undefined, { SYNCMIRROR_CONFIG: "b.yaml" })).toBe("b.yaml");
     expect(resolveConfigPath(undefined, {})).toBe("config/syncmirror.yaml");
+    expect(resolveConfigPath(undefined, { SYNCMIRROR_CONFIG: "" })).toBe("config/syncmirror.yaml");
   });
 });

@@ -1,21 +1,13 @@
 /**
  * Checks on `database.path` before SQLite sees it, so a path that cannot work ends at once in one
- * message naming it and why. `mkdirSync(..., { recursive: true })` is not used: on a filesystem
- * that answers ENOENT to every mkdir (/proc) it retries forever, synchronously.
+ * message naming it and why.
  */
-import {
-  accessSync,
-  closeSync,
-  constants,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  rmdirSync,
-  statSync,
-} from "node:fs";
+import { accessSync, closeSync, constants, mkdtempSync, openSync, rmdirSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
+import { createMissingDirectories, missingDirectories } from "../../create-directories.js";
 import { DatabasePathError } from "../../errors.js";
+import { describeFsError as describe } from "../../fs-errors.js";
 
 const OWNER_ONLY_FILE = 0o600;
 const OWNER_ONLY_DIR = 0o700;
@@ -29,13 +21,7 @@ export function assertCreatableDatabasePath(path: string): void {
   if (path === ":memory:") return;
   const absolute = resolve(path);
   const fail = (reason: string, cause?: unknown) => new DatabasePathError(path, reason, { cause });
-  for (const dir of missingDirectories(absolute, fail)) {
-    try {
-      mkdirSync(dir, { mode: OWNER_ONLY_DIR });
-    } catch (cause) {
-      throw fail(`cannot create directory ${dir} (${describe(cause)})`, cause);
-    }
-  }
+  createMissingDirectories(absolute, fail, OWNER_ONLY_DIR);
   for (const file of [absolute, `${absolute}.lock`]) {
     if (isDirectory(file)) throw fail(`${file} is a directory, not a file`);
     try {
@@ -84,48 +70,10 @@ export function findDatabasePathProblem(path: string): string | undefined {
   }
 }
 
-/** The directories above `file` that do not exist yet, outermost first. */
-function missingDirectories(file: string, fail: (reason: string, cause?: unknown) => Error): string[] {
-  const missing: string[] = [];
-  let dir = dirname(file);
-  for (;;) {
-    let stats: ReturnType<typeof statSync> | undefined;
-    try {
-      stats = statSync(dir, { throwIfNoEntry: false });
-    } catch (cause) {
-      // Below a file: keep walking up to name the file that is in the way.
-      if ((cause as NodeJS.ErrnoException).code !== "ENOTDIR")
-        throw fail(`cannot look at ${dir} (${describe(cause)})`, cause);
-    }
-    if (stats?.isDirectory()) return missing.reverse();
-    if (stats) throw fail(`${dir} is not a directory`);
-    missing.push(dir);
-    const parent = dirname(dir);
-    if (parent === dir) return missing.reverse();
-    dir = parent;
-  }
-}
-
 function isDirectory(file: string): boolean {
   try {
     return statSync(file, { throwIfNoEntry: false })?.isDirectory() ?? false;
   } catch {
     return false;
   }
-}
-
-const REASONS: Record<string, string> = {
-  EACCES: "permission denied for this user",
-  EPERM: "not permitted",
-  EROFS: "read-only filesystem",
-  ENOTDIR: "a part of the path is not a directory",
-  ENOENT: "its filesystem does not allow creating it",
-  ENOSPC: "no space left on the device",
-  EISDIR: "it is a directory",
-};
-
-function describe(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === "string" && REASONS[code]) return `${code}: ${REASONS[code]}`;
-  return error instanceof Error ? error.message : String(error);
 }

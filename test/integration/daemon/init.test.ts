@@ -3,18 +3,22 @@
  * passes `check` and `sync` as written; it never overwrites a file; without --simulator it writes
  * placeholders that `check` names; bad usage exits 2 and writes nothing.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../../../src/simulator/index.js";
-import { spawnCli } from "../../helpers/daemon.js";
+import { type CliProcess, spawnCli } from "../../helpers/daemon.js";
 import { buildOnce } from "./setup.js";
 
 let sim: Simulator | undefined;
 let dir: string | undefined;
+let child: CliProcess | undefined;
 beforeAll(buildOnce);
 afterEach(async () => {
+  // A hung init ignores SIGTERM.
+  await child?.stop("SIGKILL");
+  child = undefined;
   await sim?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
   sim = undefined;
@@ -125,5 +129,50 @@ describe("syncmirror init", () => {
       expect(r.stderr).not.toMatch(/\n\s+at /);
       expect(existsSync(join(dir, "x.yaml"))).toBe(false);
     }
+  });
+
+  it("a path that cannot take a file exits 2 with one line naming it: below a file, a directory", async () => {
+    const { dir, env } = await setUp();
+    writeFileSync(join(dir, "afile"), "");
+    mkdirSync(join(dir, "adir"));
+    const cases: [string, RegExp][] = [
+      [
+        "afile/x.yaml",
+        /^syncmirror: cannot write afile\/x\.yaml: .*: name a file in a directory this user can write with --config FILE\n$/,
+      ],
+      [
+        "newdir/",
+        /^syncmirror: newdir\/ is a directory: name the config file itself, e.g. --config newdir\/syncmirror\.yaml\n$/,
+      ],
+      [
+        "adir",
+        /^syncmirror: adir is a directory: name the config file itself, e.g. --config adir\/syncmirror\.yaml\n$/,
+      ],
+    ];
+    for (const [config, message] of cases) {
+      const r = await run(["init", "--config", config], env, dir);
+      expect(r.code, config).toBe(2);
+      expect(r.stderr).toMatch(message);
+    }
+    expect(existsSync(join(dir, "newdir"))).toBe(false);
+  });
+
+  it("a directory that cannot be created exits 2 at once naming it: under /proc, without write permission", async () => {
+    const { dir, env } = await setUp();
+    child = spawnCli(["init", "--config", "/proc/syncmirror-nowhere/x.yaml"], env, { cwd: dir });
+    expect((await child.exited).code).toBe(2);
+    expect(child.stderr()).toBe(
+      "syncmirror: cannot write /proc/syncmirror-nowhere/x.yaml: cannot create directory /proc/syncmirror-nowhere (ENOENT: its filesystem does not allow creating it): name a file in a directory this user can write with --config FILE\n",
+    );
+    chmodSync(dir, 0o755);
+    mkdirSync(join(dir, "locked"), { mode: 0o555 });
+    chmodSync(join(dir, "locked"), 0o555);
+    const asNobody =
+      process.getuid?.() === 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+    child = spawnCli(["init", "--config", "locked/data/x.yaml"], env, { cwd: dir, wrap: asNobody });
+    expect((await child.exited).code).toBe(2);
+    expect(child.stderr()).toMatch(
+      /^syncmirror: cannot write locked\/data\/x\.yaml: cannot create directory .*locked\/data \(EACCES: permission denied for this user\): name a file/,
+    );
   });
 });

@@ -8,7 +8,7 @@ import { hostname, userInfo } from "node:os";
 import { describe, expect, it } from "vitest";
 import { until } from "../../helpers/daemon.js";
 import { onPostgres, type TestDialect } from "../../helpers/dialect.js";
-import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { createHarness, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
 
@@ -166,6 +166,22 @@ describe("syncmirror run: scheduling", () => {
     expect(row).toMatchObject({ mode: "full", due_reason: "requested", state: "done" });
     expect(row?.started_by_name).toMatch(new RegExp(`^${hostname()}:\\d+$`));
     expect(schedule(h)).toMatchObject({ due_mode: null, paused_by: `${userInfo().username}@${hostname()}` });
+  });
+
+  it("records nothing when no daemon is alive and the token it would run the pass with is missing", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    const refused = await h.cli(["trigger", "--mirror", "main"], { [TOKEN_ENV]: "" });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`environment variable ${TOKEN_ENV} is set but empty`);
+    expect(schedule(h)?.due_mode ?? null, "no pass left due").toBeNull();
+    expect(h.query("SELECT action FROM control_actions")).toEqual([]);
+
+    // With a daemon alive it runs the pass: this process only records it, and needs no token.
+    await suite.daemon(h);
+    const recorded = await h.cli(["trigger", "--mirror", "main"], { [TOKEN_ENV]: "" });
+    expect(recorded.code, recorded.stderr).toBe(0);
+    await until(() => triggers(h)[0]?.state === "done", "the requested pass, taken by the daemon");
+    expect(triggers(h)).toMatchObject([{ due_reason: "requested", state: "done" }]);
   });
 
   // On PostgreSQL a killed daemon's heartbeat counts until it expires (replicas/scheduling.test.ts).

@@ -1,11 +1,12 @@
 /**
  * Errors a first-time user meets, each one line that says what to do next (never a stack):
- * a port already in use, a base URL without its /api/v1 prefix, a closed port. And `status`
+ * a port already in use (run's http.listen, simulate's --port), a base URL without its /api/v1 prefix, a closed port. And `status`
  * before anything has synced, which reports and creates nothing.
  */
 import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { spawnCli } from "../../helpers/daemon.js";
 import { TEST_DIALECT } from "../../helpers/dialect.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { buildOnce, editConfig } from "../daemon/setup.js";
@@ -42,6 +43,16 @@ describe("first-run errors", () => {
       `cannot listen on 127.0.0.1:${taken.port} (http.listen): the port is already in use`,
     );
     expect(r.stderr).not.toMatch(NO_STACK);
+  });
+
+  it("simulate on a port already in use: exit 2 naming --port and what to do", async () => {
+    const taken = await listenAnywhere();
+    blocker = taken.server;
+    const p = spawnCli(["simulate", "--port", String(taken.port)], { ...process.env, LOG_LEVEL: "warn" });
+    expect((await p.exited).code).toBe(2);
+    expect(p.stderr()).toBe(
+      `syncmirror: cannot listen on 127.0.0.1:${taken.port} (--port): the port is already in use: stop the other process or pick another port\n`,
+    );
   });
 
   it("a base_url without /api/v1: check and sync blame the base URL, not sync_config_id", async () => {
