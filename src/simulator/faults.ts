@@ -23,7 +23,9 @@ export type Fault =
    * Handled normally; a 2xx answer becomes the export's 409 "not finished yet", each source of the
    * answer listed as RUNNING: a run list that shows a run finished before its export is ready.
    */
-  | { kind: "not-finished"; times?: number };
+  | { kind: "not-finished"; times?: number }
+  /** Handled normally; a 2xx export page says it was date-filtered at `since`, whatever was asked. */
+  | { kind: "date-filtered"; since: string; times?: number };
 
 export type FaultKind = Fault["kind"];
 

@@ -144,6 +144,9 @@ async function answer(
     reply = { ...reply, body: dropField(reply.body, fault.field) };
   }
   if (fault?.kind === "not-finished" && reply.status < 300) reply = notFinishedReply(reply.body);
+  if (fault?.kind === "date-filtered" && reply.status < 300) {
+    reply = { ...reply, body: { ...(reply.body as Record<string, unknown>), since: fault.since } };
+  }
   entry.status = reply.status;
   respond(res, reply);
 }

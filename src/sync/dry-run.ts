@@ -51,7 +51,7 @@ export async function dryRunSweep(
 }
 
 async function collectKeys({ ctx }: MirrorPass, trigger: Trigger, run: Run): Promise<void> {
-  const pages = fetchExportPages(ctx, run.syncId, 0);
+  const pages = fetchExportPages(ctx, run.syncId, 0, trigger.since);
   try {
     for (let next = await pages.next(); next; next = await pages.next()) {
       const { page, offset } = next;

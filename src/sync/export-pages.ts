@@ -33,6 +33,8 @@ export function fetchExportPages(
   ctx: SyncContext,
   syncId: string,
   fromOffset: number | null,
+  /** The `since` the run's trigger sent: null asked for a full snapshot. */
+  sentSince: string | null,
 ): ExportPageStream {
   const { pagesAhead: window, pagesAheadPerRun, exportPageSize } = ctx;
   const stop = new AbortController();
@@ -99,7 +101,7 @@ export function fetchExportPages(
       } finally {
         if (fetch.ahead) window.give();
       }
-      checkPage(syncId, offset, page);
+      checkPage(syncId, offset, page, sentSince);
       const pageEngine = engineOf(page);
       if (engineVersion !== null && pageEngine !== engineVersion) {
         ctx.log.warn(
@@ -132,11 +134,21 @@ export function fetchExportPages(
   };
 }
 
-/** A readable schema_version, and progress: an export that does not advance would loop forever. */
-function checkPage(syncId: string, offset: number, page: ExportPage): void {
+/**
+ * A readable schema_version; a full snapshot where one was asked for (a date-filtered export would
+ * have the sweep take every key it left out for missed); and progress: an export that does not
+ * advance would loop forever.
+ */
+function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: string | null): void {
   const major = String(page.schema_version).split(".")[0];
   if (major !== "1" || !/^1(\.\d+)*$/.test(String(page.schema_version))) {
     throw new UnsupportedSchemaVersionError(syncId, page.schema_version);
+  }
+  if (sentSince === null && page.since != null) {
+    throw new BadResponseError(
+      `export of run ${syncId} is date-filtered (since ${page.since}) though its trigger asked for a full snapshot: the run fails, so its pairs neither move nor sweep; the next full pass asks again`,
+      { method: "GET", route: "/sync-task/{sync_id}/export" },
+    );
   }
   const next = page.page.next_offset;
   if (next !== null && next <= offset) {

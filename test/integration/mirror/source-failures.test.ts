@@ -60,6 +60,34 @@ describe("sources that do not succeed", () => {
   });
 });
 
+describe("an export date-filtered though a full snapshot was asked for", () => {
+  it("fails its runs: nothing is swept, no watermark moves; the next full pass sweeps", async () => {
+    h = await createHarness({ sim: { docs: 30 } });
+    await h.sync();
+    const watermarks = pairs(h).map((p) => p.watermark);
+    const removed = pickDoc(h, (d) => d.visibleTo.length > 0);
+    h.sim.docs.remove(removed.docId);
+    h.sim.faults.inject("GET /sync-task/{sync_id}/export", {
+      kind: "date-filtered",
+      since: "2026-01-01T00:00:00Z",
+      times: Infinity,
+    });
+
+    const full = await h.sync({ full: true });
+    // Every run's export was refused: nothing could be ingested.
+    expect(full.outcome).toBe("failed");
+    expect(full.errors.map((e) => e.error).join("\n")).toMatch(
+      /date-filtered \(since 2026-01-01T00:00:00Z\)/,
+    );
+    expect(accessRows(h, removed.key).length).toBeGreaterThan(0);
+    expect(pairs(h).map((p) => p.watermark)).toEqual(watermarks);
+
+    h.sim.faults.clear();
+    expect(await h.sync({ full: true })).toMatchObject({ outcome: "succeeded" });
+    expect(accessRows(h, removed.key)).toEqual([]);
+  });
+});
+
 describe("a pair that keeps failing", () => {
   it("stops holding since back once it lags the newest watermark by more than inaccessible_grace_hours", async () => {
     h = await createHarness({

@@ -78,7 +78,7 @@ const tick = () => new Promise((resolve) => setImmediate(resolve));
 describe("export pages fetched ahead", () => {
   it("asks for one page until the first answers, then for the next pages ahead of need", async () => {
     const api = fakeExport();
-    const pages = fetchExportPages(api.ctx, "run-1", 0);
+    const pages = fetchExportPages(api.ctx, "run-1", 0, null);
     const first = pages.next();
     await tick();
     expect(api.open().map((r) => r.offset)).toEqual([0]);
@@ -91,7 +91,7 @@ describe("export pages fetched ahead", () => {
 
   it("hands pages over in export order when their answers arrive in reverse", async () => {
     const api = fakeExport();
-    const pages = fetchExportPages(api.ctx, "run-1", 0);
+    const pages = fetchExportPages(api.ctx, "run-1", 0, null);
     const first = pages.next();
     await tick();
     api.find(0).resolve(page(0, 50));
@@ -107,8 +107,8 @@ describe("export pages fetched ahead", () => {
     const window = createPageWindow(4);
     const a = fakeExport({ perRun: 2, window });
     const b = fakeExport({ perRun: 2, window });
-    const pagesA = fetchExportPages(a.ctx, "run-a", 0);
-    const pagesB = fetchExportPages(b.ctx, "run-b", 0);
+    const pagesA = fetchExportPages(a.ctx, "run-a", 0, null);
+    const pagesB = fetchExportPages(b.ctx, "run-b", 0, null);
     const [firstA, firstB] = [pagesA.next(), pagesB.next()];
     await tick();
     a.find(0).resolve(page(0, 100));
@@ -128,8 +128,8 @@ describe("export pages fetched ahead", () => {
     const window = createPageWindow(4);
     const a = fakeExport({ perRun: 4, window });
     const b = fakeExport({ perRun: 4, window });
-    const pagesA = fetchExportPages(a.ctx, "run-a", 0);
-    const pagesB = fetchExportPages(b.ctx, "run-b", 0);
+    const pagesA = fetchExportPages(a.ctx, "run-a", 0, null);
+    const pagesB = fetchExportPages(b.ctx, "run-b", 0, null);
     const firstA = pagesA.next();
     await tick();
     a.find(0).resolve(page(0, 100));
@@ -146,7 +146,7 @@ describe("export pages fetched ahead", () => {
 
   it("drops the predicted pages and follows next_offset when the service pages differently", async () => {
     const api = fakeExport({ perRun: 2 });
-    const pages = fetchExportPages(api.ctx, "run-1", 0);
+    const pages = fetchExportPages(api.ctx, "run-1", 0, null);
     const first = pages.next();
     await tick();
     api.find(0).resolve(page(0, 40));
@@ -165,7 +165,7 @@ describe("export pages fetched ahead", () => {
 
   it("reports a page's failure only when that page is due, after the pages before it", async () => {
     const api = fakeExport();
-    const pages = fetchExportPages(api.ctx, "run-1", 0);
+    const pages = fetchExportPages(api.ctx, "run-1", 0, null);
     const first = pages.next();
     await tick();
     api.find(0).resolve(page(0, 40));
@@ -180,7 +180,7 @@ describe("export pages fetched ahead", () => {
 
   it("refuses an unreadable schema_version before handing anything of that page over", async () => {
     const api = fakeExport();
-    const pages = fetchExportPages(api.ctx, "run-1", 0);
+    const pages = fetchExportPages(api.ctx, "run-1", 0, null);
     const first = pages.next();
     await tick();
     api.find(0).resolve(page(0, 40, 10, "2.0"));
@@ -191,7 +191,7 @@ describe("export pages fetched ahead", () => {
   it("fetches fewer pages ahead after a 429, and more again as answers come", async () => {
     const window = createPageWindow(4);
     const api = fakeExport({ perRun: 4, window });
-    const pages = fetchExportPages(api.ctx, "run-1", 0);
+    const pages = fetchExportPages(api.ctx, "run-1", 0, null);
     const first = pages.next();
     await tick();
     api.find(0).onThrottled?.();
@@ -211,7 +211,7 @@ describe("export pages fetched ahead", () => {
 
   it("resumes from a checkpoint offset and stops at the last page", async () => {
     const api = fakeExport();
-    const pages = fetchExportPages(api.ctx, "run-1", 30);
+    const pages = fetchExportPages(api.ctx, "run-1", 30, null);
     const first = pages.next();
     await tick();
     api.find(30).resolve(page(30, 45));
@@ -220,6 +220,6 @@ describe("export pages fetched ahead", () => {
     api.find(40).resolve(page(40, 45));
     expect((await pages.next())?.page.page.next_offset).toBeNull();
     expect(await pages.next()).toBeUndefined();
-    expect(await fetchExportPages(api.ctx, "run-1", null).next()).toBeUndefined();
+    expect(await fetchExportPages(api.ctx, "run-1", null, null).next()).toBeUndefined();
   });
 });
