@@ -7,14 +7,11 @@ import type { PageMeta } from "./schemas.js";
 
 /**
  * The cursor of the next page, or undefined at the end. A page that claims more but gives no new
- * cursor is refused: a silently short list (e.g. of project users) would revoke access wrongly.
+ * cursor is refused, as is one without `meta` (the schemas require it): a silently short list
+ * (e.g. of project users) would revoke access wrongly.
  */
-function nextCursor(
-  meta: z.infer<typeof PageMeta> | undefined,
-  seen: Set<string>,
-  route: Route,
-): string | undefined {
-  if (!meta || meta.has_next === false) return undefined;
+function nextCursor(meta: z.infer<typeof PageMeta>, seen: Set<string>, route: Route): string | undefined {
+  if (meta.has_next === false) return undefined;
   const next = meta.next_cursor ?? undefined;
   if (!next && !meta.has_next) return undefined;
   if (!next || seen.has(next)) {
@@ -30,9 +27,7 @@ function nextCursor(
 /** Every item of a cursor-paged list, page after page; stop iterating to stop fetching. */
 export async function* paged<T>(
   route: Route,
-  fetchPage: (
-    cursor: string | undefined,
-  ) => Promise<{ items: T[]; meta?: z.infer<typeof PageMeta> | undefined }>,
+  fetchPage: (cursor: string | undefined) => Promise<{ items: T[]; meta: z.infer<typeof PageMeta> }>,
 ): AsyncGenerator<T> {
   const seen = new Set<string>();
   let cursor: string | undefined;

@@ -73,7 +73,7 @@ export const PageMeta = z.object({
 
 export const SyncConfigPage = z.object({
   items: z.array(SyncConfig),
-  meta: PageMeta.optional(),
+  meta: PageMeta,
 });
 export type SyncConfigPage = z.infer<typeof SyncConfigPage>;
 
@@ -92,7 +92,7 @@ export type AccessItem = z.infer<typeof AccessItem>;
 
 export const AccessPage = z.object({
   items: z.array(AccessItem),
-  meta: PageMeta.optional(),
+  meta: PageMeta,
 });
 export type AccessPage = z.infer<typeof AccessPage>;
 
@@ -172,7 +172,7 @@ export type RunListItem = z.infer<typeof RunListItem>;
 
 export const RunListPage = z.object({
   items: z.array(RunListItem),
-  meta: PageMeta.optional(),
+  meta: PageMeta,
 });
 export type RunListPage = z.infer<typeof RunListPage>;
 

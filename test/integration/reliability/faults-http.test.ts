@@ -208,6 +208,16 @@ const FAILED: FailedCase[] = [
     recover: "sync",
   },
   {
+    // Without meta nothing tells whether the list goes on: a short list of runs, or of project
+    // users, must not be taken for the whole.
+    name: "the run list without its meta",
+    route: LIST,
+    fault: { kind: "missing-field", field: "meta" },
+    outcome: "failed",
+    says: /GET \/sync-task: the response does not have the documented shape at meta.*stays in flight/,
+    recover: "sync",
+  },
+  {
     name: "malformed JSON on an export page",
     route: EXPORT,
     fault: { kind: "malformed" },
