@@ -142,16 +142,12 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         );
       await beat();
       await sched.start();
-      const passes = followPasses(
-        rt.store,
-        rt.metrics,
-        config.mirrors.map((m) => m.name),
-      );
+      const passes = followPasses(rt.store, rt.metrics, mirrors);
       watcher = setInterval(() => {
         rt.store.ping().then(
           async () => {
             connected = true;
-            await refreshGauges(rt, passes, log);
+            await refreshGauges(rt, mirrors, passes, log);
             sched.wake();
             return beat().catch(() => {});
           },
@@ -222,28 +218,27 @@ async function openWhenFree(
 }
 
 /**
- * One poll interval: how soon a trigger orphaned by a dead replica is resumed after its lease
- * expires, or a pass left due by another replica or by a control is started.
+ * Each watch round: the open problems (another replica's pass, or an apply, may have changed them),
+ * and the gauges of a mirror whose pass another process ran.
  */
-/** `syncmirror_problems` follows the database: another replica's pass, or an apply, may have changed it. */
-/** Each watch round: the open problems, and the gauges of a mirror whose pass another process ran. */
 async function refreshGauges(
   runtime: Runtime,
+  mirrors: readonly string[],
   passes: ReturnType<typeof followPasses>,
   log: Logger,
 ): Promise<void> {
   try {
-    await refreshProblemGauges(
-      runtime.store,
-      runtime.metrics,
-      runtime.config.mirrors.map((m) => m.name),
-    );
+    await refreshProblemGauges(runtime.store, runtime.metrics, mirrors);
     await passes.follow();
   } catch (error) {
     log.warn({ err: (error as Error).message }, "could not read the gauges from the database; trying again");
   }
 }
 
+/**
+ * One poll interval: how soon a trigger orphaned by a dead replica is resumed after its lease
+ * expires, or a pass left due by another replica or by a control is started.
+ */
 function watchIntervalMs(config: Config): number {
   const seconds = Math.min(...config.mirrors.map((m) => m.pollInitialSeconds));
   return Math.max(250, seconds * 1000);

@@ -18,7 +18,6 @@ export interface HttpServerDeps {
   registry: Registry;
   /** True once the database is migrated and the config loaded. */
   isReady: () => boolean;
-  /** The `status --json` object. */
   /** The `status --json` object; undefined until the database is open (answered 503, as `/readyz`). */
   getStatus: () => unknown | Promise<unknown>;
   /** Bearer token for `/status`; undefined when none is configured. */
