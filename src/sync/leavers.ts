@@ -91,12 +91,12 @@ export function decideLeavers(f: LeaverFacts): LeavingPair[] {
     if (run.succeededAt !== null && (snapshotAt === null || run.succeededAt > snapshotAt))
       snapshotAt = run.succeededAt;
   }
-  const candidates = pairsToDecide(f);
-  const left = whoLeft(f, candidates, skipReasons);
+  const checked = Array.isArray(f.checked) ? f.checked : [];
+  const inProject = new Set(checked.filter((i) => i.projectUser).map((i) => i.userEmail));
   const listed = new PairMap<true>();
-  const inProject = Array.isArray(f.checked) ? listedUsers(f.checked) : new Set<string>();
-  if (Array.isArray(f.checked))
-    for (const i of f.checked) for (const server of i.servers) listed.set(i.userEmail, server, true);
+  for (const i of checked) for (const server of i.servers) listed.set(i.userEmail, server, true);
+  const candidates = pairsToDecide(f);
+  const left = whoLeft(f, candidates, inProject, skipReasons);
   const pairRows = new PairMap<Pair>();
   for (const p of f.pairs) pairRows.set(p.userEmail, p.serverInstanceId, p);
   const recorded = newestWatermark(f.pairs);
@@ -143,22 +143,22 @@ function pairsToDecide(f: LeaverFacts): PairRef[] {
   return pairs;
 }
 
-/** Users the access check lists in the project. */
-function listedUsers(checked: readonly AccessFact[]): Set<string> {
-  return new Set(checked.filter((i) => i.projectUser).map((i) => i.userEmail));
-}
-
 /**
  * Users who left. From the access check: the user of every pair who is no longer a project user
  * (servers it reports inaccessible join the skip reasons); nobody when the check failed. From a
  * complete skipped list: users skipped as `not_a_project_user`, and users of pairs neither in the
  * trigger's runs nor in its skipped list.
  */
-function whoLeft(f: LeaverFacts, candidates: readonly PairRef[], skipReasons: PairMap<string>): Set<string> {
+function whoLeft(
+  f: LeaverFacts,
+  candidates: readonly PairRef[],
+  /** The users the access check lists in the project. */
+  inProject: ReadonlySet<string>,
+  skipReasons: PairMap<string>,
+): Set<string> {
   const left = new Set<string>();
   if (f.checked === "failed") return left;
   if (f.checked !== null) {
-    const inProject = listedUsers(f.checked);
     for (const i of f.checked)
       for (const server of i.inaccessibleServers) skipReasons.set(i.userEmail, server, "not_accessible");
     for (const p of candidates) if (!inProject.has(p.userEmail)) left.add(p.userEmail);
