@@ -1,7 +1,8 @@
 /**
  * Creating the directories above a file one level at a time. `mkdirSync(..., { recursive: true })`
  * is not used: on a filesystem that answers ENOENT to every mkdir (/proc) it retries forever,
- * synchronously, deaf to signals.
+ * synchronously, deaf to signals. Also whether a path the caller named is a directory, for the
+ * commands that must refuse one where a file belongs.
  */
 import { mkdirSync, statSync } from "node:fs";
 import { dirname } from "node:path";
@@ -40,5 +41,14 @@ export function missingDirectories(file: string, fail: PathFailure): string[] {
     const parent = dirname(dir);
     if (parent === dir) return missing.reverse();
     dir = parent;
+  }
+}
+
+/** `path` is a directory (false when it does not exist or cannot be looked at). */
+export function isDirectory(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  } catch {
+    return false;
   }
 }

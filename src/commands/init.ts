@@ -4,7 +4,7 @@
  * token in $SYNCMIRROR_API_TOKEN) for its project's sync configs and mirrors the oldest one; without
  * it, it writes placeholders that every command, `check` first, names until they are replaced.
  */
-import { existsSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import { createApiClient } from "../api/client.js";
 import type { SyncConfig } from "../api/schemas.js";
@@ -17,7 +17,7 @@ import {
   renderConfig,
   type TemplateMirror,
 } from "../config-template.js";
-import { createMissingDirectories } from "../create-directories.js";
+import { createMissingDirectories, isDirectory } from "../create-directories.js";
 import { ConfigExistsError, SyncmirrorError, UsageError } from "../errors.js";
 import { describeFsError } from "../fs-errors.js";
 import { createIoLogger } from "../runtime.js";
@@ -54,12 +54,7 @@ export const init: Command = (args, io) =>
 
 /** `dir/`, or a directory that exists: not a file init could write. */
 function namesDirectory(file: string): boolean {
-  if (file.endsWith("/") || file.endsWith(sep)) return true;
-  try {
-    return statSync(file, { throwIfNoEntry: false })?.isDirectory() ?? false;
-  } catch {
-    return false;
-  }
+  return file.endsWith("/") || file.endsWith(sep) || isDirectory(file);
 }
 
 /** The path the caller gave cannot take a file: theirs to change, like a bad flag (exit 2). */

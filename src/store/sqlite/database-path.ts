@@ -5,7 +5,7 @@
 import { accessSync, closeSync, constants, mkdtempSync, openSync, rmdirSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { createMissingDirectories, missingDirectories } from "../../create-directories.js";
+import { createMissingDirectories, isDirectory, missingDirectories } from "../../create-directories.js";
 import { DatabasePathError } from "../../errors.js";
 import { describeFsError as describe } from "../../fs-errors.js";
 
@@ -67,13 +67,5 @@ export function findDatabasePathProblem(path: string): string | undefined {
     return undefined;
   } catch (error) {
     return error instanceof DatabasePathError ? error.reason : describe(error);
-  }
-}
-
-function isDirectory(file: string): boolean {
-  try {
-    return statSync(file, { throwIfNoEntry: false })?.isDirectory() ?? false;
-  } catch {
-    return false;
   }
 }
