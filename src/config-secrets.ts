@@ -13,17 +13,36 @@ const SECRET_KEY = /(^|_)(token|secret|password|api_?key|bearer)$/i;
 /** A connection URL carries its password: it belongs in the environment, like the token. */
 const DATABASE_URL = /^postgres(ql)?:\/\//i;
 
+/** The two tokens: which `*.token_env` names the variable, and the variable it defaults to. */
+const TOKENS = { api: DEFAULT_TOKEN_ENV, http: DEFAULT_HTTP_TOKEN_ENV } as const;
+type TokenKind = keyof typeof TOKENS;
+
+/** `token_env`, `url_env`: keys whose value names an environment variable. */
+const NAMES_A_VARIABLE = /_env$/;
+
+/**
+ * A random token written where a variable's name belongs: upper and lower case and digits mixed,
+ * long. Conventional variable names (SYNCMIRROR_API_TOKEN, my_token_1) are never all three.
+ */
+function looksLikeToken(value: string): boolean {
+  return value.length >= 16 && /[a-z]/.test(value) && /[A-Z]/.test(value) && /\d/.test(value);
+}
+
 /**
  * A token must never sit in the file: a key named like a secret (other than `token_env`) holding a
- * string, or any value holding the API or HTTP token of the environment. Messages name the key,
- * never the value.
+ * string, or any value holding the API or HTTP token of the environment (as the configured
+ * variables or their defaults hold them), or a `*_env` key holding something shaped like a token
+ * instead of a variable's name. Messages name the key, never the value.
  */
 export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
-  const tokenEnv = readTokenEnv(raw, "api", DEFAULT_TOKEN_ENV);
-  const envTokens = [env[tokenEnv], env[readTokenEnv(raw, "http", DEFAULT_HTTP_TOKEN_ENV)]].filter(
-    (t): t is string => t !== undefined && t.length >= 8,
-  );
+  const envTokens: [TokenKind, string][] = [];
+  for (const kind of ["api", "http"] as const) {
+    for (const name of new Set([readTokenEnv(raw, kind, TOKENS[kind]), TOKENS[kind]])) {
+      const token = env[name];
+      if (token !== undefined && token.length >= 8) envTokens.push([kind, token]);
+    }
+  }
   const walk = (value: unknown, path: (string | number)[]): void => {
     if (Array.isArray(value)) {
       for (const [i, v] of value.entries()) walk(v, [...path, i]);
@@ -31,18 +50,24 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
       for (const [k, v] of Object.entries(value)) walk(v, [...path, k]);
     } else if (typeof value === "string") {
       const key = String(path.at(-1) ?? "");
-      const namedSecret = SECRET_KEY.test(key) && key !== "token_env";
-      const isEnvToken = envTokens.some((t) => value.includes(t));
+      const namesVariable = NAMES_A_VARIABLE.test(key);
+      const envToken = envTokens.find(([, t]) => value.includes(t))?.[0];
+      const kind: TokenKind = envToken ?? (path[0] === "http" ? "http" : "api");
       if (DATABASE_URL.test(value.trim())) {
         issues.push({
           path: formatPath(path),
           message:
             "holds a database URL, which carries a password: put it in an environment variable and name that variable in database.url_env",
         });
-      } else if (namedSecret || isEnvToken) {
+      } else if (namesVariable && (envToken !== undefined || looksLikeToken(value))) {
         issues.push({
           path: formatPath(path),
-          message: `holds a token; tokens are read only from the environment variable named by api.token_env (${tokenEnv}): remove it from the file`,
+          message: `holds a token instead of the name of the environment variable that holds it: export the token in a variable (by default ${TOKENS[kind]}) and name that variable here`,
+        });
+      } else if ((SECRET_KEY.test(key) && !namesVariable) || envToken !== undefined) {
+        issues.push({
+          path: formatPath(path),
+          message: `holds a token; tokens are read only from the environment variable named by ${kind}.token_env (by default ${TOKENS[kind]}): remove it from the file`,
         });
       }
     }
@@ -51,7 +76,7 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
   return issues;
 }
 
-function readTokenEnv(raw: unknown, section: "api" | "http", fallback: string): string {
+function readTokenEnv(raw: unknown, section: TokenKind, fallback: string): string {
   const value = (raw as Record<string, { token_env?: unknown } | undefined> | null)?.[section]?.token_env;
   return typeof value === "string" ? value : fallback;
 }

@@ -321,10 +321,16 @@ export function parseConfig(file: string, text: string, env: Env): Config {
   if (!parsed.success) {
     throw new ConfigError(
       file,
-      parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: i.message })),
+      parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: issueMessage(i) })),
     );
   }
   return freeze(file, parsed.data, env);
+}
+
+/** zod says "Invalid input: expected string, received undefined" for a key left out. */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  const missing = issue.code === "invalid_type" && /received undefined$/.test(issue.message);
+  return missing ? `is required (expected ${issue.expected})` : issue.message;
 }
 
 /** pino's level names, the values `LOG_LEVEL` may hold. */

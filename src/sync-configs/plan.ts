@@ -159,13 +159,26 @@ async function planDeclared(want: DesiredSyncConfig, ctx: PlanContext): Promise<
   if (remote) {
     e.syncConfigId = remote.id;
     e.action = e.needs === "adopt" ? "adopt" : e.changes.length > 0 ? "replace" : "none";
-    e.problem = sharedWith(ctx, name, remote);
+    e.problem = sharedWith(ctx, name, remote) ?? (await nameTaken(ctx, want, remote));
   }
   if (isPending(e)) {
     const inFlight = await ctx.deps.store.triggers.findInFlight(name);
     if (inFlight) e.notes.push(`${aPass(inFlight.mode)} is in flight: apply refuses until it ends`);
   }
   return e;
+}
+
+/** A rename to the name another config of the project has: the service refuses it (409), so `plan` says so first. */
+async function nameTaken(
+  ctx: PlanContext,
+  want: DesiredSyncConfig,
+  remote: SyncConfig,
+): Promise<string | null> {
+  if (want.fields.name === remote.name) return null;
+  const other = await ctx.lookup.byName(want.projectId, want.fields.name);
+  return other && other.id !== remote.id
+    ? `${declaredKey(want.mirror.declared, "name")}: another sync config of the project (${other.id}) is named "${want.fields.name}", and names are unique in a project: choose another name`
+    : null;
 }
 
 /** Another mirror of the file that mirrors the same remote config, as a problem. */

@@ -26,12 +26,31 @@ export function lagMs(pair: Pair, newest: string | null): number {
   return Date.parse(newest) - Date.parse(pair.watermark ?? pair.firstSeenAt);
 }
 
-export function planPass(pairs: readonly Pair[], mirror: MirrorConfig, forceFull: boolean): Plan {
+/** The pairs not retired, split by whether they lag the newest watermark by more than the grace. */
+function splitByLag(pairs: readonly Pair[], mirror: MirrorConfig): { current: Pair[]; stale: Pair[] } {
   const newest = newestWatermark(pairs);
   const graceMs = mirror.inaccessibleGraceHours * 3_600_000;
-  const live = pairs.filter((p) => p.retiredAt === null);
-  const stale = live.filter((p) => lagMs(p, newest) > graceMs);
-  const active = live.filter((p) => p.watermark !== null && lagMs(p, newest) <= graceMs);
+  const current: Pair[] = [];
+  const stale: Pair[] = [];
+  for (const p of pairs) {
+    if (p.retiredAt !== null) continue;
+    (lagMs(p, newest) > graceMs ? stale : current).push(p);
+  }
+  return { current, stale };
+}
+
+/**
+ * Pairs that lag too far behind but are not yet marked as awaiting a baseline: a pass that moved
+ * the newest watermark marks them as it settles, so `status` counts them as soon as `since`
+ * stops waiting for them, not one pass later.
+ */
+export function newlyStalePairs(pairs: readonly Pair[], mirror: MirrorConfig): Pair[] {
+  return splitByLag(pairs, mirror).stale.filter((p) => !p.awaitingBaseline);
+}
+
+export function planPass(pairs: readonly Pair[], mirror: MirrorConfig, forceFull: boolean): Plan {
+  const { current, stale } = splitByLag(pairs, mirror);
+  const active = current.filter((p) => p.watermark !== null);
   if (forceFull || active.length === 0) return { mode: "full", since: null, stale };
   let oldest = Number.POSITIVE_INFINITY;
   for (const p of active) oldest = Math.min(oldest, Date.parse(p.watermark as string));

@@ -8,6 +8,7 @@ import type { MirrorPass } from "./context.js";
 import { decideOutcome } from "./decide-outcome.js";
 import { refreshMirrorGauges } from "./gauges.js";
 import { type Outcome, sourceSucceeded } from "./outcome.js";
+import { newlyStalePairs } from "./plan.js";
 import { recordSkippedPairs } from "./skipped-problems.js";
 import { emptySummary, type MirrorSummary } from "./summary.js";
 import { sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
@@ -42,10 +43,13 @@ export async function settle(
     .filter((c): c is string => c !== null)
     .sort()[0];
   // Read at once: PostgreSQL answers them on two connections together.
-  const [trigger, keys] = await Promise.all([
+  const [trigger, keys, pairs] = await Promise.all([
     extra.trigger ?? store.triggers.get(triggerRowId),
     countKeys(pass, runs, [...pairsRead.values()], firstSeen),
+    extra.dryRun ? [] : store.pairs.listForMirror(mirror.name),
   ]);
+  // The pass moved watermarks: pairs it left too far behind await a baseline from now on.
+  const newlyStale = newlyStalePairs(pairs, mirror);
   const skipped = trigger.skipped ?? [];
   const summary = summaryOf(mirror.name, trigger, extra.resumed);
   let allSourcesSucceeded = runs.length > 0;
@@ -101,15 +105,19 @@ export async function settle(
     dryRun: extra.dryRun ?? false,
     heldRevocations: trigger.mode === "full" ? trigger.held : undefined,
     record: async (tx) => {
-      if (firstSeen === undefined) return;
+      const skips =
+        firstSeen === undefined
+          ? []
+          : skipped.map((s) =>
+              tx.pairs.skipped(
+                { mirror: mirror.name, userEmail: s.user_email, serverInstanceId: s.server_instance_id },
+                { reason: s.reason, authStatus: s.auth_status ?? null, seenAt: firstSeen },
+              ),
+            );
       await Promise.all([
-        ...skipped.map((s) =>
-          tx.pairs.skipped(
-            { mirror: mirror.name, userEmail: s.user_email, serverInstanceId: s.server_instance_id },
-            { reason: s.reason, authStatus: s.auth_status ?? null, seenAt: firstSeen },
-          ),
-        ),
-        recordSkippedPairs(tx, pass, trigger, at.toISOString()),
+        ...newlyStale.map((p) => tx.pairs.markAwaitingBaseline(p)),
+        ...skips,
+        firstSeen === undefined ? undefined : recordSkippedPairs(tx, pass, trigger, at.toISOString()),
       ]);
     },
   });

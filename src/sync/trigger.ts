@@ -71,6 +71,17 @@ export async function establishTrigger(
       return await postTrigger(pass, intent);
     } catch (error) {
       if (!(error instanceof TriggerOutcomeUnknownError)) throw error;
+      // An error met, though the pass may recover from it: the pass's history keeps it.
+      await ctx.store.history.addErrors(intent.id, [
+        {
+          at: ctx.now().toISOString(),
+          syncId: null,
+          userEmail: null,
+          source: null,
+          error: error.message,
+          replica: ctx.replica?.name ?? null,
+        },
+      ]);
       ctx.log.warn(
         { err: error.message, post, grace_seconds: mirror.pollInitialSeconds },
         "trigger POST got no usable response; reading the run list for the runs it may have created",

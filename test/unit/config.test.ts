@@ -169,6 +169,29 @@ describe("config", () => {
     expect(JSON.stringify(issues)).not.toContain(token);
   });
 
+  it("rejects a token written where a variable's name belongs, in api.token_env or http.token_env, never printing it", () => {
+    const api = "Zc92M2RW9r2otmzRmBktK6LXSxGWuA2R";
+    const http = "HttpTokValue9876";
+    const cases: [string, Record<string, string>, string][] = [
+      // The token its default variable holds, written as the variable's name.
+      [base.replace("api:\n", `api:\n  token_env: ${api}\n`), { SYNCMIRROR_API_TOKEN: api }, "api.token_env"],
+      [`${base}http:\n  token_env: ${http}\n`, { SYNCMIRROR_HTTP_TOKEN: http }, "http.token_env"],
+      [
+        base.replace("api:\n", `api:\n  token_env: ${http}\n`),
+        { SYNCMIRROR_HTTP_TOKEN: http },
+        "api.token_env",
+      ],
+      // No variable holds it, but it is shaped like a token, not like a variable's name.
+      [base.replace("api:\n", `api:\n  token_env: ${api}\n`), {}, "api.token_env"],
+    ];
+    for (const [text, env, path] of cases) {
+      const issues = issuesOf(text, env);
+      expect(issues).toEqual([{ path, message: expect.stringMatching(/holds a token instead of the name/) }]);
+      expect(JSON.stringify(issues)).not.toMatch(new RegExp(`${api}|${http}`));
+    }
+    expect(issuesOf(`${base}http:\n  token: ${http}\n`)[0]?.message).toMatch(/named by http\.token_env/);
+  });
+
   it("says which environment variable to set when the token is missing", () => {
     const config = parseConfig("cfg.yaml", base.replace("api:\n", "api:\n  token_env: MY_TOKEN\n"), {});
     expect(() => requireToken(config)).toThrow(/MY_TOKEN is not set/);

@@ -28,10 +28,11 @@ describe("PostgreSQL connection errors", () => {
     );
   });
 
-  it("calls a refused, timed-out or starting server unavailable and retryable", () => {
+  it("calls a refused, timed-out or starting server, or a database closed to connections, unavailable and retryable", () => {
     for (const cause of [
       pgError("ECONNREFUSED", "connect ECONNREFUSED 10.0.0.5:5432"),
       pgError("57P03", "the database system is starting up"),
+      pgError("55000", 'database "mirror" is not currently accepting connections'),
       new Error("timeout exceeded when trying to connect"),
     ]) {
       const error = connectError(cause, naming);

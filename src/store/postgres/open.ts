@@ -87,7 +87,9 @@ export function connectError(error: unknown, naming: Naming): SyncmirrorError {
       options,
     );
   }
-  if (isConnectionLost(code, detail)) {
+  // 55000 at connect: the database exists but takes no connections now (ALLOW_CONNECTIONS false
+  // while it is restored or maintained): as transient as a server that is starting up.
+  if (isConnectionLost(code, detail) || code === "55000") {
     return new DatabaseUnavailableError(
       `cannot reach ${naming.database} (${detail}): check that the server is up and reachable from here`,
       options,

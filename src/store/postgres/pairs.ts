@@ -26,13 +26,20 @@ export function createPairRepo({ db }: Conn): PairRepo {
   return {
     async ran(p, runCreatedAt) {
       // One statement (a run's last page stays a round trip shorter): created as `ensure` would,
-      // or cleared.
+      // or cleared. A retired pair (left, removed, past its grace) that runs again lost its
+      // access: it awaits a baseline, as a pair first seen does.
       await db
         .insert(pairs)
         .values({ ...p, firstSeenAt: runCreatedAt, awaitingBaseline: true })
         .onConflictDoUpdate({
           target: [pairs.mirror, pairs.userEmail, pairs.serverInstanceId],
-          set: { skipReason: null, authStatus: null, retiredAt: null, retiredReason: null },
+          set: {
+            skipReason: null,
+            authStatus: null,
+            retiredAt: null,
+            retiredReason: null,
+            awaitingBaseline: sql`${pairs.awaitingBaseline} OR ${pairs.retiredAt} IS NOT NULL`,
+          },
         });
     },
 

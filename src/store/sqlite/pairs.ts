@@ -34,9 +34,17 @@ export function createPairRepo(db: Db): Sync<PairRepo> {
     })
     .onConflictDoNothing()
     .prepare();
+  // A retired pair (left, removed, past its grace) that runs again lost its access: it awaits a
+  // baseline, as a pair first seen does.
   const clearSkip = db
     .update(pairs)
-    .set({ skipReason: null, authStatus: null, retiredAt: null, retiredReason: null })
+    .set({
+      skipReason: null,
+      authStatus: null,
+      retiredAt: null,
+      retiredReason: null,
+      awaitingBaseline: sql`CASE WHEN ${pairs.retiredAt} IS NULL THEN ${pairs.awaitingBaseline} ELSE 1 END`,
+    })
     .where(preparedWhere)
     .prepare();
   // A full snapshot's success also ends the wait for a baseline (`full`: 1 or 0).

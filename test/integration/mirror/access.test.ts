@@ -1,6 +1,14 @@
 /** docs/reference/sync-semantics.md#full-snapshots-and-sweeps, docs/reference/sync-semantics.md#users-who-left-and-pairs-out-of-reach, resources nobody can see: who keeps access, and tombstones. */
 import { afterEach, describe, expect, it } from "vitest";
-import { accessRows, changes, lastSeq, pairOf, pickDoc, resourceRow } from "../../helpers/mirror-db.js";
+import {
+  accessRows,
+  changes,
+  lastSeq,
+  pairOf,
+  pairs,
+  pickDoc,
+  resourceRow,
+} from "../../helpers/mirror-db.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
 
 let h: Harness;
@@ -93,6 +101,25 @@ describe("users who left the project", () => {
     expect(h.query("SELECT DISTINCT retired_reason AS r FROM pairs WHERE user_email = ?", U3)).toEqual([
       { r: "left" },
     ]);
+  });
+
+  it("has a user who comes back in an incremental await a baseline, then regain everything at the next full", async () => {
+    h = await createHarness({ sim: { docs: 40 } });
+    await h.sync();
+    h.sim.people.leaveProject(U3);
+    await h.sync({ full: true });
+    expect(visibleKeys(h, U3)).toEqual([]);
+
+    h.sim.people.joinProject(U3);
+    const back = await h.sync();
+    expect(back).toMatchObject({ mode: "incremental", outcome: "succeeded" });
+    // The incremental exported only what changed: U3's access comes back with the next full.
+    expect(back.pairs_awaiting_baseline).toBe(h.sim.servers.length);
+    for (const p of pairs(h).filter((p) => p.user_email === U3))
+      expect(p).toMatchObject({ awaiting_baseline: 1, retired_reason: null });
+    const full = await h.sync({ full: true });
+    expect(full.pairs_awaiting_baseline).toBe(0);
+    expect(visibleKeys(h, U3)).toEqual(expectedKeys(h.sim, U3));
   });
 
   it("drops a user an explicit config skips as not_a_project_user at the next full", async () => {

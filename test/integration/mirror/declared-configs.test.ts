@@ -72,6 +72,22 @@ describe("declared sync configs: plan and apply", () => {
     expect((await h.cli(["plan"])).code).toBe(0);
   });
 
+  it("calls a rename to the name of another config of the project a problem (exit 1) before apply would be refused", async () => {
+    h = await declaredHarness();
+    expect((await h.cli(["apply"])).code).toBe(0);
+    const mine = remoteNamed(h.sim, "Wiki").id;
+    const taken = h.sim.configs.create({ name: "Handbook", instructions: "Someone else's." });
+    writeMirrors(h, { main: wiki({ name: "Handbook" }) });
+    const plan = await h.cli(["plan"]);
+    expect(plan.code).toBe(1);
+    expect(plan.stdout).toContain(`another sync config of the project (${taken}) is named "Handbook"`);
+    expect(JSON.parse((await h.cli(["plan", "--json"])).stdout)).toMatchObject({ problems: 1 });
+    const refused = await h.cli(["apply"]);
+    expect(refused.code).toBe(1);
+    expect(h.sim.configs.get(mine).name).toBe("Wiki");
+    expect(h.sim.configs.get(taken).instructions).toBe("Someone else's.");
+  });
+
   it("refuses a config of the declared name that syncmirror did not create, then takes it over with --adopt", async () => {
     h = await declaredHarness();
     const foreign = h.sim.configs.create({ name: "Wiki", instructions: "Someone else's." });

@@ -103,7 +103,10 @@ describe("a pair that keeps failing", () => {
     h.sim.clock.advance(2 * 3_600_000);
     const moved = await h.sync();
     expect(Date.parse(moved.since ?? "")).toBe(runCreatedAtMs(h, first.trigger_id));
-    // Now the failing pair lags by more than an hour: it awaits a baseline instead.
+    // That pass moved the newest watermark past the grace: the failing pair awaits a baseline
+    // from now on, and says so at once rather than after one more pass.
+    expect(moved.pairs_awaiting_baseline).toBe(1);
+    expect(pairOf(h, U1, notion)?.awaiting_baseline).toBe(1);
     const next = await h.sync();
     expect(Date.parse(next.since ?? "")).toBe(runCreatedAtMs(h, moved.trigger_id));
     expect(next.pairs_awaiting_baseline).toBe(1);

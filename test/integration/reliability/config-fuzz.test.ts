@@ -94,6 +94,11 @@ const CASES: FuzzCase[] = [
   },
   { name: "no mirrors", edit: (c) => (c.mirrors = []), says: ["mirrors", "at least one mirror"] },
   {
+    name: "no base_url",
+    edit: (c) => delete (c.api as { base_url?: string }).base_url,
+    says: ["api.base_url", "is required"],
+  },
+  {
     name: "a base_url that is not a URL",
     edit: (c) => (c.api.base_url = "api.example.com"),
     says: ["api.base_url"],

@@ -146,6 +146,11 @@ describe("HTTP faults a pass recovers from on its own", () => {
     ).toBe(1);
     expect(databaseProblems(hurt)).toEqual([]);
     expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
+    // Every POST whose answer was lost is an error the pass met: its history keeps each.
+    const lost = c.route === TRIGGER ? (c.posts ?? 1) - (c.adopted ? 0 : 1) : 0;
+    expect(
+      hurt.query<{ error: string }>("SELECT error FROM pass_errors WHERE error LIKE '%/sync-task%'"),
+    ).toHaveLength(lost);
   });
 });
 
