@@ -6,7 +6,7 @@
  * on loopback. Medians over the rounds are printed with the round trips each pass took per export
  * page, counted at the proxy. Sizes: `--resources`, `--users`, `--rounds`, `--pg-delay-ms`;
  * `--mirror-cli` names a second build (a baseline) measured in the same rounds; `--cpu-prof DIR`
- * writes each mirror process's CPU profile there. `--search 1`
+ * writes each mirror and limit-client process's CPU profile there. `--search 1`
  * measures instead the cold pass on loopback with `search.enabled` off and on, in turn.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

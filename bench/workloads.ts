@@ -231,6 +231,7 @@ export async function limitPass(
   const result = await observed(sim, async () => {
     const measured = await runMeasured([join(ctx.benchDir, "limit-client.js")], {
       dir: ctx.dir,
+      nodeFlags: ctx.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${ctx.cpuProfDir}`] : [],
       env: {
         ...process.env,
         [TOKEN_ENV]: sim.token,
