@@ -84,7 +84,8 @@ export function queryParams(search: URLSearchParams): Raw {
   const raw: Raw = {};
   for (const [key, value] of search) {
     if (key in raw) throw new UsageError(`${key}: given more than once`);
-    raw[key] = value;
+    // `?mirror=&limit=` (a form, a template filled in part) leaves them unset: defaults apply.
+    raw[key] = value === "" ? undefined : value;
   }
   return raw;
 }

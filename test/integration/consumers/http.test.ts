@@ -184,6 +184,7 @@ describe("bad input", () => {
     const { d } = await servedMirror();
     const cases: [string, RegExp][] = [
       ["/v1/changes", /after: is required/],
+      ["/v1/changes?after=", /after: is required/],
       ["/v1/changes?after=-1", /after: must be 0 or more/],
       ["/v1/changes?after=abc", /after: must be a whole number/],
       ["/v1/changes?after=1.5", /after: must be a whole number/],

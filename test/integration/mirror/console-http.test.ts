@@ -83,6 +83,8 @@ describe("the console over HTTP", () => {
     const passes = await call(d, "/v1/passes");
     expect(passes.status).toBe(200);
     expect(passes.json).toEqual(await cliJson(h, ["history"]));
+    // Parameters left empty are not given: the defaults apply.
+    expect((await call(d, "/v1/passes?mirror=&limit=&before=")).json).toEqual(passes.json);
     const { passes: entries } = passes.json as { passes: { id: number }[] };
     expect(entries).toHaveLength(2);
     const older = await call(d, `/v1/passes?limit=1&before=${entries[0]?.id}`);
