@@ -56,7 +56,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       ["--full", "a full snapshot (no since) with its sweep (default: incremental)"],
       [
         "--dry-run",
-        "with --full: read the snapshot, write nothing, print what the sweep would revoke and delete (default: off)",
+        "with --full: read the snapshot, write nothing, print what the sweep would revoke and delete, and which sweeps the mass-delete guard would hold (default: off)",
       ],
       ["--allow-mass-delete", "apply a sweep the mass-delete guard would hold (default: off)"],
       ["--json", "print one JSON object on stdout instead of the table (default: off)"],

@@ -7,8 +7,15 @@ import { SyncConfigNotAppliedError, SyncmirrorError, UsageError } from "../error
 import { createLeaseHolder, withMirrorLease } from "../mirror-lease.js";
 import { createRuntime } from "../runtime.js";
 import type { PassOptions, Progress } from "../sync/context.js";
+import { DRY_RUN_LIST_LIMIT } from "../sync/dry-run.js";
 import { exitCodeFor } from "../sync/outcome.js";
-import { leaseBusySummary, type MirrorSummary, notStartedSummary } from "../sync/summary.js";
+import {
+  type DryRunReport,
+  leaseBusySummary,
+  type MirrorSummary,
+  notStartedSummary,
+} from "../sync/summary.js";
+import { APPLY_HELD_SWEEP } from "../sync/sweep.js";
 import { syncMirror } from "../sync/sync-mirror.js";
 import { bindMirror, checkBindings } from "../sync-configs/bind.js";
 import type { Command, CommandIo } from "./command.js";
@@ -185,6 +192,34 @@ export function formatTable(summaries: readonly MirrorSummary[]): string {
     out += line(row);
     const s = summaries[i] as MirrorSummary;
     out += `  ${s.message}\n`;
+    if (s.dry_run) out += formatDryRun(s.dry_run);
   }
+  return out;
+}
+
+/** How many of each list the table prints; `--json` has up to DRY_RUN_LIST_LIMIT. */
+const DRY_RUN_SHOWN = 20;
+
+/** Below a dry run's summary line: the sweeps the guard would hold, then the keys and access rows. */
+function formatDryRun(d: DryRunReport): string {
+  let out = "";
+  for (const h of d.held_sweeps)
+    out += `  the mass-delete guard would hold the sweep of ${h.user_email} on ${h.server_instance_id} (${h.would_revoke} of the pair's ${h.pair_keys} access rows): a real sync --full holds it, then ${APPLY_HELD_SWEEP} applies it\n`;
+  const list = (title: string, lines: string[], total: number) => {
+    if (total === 0) return "";
+    const shown = lines.slice(0, DRY_RUN_SHOWN);
+    const more = total - shown.length;
+    return `  ${title} (${total}):\n${shown.map((l) => `    ${l}\n`).join("")}${
+      more > 0
+        ? `    ... and ${more} more (sync --full --dry-run --json lists up to ${DRY_RUN_LIST_LIMIT})\n`
+        : ""
+    }`;
+  };
+  out += list("keys to delete", d.delete, d.would_delete);
+  out += list(
+    "access to revoke (user, key)",
+    d.revoke.map((r) => `${r.user_email}  ${r.key}`),
+    d.would_revoke,
+  );
   return out;
 }

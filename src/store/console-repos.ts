@@ -64,8 +64,11 @@ export interface SweepApprovalRepo {
   pending(): Promise<SweepApproval[]>;
   /** The trigger takes its mirror's pending approval, unless it took one already: one pass uses it. */
   take(triggerRowId: number, mirror: string): Promise<void>;
-  /** How many revocations the trigger's approval allows the pair; null when it does not cover it. */
-  allowance(triggerRowId: number, pair: PairRef): Promise<number | null>;
+  /**
+   * How many revocations the trigger's approval allows the pair; null when it does not cover it.
+   * With `triggerRowId` null, the mirror's pending approval (what the next full pass would take).
+   */
+  allowance(triggerRowId: number | null, pair: PairRef): Promise<number | null>;
   /** The pair's sweep applied `revoked` revocations on the approval. */
   use(triggerRowId: number, pair: PairRef, revoked: number): Promise<void>;
 }

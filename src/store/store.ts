@@ -217,12 +217,30 @@ export interface MirrorRepo {
  */
 export interface DryRunRepo {
   seen(triggerRowId: number, userEmail: string, keys: readonly string[]): Promise<void>;
-  /** Marks the pair's unseen keys that would reach the miss threshold. */
-  collectPair(triggerRowId: number, p: PairRef & { threshold: number }): Promise<void>;
+  /**
+   * Marks the pair's unseen keys that would reach the miss threshold; how many it marked (what the
+   * pair's sweep would revoke, for the mass-delete guard).
+   */
+  collectPair(triggerRowId: number, p: PairRef & { threshold: number }): Promise<number>;
   /** Marks every key the pair holds (a user who left, a pair removed or past its grace). */
   collectWholePair(triggerRowId: number, p: PairRef): Promise<void>;
-  /** What the marks add up to; the scratch rows are removed. */
-  totals(triggerRowId: number): Promise<{ would_revoke: number; would_delete: number }>;
+  /**
+   * What the marks add up to, with the first `limit` access rows (by user, then key) and keys (by
+   * key) of each list, so a million-row mirror never loads them all; the scratch rows are removed.
+   */
+  totals(triggerRowId: number, limit: number): Promise<DryRunTotals>;
+}
+
+/** What a full snapshot's sweep would revoke and delete (`sync --full --dry-run`). */
+export interface DryRunTotals {
+  would_revoke: number;
+  would_delete: number;
+  /** The first access rows it would revoke, by user then key; `revoke_truncated` when there are more. */
+  revoke: { user_email: string; key: string }[];
+  revoke_truncated: boolean;
+  /** The first keys it would delete, by key; `delete_truncated` when there are more. */
+  delete: string[];
+  delete_truncated: boolean;
 }
 
 /**

@@ -3,6 +3,8 @@
  * keys each user saw are compared with the mirror to print what the sweep would revoke and delete.
  * Watermarks, resources, access and changes stay as they were. Pairs that would lose all their
  * access (users who left, pairs past their grace) are included, as the real sweep revokes them.
+ * The totals ignore the mass-delete guard (what `--allow-mass-delete` would do); the pairs whose
+ * sweep the real pass would hold are listed beside them, decided as the real sweep decides.
  */
 import { Resource } from "../api/schemas.js";
 import type { Run, Trigger } from "../store/types.js";
@@ -11,10 +13,13 @@ import { engineOf, fetchExportPages } from "./export-pages.js";
 import { sourceReports } from "./ingest.js";
 import { sourceSucceeded } from "./outcome.js";
 import { settle } from "./settle.js";
-import type { MirrorSummary } from "./summary.js";
-import { findLeavingPairs } from "./sweep.js";
+import type { DryRunReport, MirrorSummary } from "./summary.js";
+import { findLeavingPairs, guardSweep } from "./sweep.js";
 import { readTriggerRuns, sourcesOfRun } from "./trigger-runs.js";
 import { waitAndIngest } from "./wait.js";
+
+/** How many access rows and keys the dry run lists (`--json`); the totals count them all. */
+export const DRY_RUN_LIST_LIMIT = 1000;
 
 export async function dryRunSweep(
   pass: MirrorPass,
@@ -24,29 +29,44 @@ export async function dryRunSweep(
   const { ctx, mirror } = pass;
   const { timedOut } = await waitAndIngest(pass, trigger, collectKeys);
   const read = await readTriggerRuns(ctx.store, trigger.id);
+  const heldSweeps: DryRunReport["held_sweeps"] = [];
   for (const run of read.runs) {
     if (run.ingest !== "done") continue;
     for (const s of sourcesOfRun(read, run)) {
       if (!sourceSucceeded(run, s)) continue;
-      await ctx.store.dryRun.collectPair(trigger.id, {
-        mirror: mirror.name,
-        userEmail: run.userEmail,
-        serverInstanceId: s.serverInstanceId,
+      const pair = { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: s.serverInstanceId };
+      const revocable = await ctx.store.dryRun.collectPair(trigger.id, {
+        ...pair,
         threshold: mirror.deleteAfterMissedFull,
+      });
+      if (revocable === 0) continue;
+      // The guard as the real sweep asks it, with the approval the next full pass would take.
+      const [total, approved] = await Promise.all([
+        ctx.store.access.countPairKeys(pair),
+        ctx.store.approvals.allowance(null, pair),
+      ]);
+      if (guardSweep(pass, trigger, { total, revocable, approved }).apply) continue;
+      heldSweeps.push({
+        user_email: pair.userEmail,
+        server_instance_id: pair.serverInstanceId,
+        would_revoke: revocable,
+        pair_keys: total,
       });
     }
   }
   for (const { pair } of (await findLeavingPairs(pass, trigger, read)).leaving)
     await ctx.store.dryRun.collectWholePair(trigger.id, pair);
-  const dryRun = await ctx.store.dryRun.totals(trigger.id);
+  const totals = await ctx.store.dryRun.totals(trigger.id, DRY_RUN_LIST_LIMIT);
   const summary = await settle(pass, trigger.id, read, {
     timedOut,
     resumed: false,
     startedAtMs,
     dryRun: true,
   });
-  summary.dry_run = dryRun;
-  summary.message = `dry run: the sweep would revoke ${dryRun.would_revoke} access row(s) and delete ${dryRun.would_delete} resource(s); nothing was written`;
+  const byPair = (h: DryRunReport["held_sweeps"][number]) => `${h.user_email}\n${h.server_instance_id}`;
+  heldSweeps.sort((a, b) => (byPair(a) < byPair(b) ? -1 : byPair(a) > byPair(b) ? 1 : 0));
+  summary.dry_run = { ...totals, held_sweeps: heldSweeps };
+  summary.message = `dry run: the sweep would revoke ${totals.would_revoke} access row(s) and delete ${totals.would_delete} resource(s); nothing was written`;
   return summary;
 }
 

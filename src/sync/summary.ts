@@ -1,3 +1,4 @@
+import type { DryRunTotals } from "../store/store.js";
 import type { Mode } from "../store/types.js";
 import type { Outcome } from "./outcome.js";
 
@@ -46,8 +47,24 @@ export interface MirrorSummary {
   message: string;
   duration_seconds: number;
   /** Only for `--full --dry-run`: what the sweep would do. */
-  dry_run?: { would_revoke: number; would_delete: number };
+  dry_run?: DryRunReport;
 }
+
+/**
+ * What a full pass's sweep would do (`sync --full --dry-run`): the totals, the first access rows
+ * and keys of each (`DRY_RUN_LIST_LIMIT`), and the pairs whose sweep the mass-delete guard would
+ * hold (counted in the totals all the same: they are what the sweep would do once applied).
+ */
+export type DryRunReport = DryRunTotals & {
+  held_sweeps: {
+    user_email: string;
+    server_instance_id: string;
+    /** The access rows the pair's sweep would revoke. */
+    would_revoke: number;
+    /** The access rows the pair holds now. */
+    pair_keys: number;
+  }[];
+};
 
 /** A summary with nothing counted yet, for a pass of `mirror` in `mode`. */
 export function emptySummary(mirror: string, mode: Mode): MirrorSummary {

@@ -23,7 +23,7 @@ import {
 import { sourceSucceeded } from "./outcome.js";
 import { problemSubject } from "./problem-subject.js";
 import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
-import { decideGuard } from "./sweep-approval.js";
+import { decideGuard, type GuardDecision } from "./sweep-approval.js";
 import { sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
 
 export async function sweep(pass: MirrorPass, trigger: Trigger, read: TriggerRuns): Promise<void> {
@@ -140,7 +140,7 @@ function batches(runs: readonly RunToSweep[]): RunToSweep[][] {
   return out.map((batch) => batch.runs);
 }
 
-interface PairCounts {
+export interface PairCounts {
   total: number;
   revocable: number;
   approved: number | null;
@@ -217,12 +217,9 @@ async function sweepPair(
   target: SweepTarget,
   { total, revocable, approved }: PairCounts,
 ): Promise<SweptPair> {
-  const { ctx, mirror } = pass;
+  const { ctx } = pass;
   const { pair, source, syncId } = target;
-  const guard = decideGuard(
-    { revocable, total },
-    { maxDeleteFraction: mirror.maxDeleteFraction, allowMassDelete: trigger.allowMassDelete, approved },
-  );
+  const guard = guardSweep(pass, trigger, { total, revocable, approved });
   if (!guard.apply) {
     const at = ctx.now().toISOString();
     await Promise.all([
@@ -234,6 +231,25 @@ async function sweepPair(
   }
   return { held: false, result: await applySweep(pass, tx, trigger, target, guard.approved) };
 }
+
+/**
+ * The mass-delete guard on a pair's sweep in this mirror's pass (`sweep-approval.ts`): the mirror's
+ * `max_delete_fraction`, the trigger's `--allow-mass-delete` and the approval it took. The dry run
+ * asks it too, so it says which sweeps the real pass would hold.
+ */
+export function guardSweep(
+  { mirror }: MirrorPass,
+  trigger: Trigger,
+  { total, revocable, approved }: PairCounts,
+): GuardDecision {
+  return decideGuard(
+    { revocable, total },
+    { maxDeleteFraction: mirror.maxDeleteFraction, allowMassDelete: trigger.allowMassDelete, approved },
+  );
+}
+
+/** How to apply a held sweep, as its problem and the dry run say it. */
+export const APPLY_HELD_SWEEP = "`syncmirror approve-sweep` or `sync --full --allow-mass-delete`";
 
 /** The pair's misses counted and those at the threshold revoked; `approved`: the approval's allowance used. */
 async function applySweep(
@@ -272,7 +288,7 @@ function heldSweep(
     source: h.source.source,
     syncId: h.syncId,
     key: null,
-    reason: `the mass-delete guard held a sweep that would revoke ${h.revocable} of the pair's ${h.total} access rows: check upstream, then \`syncmirror approve-sweep\` or \`sync --full --allow-mass-delete\``,
+    reason: `the mass-delete guard held a sweep that would revoke ${h.revocable} of the pair's ${h.total} access rows: check upstream, then ${APPLY_HELD_SWEEP}`,
     count: h.revocable,
     at: h.at,
   };

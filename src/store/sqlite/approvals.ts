@@ -11,9 +11,10 @@ import type { Db } from "./open.js";
 import { sweepApprovals as a, problems } from "./schema.js";
 import type { Sync } from "./sync-repo.js";
 
-const pairOf = (triggerRowId: number, pair: PairRef) =>
+/** The pair's row of the trigger's approval; of the mirror's pending approval when `triggerRowId` is null. */
+const pairOf = (triggerRowId: number | null, pair: PairRef) =>
   and(
-    eq(a.triggerRowId, triggerRowId),
+    triggerRowId === null ? isNull(a.triggerRowId) : eq(a.triggerRowId, triggerRowId),
     eq(a.mirror, pair.mirror),
     eq(a.userEmail, pair.userEmail),
     eq(a.serverInstanceId, pair.serverInstanceId),

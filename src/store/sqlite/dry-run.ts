@@ -21,16 +21,23 @@ export function createDryRunRepo(db: Db): Sync<DryRunRepo> {
     sqlite.prepare(`INSERT OR IGNORE INTO dry_run_revoke (trigger_row_id, mirror, user_email, key)
     SELECT @t, a.mirror, a.user_email, a.key FROM resource_access a
     WHERE a.mirror = @mirror AND a.user_email = @userEmail AND a.server_instance_id = @serverInstanceId`);
-  const wouldDelete = sqlite.prepare<
-    [number, number],
-    { n: number }
-  >(`SELECT count(DISTINCT d.key) AS n FROM dry_run_revoke d
+  // Keys the marks take the last live access from: the sweep would tombstone them.
+  const deletable = `FROM dry_run_revoke d
     JOIN resources r ON r.key = d.key AND r.deleted_at IS NULL
-    WHERE d.trigger_row_id = ? AND NOT EXISTS (SELECT 1 FROM resource_access a WHERE a.key = d.key
-      AND NOT EXISTS (SELECT 1 FROM dry_run_revoke x WHERE x.trigger_row_id = ? AND x.mirror = a.mirror
-        AND x.user_email = a.user_email AND x.key = a.key))`);
+    WHERE d.trigger_row_id = @t AND NOT EXISTS (SELECT 1 FROM resource_access a WHERE a.key = d.key
+      AND NOT EXISTS (SELECT 1 FROM dry_run_revoke x WHERE x.trigger_row_id = @t AND x.mirror = a.mirror
+        AND x.user_email = a.user_email AND x.key = a.key))`;
+  const wouldDelete = sqlite.prepare<{ t: number }, { n: number }>(
+    `SELECT count(DISTINCT d.key) AS n ${deletable}`,
+  );
+  const deleteList = sqlite.prepare<{ t: number; limit: number }, { key: string }>(
+    `SELECT DISTINCT d.key AS key ${deletable} ORDER BY d.key LIMIT @limit`,
+  );
   const wouldRevoke = sqlite.prepare<[number], { n: number }>(
     "SELECT count(*) AS n FROM dry_run_revoke WHERE trigger_row_id = ?",
+  );
+  const revokeList = sqlite.prepare<[number, number], { user_email: string; key: string }>(
+    "SELECT user_email, key FROM dry_run_revoke WHERE trigger_row_id = ? ORDER BY user_email, key LIMIT ?",
   );
   const clearSeen = sqlite.prepare("DELETE FROM dry_run_seen WHERE trigger_row_id = ?");
   const clearRevoke = sqlite.prepare("DELETE FROM dry_run_revoke WHERE trigger_row_id = ?");
@@ -40,23 +47,32 @@ export function createDryRunRepo(db: Db): Sync<DryRunRepo> {
       for (const key of keys) see.run(triggerRowId, userEmail, key);
     },
     collectPair(t, p) {
-      collect.run({
+      return collect.run({
         t,
         mirror: p.mirror,
         userEmail: p.userEmail,
         serverInstanceId: p.serverInstanceId,
         threshold: p.threshold,
-      });
+      }).changes;
     },
     collectWholePair(t, p) {
       collectAll.run({ t, mirror: p.mirror, userEmail: p.userEmail, serverInstanceId: p.serverInstanceId });
     },
-    totals(t) {
-      const revoke = wouldRevoke.get(t)?.n ?? 0;
-      const del = wouldDelete.get(t, t)?.n ?? 0;
+    totals(t, limit) {
+      const wouldRevokeN = wouldRevoke.get(t)?.n ?? 0;
+      const wouldDeleteN = wouldDelete.get({ t })?.n ?? 0;
+      const revoke = revokeList.all(t, limit);
+      const del = deleteList.all({ t, limit }).map((r) => r.key);
       clearSeen.run(t);
       clearRevoke.run(t);
-      return { would_revoke: revoke, would_delete: del };
+      return {
+        would_revoke: wouldRevokeN,
+        would_delete: wouldDeleteN,
+        revoke: revoke.map((r) => ({ user_email: r.user_email, key: r.key })),
+        revoke_truncated: wouldRevokeN > revoke.length,
+        delete: del,
+        delete_truncated: wouldDeleteN > del.length,
+      };
     },
   };
 }

@@ -30,6 +30,21 @@ function removeNotionDocs(share: number): void {
   for (const d of docs.slice(0, Math.ceil(docs.length * share))) h.sim.docs.remove(d.docId);
 }
 
+/**
+ * Every notion document removed while user1's notion source fails once: the full pass holds the
+ * other users' sweeps, and `approve-sweep` approves those (user1's was never held).
+ */
+async function approveAllButUser1() {
+  h = await createHarness({ sim: { docs: 80 } });
+  await h.sync();
+  const [u1, ...others] = h.sim.users;
+  removeNotionDocs(1);
+  h.sim.setOutcome({ user: u1, server_instance_id: notionOf(h) }, { task: "FAILED", times: 1 });
+  const held = await h.sync({ full: true });
+  expect((await json<ApprovalJson>(["approve-sweep", "--mirror", "main"])).pairs).toBe(others.length);
+  return { u1: u1 as string, others, held };
+}
+
 async function json<T>(args: string[]): Promise<T> {
   const r = await h.cli([...args, "--json"]);
   expect(r.code, r.stderr).toBe(0);
@@ -126,14 +141,7 @@ describe("approve-sweep", () => {
   });
 
   it("holds the sweep of a pair the approval does not name", async () => {
-    h = await createHarness({ sim: { docs: 80 } });
-    await h.sync();
-    const notion = notionOf(h);
-    const [u1, ...others] = h.sim.users;
-    removeNotionDocs(1);
-    h.sim.setOutcome({ user: u1, server_instance_id: notion }, { task: "FAILED", times: 1 });
-    const held = await h.sync({ full: true });
-    expect((await json<ApprovalJson>(["approve-sweep", "--mirror", "main"])).pairs).toBe(others.length);
+    const { u1, others, held } = await approveAllButUser1();
 
     // This time user1's source succeeds: its sweep is as large, but nobody approved it.
     const next = await h.sync({ full: true });
@@ -142,6 +150,27 @@ describe("approve-sweep", () => {
     const sweeps = (await json<ProblemsJson>(["problems"])).problems.filter((p) => p.kind === "held_sweep");
     expect(sweeps.map((p) => p.user_email)).toEqual([u1]);
     for (const user of others) expect(visibleKeys(h, user)).toEqual(expectedKeys(h.sim, user));
+  });
+
+  it("sync --full --dry-run counts a pending approval as the next full pass would, and leaves it pending", async () => {
+    const { u1 } = await approveAllButUser1();
+    const notion = notionOf(h);
+    const pending = (await json<ProblemsJson>(["problems"])).pending_sweep_approvals;
+
+    // The approved pairs would be applied; user1's, which nobody approved, would be held.
+    const dry = await h.cli(["sync", "--full", "--dry-run", "--json"]);
+    expect(dry.code, dry.stderr).toBe(0);
+    const held = JSON.parse(dry.stdout).mirrors[0].dry_run.held_sweeps;
+    expect(held).toEqual([
+      expect.objectContaining({
+        user_email: u1,
+        server_instance_id: notion,
+        would_revoke: expect.any(Number),
+      }),
+    ]);
+    expect((await json<ProblemsJson>(["problems"])).pending_sweep_approvals).toEqual(pending);
+    const next = await h.sync({ full: true });
+    expect(next.counts).toMatchObject({ sweeps_held: 1, held_revocations: held[0].would_revoke });
   });
 
   it("exits 1 and approves nothing when nothing is held; 2 for bad usage", async () => {

@@ -5,7 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { snapshot } from "../../helpers/db-snapshot.js";
-import { pickDoc } from "../../helpers/mirror-db.js";
+import { accessRows, pickDoc } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 
 let h: Harness;
@@ -70,20 +70,26 @@ describe("sync --json", () => {
   });
 });
 
+/** After a first sync, one shared document is removed upstream and another is hidden from user1. */
+async function removeOneNarrowOne() {
+  h = await createHarness({ sim: { docs: 20 } });
+  await h.sync();
+  const removed = pickDoc(h, (d) => d.visibleTo.length >= 2);
+  const narrowed = pickDoc(
+    h,
+    (d) => d.key !== removed.key && d.visibleTo.includes(U1) && d.visibleTo.length >= 2,
+  );
+  h.sim.docs.remove(removed.docId);
+  h.sim.docs.setVisibility(
+    narrowed.docId,
+    narrowed.visibleTo.filter((u) => u !== U1),
+  );
+  return { removed, narrowed };
+}
+
 describe("sync --full --dry-run", () => {
   it("prints what the sweep would revoke and delete and writes nothing", async () => {
-    h = await createHarness({ sim: { docs: 20 } });
-    await h.sync();
-    const removed = pickDoc(h, (d) => d.visibleTo.length >= 2);
-    const narrowed = pickDoc(
-      h,
-      (d) => d.key !== removed.key && d.visibleTo.includes(U1) && d.visibleTo.length >= 2,
-    );
-    h.sim.docs.remove(removed.docId);
-    h.sim.docs.setVisibility(
-      narrowed.docId,
-      narrowed.visibleTo.filter((u) => u !== U1),
-    );
+    const { removed } = await removeOneNarrowOne();
     const before = snapshot(h);
     const wouldRevoke = removed.visibleTo.length + 1;
 
@@ -93,7 +99,7 @@ describe("sync --full --dry-run", () => {
       `the sweep would revoke ${wouldRevoke} access row(s) and delete 1 resource(s); nothing was written`,
     );
     const json = await h.cli(["sync", "--full", "--dry-run", "--json"]);
-    expect(JSON.parse(json.stdout).mirrors[0].dry_run).toEqual({
+    expect(JSON.parse(json.stdout).mirrors[0].dry_run).toMatchObject({
       would_revoke: wouldRevoke,
       would_delete: 1,
     });
@@ -102,6 +108,44 @@ describe("sync --full --dry-run", () => {
     // The real sweep then does what the dry run said.
     const real = await h.sync({ full: true });
     expect(real.counts).toMatchObject({ access_revoked: wouldRevoke, deleted: 1 });
+  });
+});
+
+describe("sync --full --dry-run lists", () => {
+  it("names the key it would delete and the access rows it would revoke, in --json and the table", async () => {
+    const { removed, narrowed } = await removeOneNarrowOne();
+    const revoke = [
+      ...accessRows(h, removed.key).map((a) => ({ user_email: a.user_email, key: removed.key })),
+      { user_email: U1, key: narrowed.key },
+    ].sort((a, b) => (`${a.user_email}\n${a.key}` < `${b.user_email}\n${b.key}` ? -1 : 1));
+    expect(revoke.length).toBeGreaterThanOrEqual(3);
+
+    const json = await h.cli(["sync", "--full", "--dry-run", "--json"]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout).mirrors[0].dry_run).toEqual({
+      would_revoke: revoke.length,
+      would_delete: 1,
+      revoke,
+      revoke_truncated: false,
+      delete: [removed.key],
+      delete_truncated: false,
+      held_sweeps: [],
+    });
+
+    const text = await h.cli(["sync", "--full", "--dry-run"]);
+    expect(text.code, text.stderr).toBe(0);
+    const lines = text.stdout.split("\n");
+    const after = lines.slice(lines.findIndex((l) => l.includes("nothing was written")) + 1);
+    expect(after.join("\n")).toBe(
+      [
+        "  keys to delete (1):",
+        `    ${removed.key}`,
+        `  access to revoke (user, key) (${revoke.length}):`,
+        ...revoke.map((r) => `    ${r.user_email}  ${r.key}`),
+        "",
+      ].join("\n"),
+    );
+    expect(text.stdout).not.toMatch(/and \d+ more/);
   });
 });
 

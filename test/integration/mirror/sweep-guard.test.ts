@@ -53,6 +53,49 @@ describe("mass-delete guard", () => {
     expect(h.query("SELECT held_revocations FROM mirror_state")).toEqual([{ held_revocations: 0 }]);
   });
 
+  it("sync --full --dry-run names the pairs whose sweep the guard would hold, as the real pass then holds them", async () => {
+    h = await createHarness({ sim: { docs: 80 } });
+    await h.sync();
+    const notion = serverOf(h, "notion");
+    const notionRows = (user: string) =>
+      accessRows(h).filter((a) => a.user_email === user && a.server_instance_id === notion).length;
+    const expected = [...h.sim.users].sort().map((user) => ({
+      user_email: user,
+      server_instance_id: notion,
+      would_revoke: notionRows(user),
+      pair_keys: notionRows(user),
+    }));
+    removeServerDocs(h, notion);
+
+    const json = await h.cli(["sync", "--full", "--dry-run", "--json"]);
+    expect(json.code, json.stderr).toBe(0);
+    const dry = JSON.parse(json.stdout).mirrors[0];
+    expect(dry.outcome).toBe("succeeded");
+    expect(dry.dry_run.held_sweeps).toEqual(expected);
+    const text = await h.cli(["sync", "--full", "--dry-run"]);
+    expect(text.code, text.stderr).toBe(0);
+    const heldLines = text.stdout.split("\n").filter((l) => l.includes("mass-delete guard would hold"));
+    expect(heldLines).toEqual(
+      expected.map(
+        (e) =>
+          `  the mass-delete guard would hold the sweep of ${e.user_email} on ${notion} (${e.would_revoke} of the pair's ${e.pair_keys} access rows): a real sync --full holds it, then \`syncmirror approve-sweep\` or \`sync --full --allow-mass-delete\` applies it`,
+      ),
+    );
+    // More than the table shows: the first 20, then how many more.
+    expect(dry.dry_run.would_revoke).toBeGreaterThan(20);
+    expect(text.stdout).toContain(
+      `    ... and ${dry.dry_run.would_revoke - 20} more (sync --full --dry-run --json lists up to 1000)`,
+    );
+    expect(text.stdout.match(/^ {4}user\d+@example\.com {2}\S+$/gm)).toHaveLength(20);
+
+    // The real pass holds exactly those; with --allow-mass-delete the dry run holds nothing.
+    const held = await h.sync({ full: true });
+    expect(held.counts.sweeps_held).toBe(expected.length);
+    expect(held.counts.held_revocations).toBe(expected.reduce((n, e) => n + e.would_revoke, 0));
+    const allowed = await h.cli(["sync", "--full", "--dry-run", "--allow-mass-delete", "--json"]);
+    expect(JSON.parse(allowed.stdout).mirrors[0].dry_run.held_sweeps).toEqual([]);
+  });
+
   it("applies a sweep of 10 keys or fewer even when it is most of the pair's keys", async () => {
     h = await createHarness({ sim: { docs: 20 } });
     await h.sync();

@@ -264,17 +264,72 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
       await opened.store.access.seeAll([{ ...ann, key, source: "docs", seenAt: T1 }]);
     await opened.store.access.seeAll([{ ...bo, key: shared, source: "docs", seenAt: T1 }]);
     const trigger = await intent(mirror, { intentAt: T2 });
+    const totals = () => opened.store.dryRun.totals(trigger.id, 1000);
+    const counts = async () => {
+      const t = await totals();
+      return { would_revoke: t.would_revoke, would_delete: t.would_delete };
+    };
     await opened.store.dryRun.seen(trigger.id, ann.userEmail, [seen]);
-    await opened.store.dryRun.collectPair(trigger.id, { ...ann, threshold: 1 });
+    expect(await opened.store.dryRun.collectPair(trigger.id, { ...ann, threshold: 1 }), "marked").toBe(2);
     // Ann loses shared and annOnly; only annOnly would be deleted (Bo still sees shared).
-    expect(await opened.store.dryRun.totals(trigger.id)).toEqual({ would_revoke: 2, would_delete: 1 });
-    expect(await opened.store.dryRun.totals(trigger.id)).toEqual({ would_revoke: 0, would_delete: 0 });
+    expect(await counts()).toEqual({ would_revoke: 2, would_delete: 1 });
+    expect(await counts()).toEqual({ would_revoke: 0, would_delete: 0 });
     await opened.store.dryRun.collectWholePair(trigger.id, ann);
     await opened.store.dryRun.collectWholePair(trigger.id, bo);
-    expect(await opened.store.dryRun.totals(trigger.id)).toEqual({ would_revoke: 4, would_delete: 3 });
+    expect(await counts()).toEqual({ would_revoke: 4, would_delete: 3 });
     // Threshold 2: one miss so far is not enough.
-    await opened.store.dryRun.collectPair(trigger.id, { ...ann, threshold: 2 });
-    expect(await opened.store.dryRun.totals(trigger.id)).toEqual({ would_revoke: 0, would_delete: 0 });
+    expect(await opened.store.dryRun.collectPair(trigger.id, { ...ann, threshold: 2 })).toBe(0);
+    expect(await counts()).toEqual({ would_revoke: 0, would_delete: 0 });
+  });
+
+  it("lists what a dry-run sweep would revoke and delete, sorted, up to the limit", async () => {
+    const mirror = `m-${uid()}`;
+    const ann: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
+    const bo: PairRef = { ...ann, userEmail: "bo@example.test" };
+    const id = uid();
+    // Written out of order; byte order puts "B" before "a" on both dialects.
+    const [k1, k2, k3] = [`k-${id}-b`, `k-${id}-B`, `k-${id}-a`];
+    for (const key of [k1, k2, k3]) await opened.store.resources.writeAll([resource(key)], null, T1);
+    for (const pair of [bo, ann])
+      for (const key of [k1, k2, k3])
+        await opened.store.access.seeAll([{ ...pair, key, source: "docs", seenAt: T1 }]);
+    const trigger = await intent(mirror, { intentAt: T2 });
+    const collect = async () => {
+      await opened.store.dryRun.collectWholePair(trigger.id, bo);
+      await opened.store.dryRun.seen(trigger.id, ann.userEmail, [k1]);
+      await opened.store.dryRun.collectPair(trigger.id, { ...ann, threshold: 1 });
+    };
+    await collect();
+    // Ann keeps k1: only k2 and k3 lose their last access.
+    const all = await opened.store.dryRun.totals(trigger.id, 1000);
+    expect(all).toEqual({
+      would_revoke: 5,
+      would_delete: 2,
+      revoke: [
+        { user_email: ann.userEmail, key: k2 },
+        { user_email: ann.userEmail, key: k3 },
+        { user_email: bo.userEmail, key: k2 },
+        { user_email: bo.userEmail, key: k3 },
+        { user_email: bo.userEmail, key: k1 },
+      ],
+      revoke_truncated: false,
+      delete: [k2, k3],
+      delete_truncated: false,
+    });
+    await collect();
+    expect(await opened.store.dryRun.totals(trigger.id, 2), "the first of each, the totals whole").toEqual({
+      ...all,
+      revoke: all.revoke.slice(0, 2),
+      revoke_truncated: true,
+    });
+    await collect();
+    expect(await opened.store.dryRun.totals(trigger.id, 1)).toEqual({
+      ...all,
+      revoke: all.revoke.slice(0, 1),
+      revoke_truncated: true,
+      delete: [k2],
+      delete_truncated: true,
+    });
   });
 
   it("grants a lease to one holder at a time, hands it over once released, and claims each tick once", async () => {
