@@ -57,17 +57,14 @@ export async function dryRunSweep(
   for (const { pair } of (await findLeavingPairs(pass, trigger, read)).leaving)
     await ctx.store.dryRun.collectWholePair(trigger.id, pair);
   const totals = await ctx.store.dryRun.totals(trigger.id, DRY_RUN_LIST_LIMIT);
-  const summary = await settle(pass, trigger.id, read, {
+  const byPair = (h: DryRunReport["held_sweeps"][number]) => `${h.user_email}\n${h.server_instance_id}`;
+  heldSweeps.sort((a, b) => (byPair(a) < byPair(b) ? -1 : byPair(a) > byPair(b) ? 1 : 0));
+  return settle(pass, trigger.id, read, {
     timedOut,
     resumed: false,
     startedAtMs,
-    dryRun: true,
+    dryRun: { ...totals, held_sweeps: heldSweeps },
   });
-  const byPair = (h: DryRunReport["held_sweeps"][number]) => `${h.user_email}\n${h.server_instance_id}`;
-  heldSweeps.sort((a, b) => (byPair(a) < byPair(b) ? -1 : byPair(a) > byPair(b) ? 1 : 0));
-  summary.dry_run = { ...totals, held_sweeps: heldSweeps };
-  summary.message = `dry run: the sweep would revoke ${totals.would_revoke} access row(s) and delete ${totals.would_delete} resource(s); nothing was written`;
-  return summary;
 }
 
 async function collectKeys({ ctx }: MirrorPass, trigger: Trigger, run: Run): Promise<void> {

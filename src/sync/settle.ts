@@ -10,7 +10,7 @@ import { refreshMirrorGauges } from "./gauges.js";
 import { type Outcome, sourceSucceeded } from "./outcome.js";
 import { newlyStalePairs } from "./plan.js";
 import { recordSkippedPairs } from "./skipped-problems.js";
-import { emptySummary, type MirrorSummary } from "./summary.js";
+import { type DryRunReport, emptySummary, type MirrorSummary } from "./summary.js";
 import { sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
 
 export async function settle(
@@ -21,7 +21,8 @@ export async function settle(
     timedOut: boolean;
     resumed: boolean;
     startedAtMs: number;
-    dryRun?: boolean;
+    /** A dry run's report: the pass wrote nothing, and says what its sweep would have done. */
+    dryRun?: DryRunReport;
     /** The trigger as it stands, when the caller read it after the pass's last write to it. */
     trigger?: Trigger;
   },
@@ -96,13 +97,17 @@ export async function settle(
   });
   summary.outcome = outcome;
   summary.message = message;
+  if (extra.dryRun) {
+    summary.dry_run = extra.dryRun;
+    summary.message = `dry run: the sweep would revoke ${extra.dryRun.would_revoke} access row(s) and delete ${extra.dryRun.would_delete} resource(s); nothing was written`;
+  }
   const at = ctx.now();
   summary.duration_seconds = Math.max(0, (at.getTime() - extra.startedAtMs) / 1000);
 
   await closeTrigger(pass, trigger, summary, {
     at,
     keepInFlight: false,
-    dryRun: extra.dryRun ?? false,
+    dryRun: extra.dryRun !== undefined,
     heldRevocations: trigger.mode === "full" ? trigger.held : undefined,
     record: async (tx) => {
       const skips =
@@ -145,6 +150,12 @@ async function countKeys(
   const seen = await ctx.store.access.countKeysSeenSince(pairs, firstSeen);
   keys.unchanged = Math.max(0, seen - keys.new - keys.changed);
   return keys;
+}
+
+/** The summary the history keeps: a dry run's without its lists of keys, which can be long. */
+function kept(summary: MirrorSummary): MirrorSummary {
+  if (summary.dry_run === undefined) return summary;
+  return { ...summary, dry_run: { ...summary.dry_run, revoke: [], delete: [] } };
 }
 
 /** Closes an intent or trigger that could not proceed (refused, or failed for good). */
@@ -217,7 +228,7 @@ async function closeTrigger(
       c.record?.(tx),
       c.keepInFlight
         ? undefined
-        : tx.triggers.finish(trigger.id, { outcome, message, summary, finishedAt: at }),
+        : tx.triggers.finish(trigger.id, { outcome, message, summary: kept(summary), finishedAt: at }),
       !c.dryRun && trigger.mode === "full" && outcome === "succeeded"
         ? tx.syncConfigs.fullSucceeded(mirror.name, trigger.id)
         : undefined,

@@ -104,6 +104,8 @@ describe("sync --full --dry-run", () => {
       would_delete: 1,
     });
     expect(snapshot(h)).toEqual(before);
+    const history = await h.cli(["history", "--json", "--limit", "1"]);
+    expect(JSON.parse(history.stdout).passes[0]).toMatchObject({ mode: "full", dry_run: true });
 
     // The real sweep then does what the dry run said.
     const real = await h.sync({ full: true });
