@@ -15,7 +15,7 @@
  * - A trigger in flight is copied with its runs' checkpoints: the next pass on PostgreSQL resumes
  *   it, as it would resume one a stopped daemon left, never POSTing it again.
  */
-import { existsSync } from "node:fs";
+import { closeSync, existsSync, openSync, readSync } from "node:fs";
 import type pg from "pg";
 import { type Config, requireDatabaseUrl } from "../config.js";
 import { AbortedError, DatabaseLockedError, TargetNotEmptyError, UsageError } from "../errors.js";
@@ -72,10 +72,30 @@ export async function copyStore(options: CopyStoreOptions): Promise<CopyStoreRes
   }
 }
 
+/** Every SQLite database file begins with these 16 bytes. */
+const SQLITE_HEADER = Buffer.from("SQLite format 3\0", "latin1");
+
+/** Whether the file at `path` begins as a SQLite database does (an empty file is a database too). */
+function looksLikeSqlite(path: string): boolean {
+  const fd = openSync(path, "r");
+  try {
+    const head = Buffer.alloc(SQLITE_HEADER.length);
+    const read = readSync(fd, head, 0, head.length, 0);
+    return read === 0 || head.equals(SQLITE_HEADER);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function openSource(path: string): OpenDatabase {
   // openDatabase creates a missing file: a path with no mirror at it is a usage error, not an empty copy.
   if (!existsSync(path))
     throw new UsageError(`no SQLite mirror at ${path}: --from names the database.path of the mirror to copy`);
+  // Checked before it is opened, which would take its lock and narrow its mode to the owner's.
+  if (!looksLikeSqlite(path))
+    throw new UsageError(
+      `${path} is not a SQLite database: --from names the database.path of the mirror to copy`,
+    );
   try {
     return openDatabase(path, { lock: true });
   } catch (error) {

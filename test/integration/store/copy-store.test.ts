@@ -8,7 +8,7 @@
  * the same ops in the same order as the twin's (seq values themselves differ where the twins'
  * concurrent runs committed pages in another order).
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
@@ -221,7 +221,7 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
     expect(snapshotDiff(snapshot(s.copied), before)).toEqual([]);
   });
 
-  it("refuses bad usage with exit 2: a SQLite config, no --from, no file at --from; exit 1 while the SQLite mirror is in use", async () => {
+  it("refuses bad usage with exit 2: a SQLite config, no --from, no file or a file that is not a database at --from; exit 1 while the SQLite mirror is in use", async () => {
     const s = await createSetup({ docs: 5 });
     await pass(() => s.moved.cli(["sync"]));
 
@@ -236,6 +236,15 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
     const missing = await cliWith(s, ["copy-store", "--from", join(s.moved.dir, "nothing-here.db")]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain(`no SQLite mirror at ${join(s.moved.dir, "nothing-here.db")}`);
+    // A file that is not a database is named as such, and left as it was: no lock file, its mode kept.
+    const notDb = join(s.moved.dir, "notes.txt");
+    writeFileSync(notDb, "hello\n", { mode: 0o644 });
+    chmodSync(notDb, 0o644);
+    const wrongFile = await cliWith(s, ["copy-store", "--from", notDb]);
+    expect(wrongFile.code).toBe(2);
+    expect(wrongFile.stderr).toContain(`${notDb} is not a SQLite database`);
+    expect(statSync(notDb).mode & 0o777).toBe(0o644);
+    expect(readdirSync(s.moved.dir).filter((f) => f.startsWith("notes.txt"))).toEqual(["notes.txt"]);
 
     const held = openDatabase(s.moved.dbPath, { lock: true });
     try {
