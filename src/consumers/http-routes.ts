@@ -48,8 +48,9 @@ export function createConsumerRoutes(deps: ConsumerRoutesDeps): Route {
           : await search(deps, source, url);
       return json(200, body);
     } catch (error) {
-      if (error instanceof UsageError || error instanceof SearchQueryError)
-        return json(400, { error: error.message });
+      if (error instanceof UsageError) return json(400, { error: error.message });
+      // `<parameter>: <what is wrong>`, as every other 400 says it.
+      if (error instanceof SearchQueryError) return json(400, { error: `q: ${error.message}` });
       if (error instanceof SearchUnavailableError) return json(404, { error: error.message });
       throw error;
     }

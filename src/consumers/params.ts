@@ -96,7 +96,8 @@ function parse<T>(schema: z.ZodType<T>, raw: Raw, missing: Record<string, string
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const key = issue.path.join(".");
-    if (issue.code === "unrecognized_keys") return `unknown parameter ${issue.keys.join(", ")}`;
+    if (issue.code === "unrecognized_keys")
+      return issue.keys.map((k) => `${k}: unknown parameter`).join("; ");
     const name = names[key] ?? key;
     if (!(key in defined)) return `${name}: ${missing[key] ?? "is required"}`;
     return `${name}: ${issue.message}`;
