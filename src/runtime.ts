@@ -69,6 +69,7 @@ export async function createRuntime(
       sleep,
       crashPoint,
       ingestConcurrency: 4,
+      triggerPosts: config.api.maxAttempts,
       exportPageSize: config.export.pageSize,
       pagesAheadPerRun: config.export.pagesAheadPerRun,
       pagesAhead: createPageWindow(config.export.pagesAheadPerPass),

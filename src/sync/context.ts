@@ -32,6 +32,11 @@ export interface SyncContext {
   crashPoint: (point: CrashPoint) => void;
   /** Called each polling round (the CLI draws a progress line on a terminal). */
   onProgress?: (progress: Progress) => void;
+  /**
+   * Trigger POSTs one pass may send (`api.max_attempts`): each one after the first only once the run
+   * list shows the one before it created nothing.
+   */
+  triggerPosts: number;
   /** Runs exported at once per pass (HTTP concurrency; database writes stay serialized). */
   ingestConcurrency: number;
   /** The lease this pass runs under: `syncMirror` fences every write of the pass with it (`fence.ts`). */

@@ -46,9 +46,6 @@ async function takeDue(tx: StoreOps, mirror: string, mode: Mode): Promise<Due | 
   return taken.due;
 }
 
-/** Trigger POSTs one pass sends at most: the second only once the run list shows the first created nothing. */
-const TRIGGER_POSTS = 2;
-
 /**
  * Turns an intent into an active trigger: adopts orphaned runs if a previous POST created some,
  * else POSTs. A POST whose outcome is unknown (reset, timeout, gateway 5xx, unreadable answer) is
@@ -89,9 +86,9 @@ export async function establishTrigger(
       await ctx.sleep(mirror.pollInitialSeconds * 1000, ctx.signal);
       const orphans = await adoptOrphans(pass, intent);
       if (orphans) return orphans;
-      if (post >= TRIGGER_POSTS) {
+      if (post >= ctx.triggerPosts) {
         throw new TriggerOutcomeUnknownError(
-          `POST /sync-task got no usable answer ${TRIGGER_POSTS} times (each may have reached the service; the last: ${error.status ?? "no response"}) and the run list shows no run of either`,
+          `POST /sync-task got no usable answer ${post} times (each may have reached the service; the last: ${error.status ?? "no response"}) and the run list shows no run of any`,
           error,
           { cause: error },
         );

@@ -92,6 +92,13 @@ const RECOVERED: RecoveredCase[] = [
     posts: 2,
   },
   {
+    name: "500 twice on the trigger: each time the run list shows no run, so it is POSTed again, within api.max_attempts",
+    route: TRIGGER,
+    fault: { kind: "500", times: 2 },
+    code: "500",
+    posts: 3,
+  },
+  {
     name: "a reset before the first trigger was handled, then the second's response lost after it acted",
     route: TRIGGER,
     fault: { kind: "reset" },
@@ -189,11 +196,11 @@ const FAILED: FailedCase[] = [
     recover: "sync",
   },
   {
-    name: "two trigger POSTs reset before they were handled (the run list shows no run of either)",
+    name: "every trigger POST (api.max_attempts, 2 here) reset before it was handled (the run list shows no run of any)",
     route: TRIGGER,
     fault: { kind: "reset", times: 2 },
     outcome: "failed",
-    says: /POST \/sync-task got no usable answer 2 times .*no run of either.*stays in flight/,
+    says: /POST \/sync-task got no usable answer 2 times .*no run of any.*stays in flight/,
     recover: "sync",
   },
   {
