@@ -6,6 +6,7 @@ import type { StoreOps } from "../store/store.js";
 import type { PairRef, Run, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { decideOutcome } from "./decide-outcome.js";
+import { passError } from "./fail-run.js";
 import { refreshMirrorGauges } from "./gauges.js";
 import { type Outcome, sourceSucceeded } from "./outcome.js";
 import { newlyStalePairs } from "./plan.js";
@@ -172,14 +173,7 @@ export async function settleWithoutRuns(
   const at = ctx.now();
   summary.duration_seconds = Math.max(0, (at.getTime() - r.startedAtMs) / 1000);
   // Kept with the trigger, so a trigger resumed after several failed attempts shows each of them.
-  const attempt = {
-    at: at.toISOString(),
-    syncId: null,
-    userEmail: null,
-    source: null,
-    error: r.message,
-    replica: ctx.replica?.name ?? null,
-  };
+  const attempt = passError(ctx, r.message, undefined, at);
   await closeTrigger(pass, trigger, summary, {
     at,
     keepInFlight: r.keepInFlight,

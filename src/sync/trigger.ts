@@ -7,6 +7,7 @@ import { consumeDue } from "../store/schedule-rules.js";
 import type { StoreOps } from "../store/store.js";
 import type { Due, Mode, NewRun, Trigger } from "../store/types.js";
 import type { MirrorPass, SyncContext } from "./context.js";
+import { passError } from "./fail-run.js";
 import type { Plan } from "./plan.js";
 import { serverTime } from "./time.js";
 
@@ -69,16 +70,7 @@ export async function establishTrigger(
     } catch (error) {
       if (!(error instanceof TriggerOutcomeUnknownError)) throw error;
       // An error met, though the pass may recover from it: the pass's history keeps it.
-      await ctx.store.history.addErrors(intent.id, [
-        {
-          at: ctx.now().toISOString(),
-          syncId: null,
-          userEmail: null,
-          source: null,
-          error: error.message,
-          replica: ctx.replica?.name ?? null,
-        },
-      ]);
+      await ctx.store.history.addErrors(intent.id, [passError(ctx, error.message)]);
       ctx.log.warn(
         { err: error.message, post, grace_seconds: mirror.pollInitialSeconds },
         "trigger POST got no usable response; reading the run list for the runs it may have created",
