@@ -38,7 +38,7 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   const envTokens: [TokenKind, string][] = [];
   for (const kind of ["api", "http"] as const) {
-    for (const name of new Set([readTokenEnv(raw, kind, TOKENS[kind]), TOKENS[kind]])) {
+    for (const name of new Set([readTokenEnv(raw, kind), TOKENS[kind]])) {
       const token = env[name];
       if (token !== undefined && token.length >= 8) envTokens.push([kind, token]);
     }
@@ -76,9 +76,10 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
   return issues;
 }
 
-function readTokenEnv(raw: unknown, section: TokenKind, fallback: string): string {
+/** The variable `<section>.token_env` names in the raw file, else its default. */
+function readTokenEnv(raw: unknown, section: TokenKind): string {
   const value = (raw as Record<string, { token_env?: unknown } | undefined> | null)?.[section]?.token_env;
-  return typeof value === "string" ? value : fallback;
+  return typeof value === "string" ? value : TOKENS[section];
 }
 
 /** `api.base_url`, `mirrors[0].name`: a zod issue path as the config file's keys read. */
