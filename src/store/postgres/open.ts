@@ -3,8 +3,6 @@
  * that is down, and the migrations under an advisory lock so replicas starting together migrate
  * once. No message or log line carries the URL (it holds a password): they name its env var.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
@@ -12,11 +10,10 @@ import {
   DatabaseError,
   DatabaseRefusedError,
   DatabaseUnavailableError,
-  SchemaTooNewError,
   SyncmirrorError,
 } from "../../errors.js";
 import { driverError } from "../driver.js";
-import { migrationsDir } from "../migrations-dir.js";
+import { migrationsDir, readJournal, refuseNewerSchema } from "../migrations-dir.js";
 
 const MIGRATIONS_DIR = migrationsDir("postgres");
 /** Any fixed number, the same in every syncmirror: the advisory lock held while migrating. */
@@ -187,7 +184,7 @@ export async function migrateUnderLock(pool: pg.Pool, naming: Naming): Promise<v
     if (await isUpToDate(client)) return;
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
     try {
-      await refuseNewerSchema(client, naming);
+      await refuseNewerThanBinary(client, naming);
       await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
     } finally {
       await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
@@ -204,15 +201,6 @@ export async function migrateUnderLock(pool: pg.Pool, naming: Naming): Promise<v
   }
 }
 
-interface Journal {
-  entries: { idx: number; when: number; tag: string }[];
-}
-
-/** The binary's migrations as drizzle-kit listed them. */
-export function readJournal(): Journal {
-  return JSON.parse(readFileSync(join(MIGRATIONS_DIR, "meta", "_journal.json"), "utf8")) as Journal;
-}
-
 /**
  * The database holds exactly the binary's migrations (one round trip, no lock): drizzle applies
  * them and records them in one transaction, so once the newest is recorded its schema is there.
@@ -227,7 +215,7 @@ async function isUpToDate(client: pg.PoolClient): Promise<boolean> {
     if ((error as { code?: string }).code === UNDEFINED_TABLE) return false;
     throw error;
   }
-  const entries = readJournal().entries;
+  const entries = readJournal("postgres").entries;
   const last = entries.at(-1);
   return applied?.n === entries.length && applied.newest !== null && Number(applied.newest) === last?.when;
 }
@@ -237,16 +225,12 @@ const APPLIED_SQL =
 /** The migrations table does not exist yet: a fresh database. */
 const UNDEFINED_TABLE = "42P01";
 
-async function refuseNewerSchema(client: pg.PoolClient, naming: Naming): Promise<void> {
+async function refuseNewerThanBinary(client: pg.PoolClient, naming: Naming): Promise<void> {
   const exists = await client.query<{ t: string | null }>(
     "SELECT to_regclass('drizzle.__drizzle_migrations')::text AS t",
   );
   if (!exists.rows[0]?.t) return;
   const applied = await client.query<{ n: number; newest: string | null }>(APPLIED_SQL);
   const { n, newest } = applied.rows[0] ?? { n: 0, newest: null };
-  const entries = readJournal().entries;
-  const last = entries.at(-1);
-  if (n > entries.length || (newest !== null && Number(newest) > (last?.when ?? 0))) {
-    throw new SchemaTooNewError(naming.database, n, entries.length, last?.tag ?? "none");
-  }
+  refuseNewerSchema("postgres", naming.database, { n, newest: newest === null ? null : Number(newest) });
 }

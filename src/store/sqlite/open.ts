@@ -5,8 +5,8 @@ import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
 import { type BetterSQLite3Database, drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import { DatabaseError, DatabaseLockedError } from "../../errors.js";
-import { migrationsDir } from "../migrations-dir.js";
+import { DatabaseError, DatabaseLockedError, SchemaTooNewError } from "../../errors.js";
+import { migrationsDir, refuseNewerSchema } from "../migrations-dir.js";
 import { assertCreatableDatabasePath } from "./database-path.js";
 import * as schema from "./schema.js";
 
@@ -33,9 +33,11 @@ export function openDatabase(path: string, options: { lock?: boolean } = {}): Op
   try {
     const sqlite = openSqlite(path);
     try {
+      refuseNewerSchema("sqlite", path, appliedMigrations(sqlite));
       migrate(drizzle(sqlite), { migrationsFolder: MIGRATIONS_DIR });
     } catch (cause) {
       sqlite.close();
+      if (cause instanceof SchemaTooNewError) throw cause;
       throw new DatabaseError(`cannot migrate database ${path}: ${(cause as Error).message}`, { cause });
     }
     restrictSidecars(path);
@@ -53,6 +55,46 @@ export function openDatabase(path: string, options: { lock?: boolean } = {}): Op
     release();
     throw error;
   }
+}
+
+/**
+ * Whether an existing SQLite file holds a mirror (syncmirror's migrations table), read without
+ * writing anything; a file that cannot be opened read-only is left for openDatabase to explain.
+ */
+export function hasMirrorTables(path: string): boolean {
+  let sqlite: Database.Database;
+  try {
+    sqlite = new Database(path, { readonly: true, fileMustExist: true });
+  } catch {
+    return true;
+  }
+  try {
+    return hasMigrationsTable(sqlite);
+  } catch {
+    return true;
+  } finally {
+    sqlite.close();
+  }
+}
+
+function hasMigrationsTable(sqlite: Database.Database): boolean {
+  return (
+    sqlite
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'")
+      .get() !== undefined
+  );
+}
+
+/** What drizzle's migrator recorded in the file: none yet when its table does not exist. */
+function appliedMigrations(sqlite: Database.Database): { n: number; newest: number | null } {
+  if (!hasMigrationsTable(sqlite)) return { n: 0, newest: null };
+  const row = sqlite
+    .prepare("SELECT count(*) AS n, max(created_at) AS newest FROM __drizzle_migrations")
+    .get() as {
+    n: number;
+    newest: number | string | null;
+  };
+  return { n: row.n, newest: row.newest === null ? null : Number(row.newest) };
 }
 
 function openSqlite(path: string): Database.Database {

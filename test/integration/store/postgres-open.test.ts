@@ -6,7 +6,8 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DatabaseRefusedError, DatabaseUnavailableError, SchemaTooNewError } from "../../../src/errors.js";
 import { silentLogger } from "../../../src/log.js";
-import { MIGRATION_LOCK, readJournal } from "../../../src/store/postgres/open.js";
+import { readJournal } from "../../../src/store/migrations-dir.js";
+import { MIGRATION_LOCK } from "../../../src/store/postgres/open.js";
 import { openPostgresStore } from "../../../src/store/postgres/postgres-store.js";
 import { createTestDatabase, postgresForTests } from "../../helpers/postgres.js";
 
@@ -40,7 +41,7 @@ describe.runIf(await postgresForTests())("opening the PostgreSQL store", () => {
         database.url,
         "SELECT hash FROM drizzle.__drizzle_migrations",
       );
-      expect(applied).toHaveLength(readJournal().entries.length);
+      expect(applied).toHaveLength(readJournal("postgres").entries.length);
       for (const store of stores) await store.ping();
       await stores[0]?.mirrors.ensure("main", "cfg");
       expect(await stores[2]?.mirrors.get("main")).toMatchObject({ syncConfigId: "cfg" });
@@ -66,7 +67,7 @@ describe.runIf(await postgresForTests())("opening the PostgreSQL store", () => {
   });
 
   it("refuses a database migrated by a newer syncmirror, naming both schema versions", async () => {
-    const journal = readJournal().entries;
+    const journal = readJournal("postgres").entries;
     const newest = journal.at(-1);
     await rows(
       database.url,
