@@ -15,13 +15,13 @@
  * - A trigger in flight is copied with its runs' checkpoints: the next pass on PostgreSQL resumes
  *   it, as it would resume one a stopped daemon left, never POSTing it again.
  */
-import { closeSync, existsSync, openSync, readSync } from "node:fs";
+import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type pg from "pg";
 import { type Config, requireDatabaseUrl } from "../config.js";
 import { AbortedError, DatabaseLockedError, TargetNotEmptyError, UsageError } from "../errors.js";
 import { COPIED_TABLES, type CopiedTable, describeTable, insertSql, toPostgres } from "./copy-tables.js";
 import { createNaming, createPool, migrateUnderLock, type Naming, storeError } from "./postgres/open.js";
-import { type OpenDatabase, openDatabase } from "./sqlite/open.js";
+import { hasMirrorTables, type OpenDatabase, openDatabase } from "./sqlite/open.js";
 
 const BATCH_ROWS = 500;
 const BATCH_BYTES = 8 * 1024 * 1024;
@@ -75,27 +75,29 @@ export async function copyStore(options: CopyStoreOptions): Promise<CopyStoreRes
 /** Every SQLite database file begins with these 16 bytes. */
 const SQLITE_HEADER = Buffer.from("SQLite format 3\0", "latin1");
 
-/** Whether the file at `path` begins as a SQLite database does (an empty file is a database too). */
-function looksLikeSqlite(path: string): boolean {
+/**
+ * Why `--from` names no syncmirror mirror, checked before the file is opened for writing, which
+ * would take its lock, narrow its mode to the owner's and write the schema into it.
+ */
+function sourceProblem(path: string): string | undefined {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (!stat) return `no SQLite mirror at ${path}`;
+  if (stat.isDirectory()) return `${path} is a directory, not a SQLite database file`;
+  if (stat.size === 0) return `${path} is an empty file: it holds no mirror`;
   const fd = openSync(path, "r");
   try {
     const head = Buffer.alloc(SQLITE_HEADER.length);
-    const read = readSync(fd, head, 0, head.length, 0);
-    return read === 0 || head.equals(SQLITE_HEADER);
+    readSync(fd, head, 0, head.length, 0);
+    if (!head.equals(SQLITE_HEADER)) return `${path} is not a SQLite database`;
   } finally {
     closeSync(fd);
   }
+  return hasMirrorTables(path) ? undefined : `${path} is a SQLite database but not a syncmirror mirror`;
 }
 
 function openSource(path: string): OpenDatabase {
-  // openDatabase creates a missing file: a path with no mirror at it is a usage error, not an empty copy.
-  if (!existsSync(path))
-    throw new UsageError(`no SQLite mirror at ${path}: --from names the database.path of the mirror to copy`);
-  // Checked before it is opened, which would take its lock and narrow its mode to the owner's.
-  if (!looksLikeSqlite(path))
-    throw new UsageError(
-      `${path} is not a SQLite database: --from names the database.path of the mirror to copy`,
-    );
+  const problem = sourceProblem(path);
+  if (problem) throw new UsageError(`${problem}: --from names the database.path of the mirror to copy`);
   try {
     return openDatabase(path, { lock: true });
   } catch (error) {

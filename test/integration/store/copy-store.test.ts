@@ -8,8 +8,9 @@
  * the same ops in the same order as the twin's (seq values themselves differ where the twins'
  * concurrent runs committed pages in another order).
  */
-import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { canonicalJson } from "../../../src/simulator/canonical-json.js";
@@ -221,7 +222,7 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
     expect(snapshotDiff(snapshot(s.copied), before)).toEqual([]);
   });
 
-  it("refuses bad usage with exit 2: a SQLite config, no --from, no file or a file that is not a database at --from; exit 1 while the SQLite mirror is in use", async () => {
+  it("refuses bad usage with exit 2: a SQLite config, no --from, and at --from no file, a directory, an empty file, a non-SQLite file or another program's SQLite database (left as it was); exit 1 while the SQLite mirror is in use", async () => {
     const s = await createSetup({ docs: 5 });
     await pass(() => s.moved.cli(["sync"]));
 
@@ -245,6 +246,28 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
     expect(wrongFile.stderr).toContain(`${notDb} is not a SQLite database`);
     expect(statSync(notDb).mode & 0o777).toBe(0o644);
     expect(readdirSync(s.moved.dir).filter((f) => f.startsWith("notes.txt"))).toEqual(["notes.txt"]);
+    // A directory, an empty file and another program's SQLite database: one line each, exit 2,
+    // and the file left as it was (no schema written into it).
+    const folder = join(s.moved.dir, "a-folder");
+    mkdirSync(folder);
+    const emptyFile = join(s.moved.dir, "empty.db");
+    writeFileSync(emptyFile, "");
+    const foreign = join(s.moved.dir, "foreign.db");
+    const other = new Database(foreign);
+    other.exec("CREATE TABLE notes (body TEXT)");
+    other.close();
+    const foreignBytes = readFileSync(foreign);
+    for (const [path, says] of [
+      [folder, `${folder} is a directory, not a SQLite database file`],
+      [emptyFile, `${emptyFile} is an empty file: it holds no mirror`],
+      [foreign, `${foreign} is a SQLite database but not a syncmirror mirror`],
+    ] as const) {
+      const r = await cliWith(s, ["copy-store", "--from", path]);
+      expect(r.code, path).toBe(2);
+      expect(r.stderr).toBe(`syncmirror: ${says}: --from names the database.path of the mirror to copy\n`);
+    }
+    expect(statSync(emptyFile).size).toBe(0);
+    expect(readFileSync(foreign).equals(foreignBytes)).toBe(true);
 
     const held = openDatabase(s.moved.dbPath, { lock: true });
     try {
