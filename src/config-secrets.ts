@@ -10,8 +10,11 @@ export const DEFAULT_HTTP_TOKEN_ENV = "SYNCMIRROR_HTTP_TOKEN";
 type Env = Readonly<Record<string, string | undefined>>;
 
 const SECRET_KEY = /(^|_)(token|secret|password|api_?key|bearer)$/i;
-/** A connection URL carries its password: it belongs in the environment, like the token. */
-const DATABASE_URL = /^postgres(ql)?:\/\//i;
+/**
+ * A connection URL carries its password: it belongs in the environment, like the token, wherever
+ * in a value it sits (a message or instructions quoting it are sent upstream).
+ */
+const DATABASE_URL = /postgres(ql)?:\/\//i;
 
 /** The two tokens: which `*.token_env` names the variable, and the variable it defaults to. */
 const TOKENS = { api: DEFAULT_TOKEN_ENV, http: DEFAULT_HTTP_TOKEN_ENV } as const;
@@ -53,7 +56,7 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
       const namesVariable = NAMES_A_VARIABLE.test(key);
       const envToken = envTokens.find(([, t]) => value.includes(t))?.[0];
       const kind: TokenKind = envToken ?? (path[0] === "http" ? "http" : "api");
-      if (DATABASE_URL.test(value.trim())) {
+      if (DATABASE_URL.test(value)) {
         issues.push({
           path: formatPath(path),
           message:

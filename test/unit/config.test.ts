@@ -162,6 +162,25 @@ describe("config", () => {
     expect(error?.message).not.toContain(secret);
   });
 
+  it("rejects a postgres:// URL anywhere in a value, at the start or inside a sentence, naming the key only", () => {
+    const url = "postgres://mirror:s3cret-pw@db.internal:5432/mirror";
+    const cases: [string, string][] = [
+      [base.replace("api:\n", `database:\n  url: ${url}\napi:\n`), "database.url"],
+      [base.replace("api:\n", `database:\n  path: " ${url.toUpperCase()}"\napi:\n`), "database.path"],
+      [
+        `${base}defaults:\n  continue_message: "connect to ${url} and continue"\n`,
+        "defaults.continue_message",
+      ],
+      [`${base}defaults:\n  continue_message: "url=postgresql://u:pw@h/db"\n`, "defaults.continue_message"],
+    ];
+    for (const [text, path] of cases) {
+      const issues = issuesOf(text, {});
+      expect(issues.map((i) => i.path)).toEqual([path]);
+      expect(issues[0]?.message).toContain("holds a database URL");
+      expect(JSON.stringify(issues)).not.toMatch(/s3cret|pw@/i);
+    }
+  });
+
   it("rejects any key holding the token from the environment", () => {
     const token = "env-token-0123456789";
     const issues = issuesOf(`${base}    sync_config_id_note: ${token}\n`, { SYNCMIRROR_API_TOKEN: token });
