@@ -9,7 +9,7 @@ import type { SyncConfig } from "../api/schemas.js";
 import { CreateOutcomeUnknownError, NameTakenError } from "../errors.js";
 import type { Store } from "../store/store.js";
 import { aPass } from "../sync/pass-name.js";
-import { isPending, type PlanEntry } from "./plan.js";
+import { adoptProblem, isPending, type PlanEntry } from "./plan.js";
 import { describeRefusal } from "./refusal.js";
 import type { DesiredSyncConfig } from "./resolve.js";
 
@@ -70,10 +70,7 @@ export async function applyEntry(e: PlanEntry, deps: ApplyDeps, flags: ApplyFlag
     return result("refused", message);
   };
   if (e.problem) return refuse(e.problem);
-  if (e.needs === "adopt" && !flags.adopt)
-    return refuse(
-      `a sync config named "${want.fields.name}" (${e.syncConfigId}) already exists and syncmirror did not create it: \`syncmirror apply --adopt\` takes it over (recorded), or rename sync_config.name`,
-    );
+  if (e.needs === "adopt" && !flags.adopt) return refuse(adoptProblem(e));
   const previousId = (await deps.store.mirrors.get(e.mirror))?.syncConfigId;
   // A rename too, though it alters nothing collected: one rule for every change, which an operator
   // can rely on without knowing which fields the service reads when it collects.

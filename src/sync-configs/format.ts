@@ -4,7 +4,7 @@
  */
 import type { ApplyResult } from "./apply.js";
 import type { FieldChange } from "./diff.js";
-import { isPending, type PlanEntry } from "./plan.js";
+import { adoptProblem, isPending, type PlanEntry } from "./plan.js";
 
 /** Instructions shorter than this on one line are shown inline, longer ones line by line. */
 const INLINE_CHARS = 60;
@@ -38,7 +38,8 @@ export function planJson(entries: readonly PlanEntry[]) {
       sync_config_id: e.syncConfigId,
       changes: e.changes,
       needs: e.needs,
-      problem: e.problem,
+      // The same count as `problems`: a config to adopt is one until `apply --adopt`.
+      problem: e.problem ?? (e.needs === "adopt" ? adoptProblem(e) : null),
       notes: e.notes,
     })),
   };

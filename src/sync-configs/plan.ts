@@ -83,6 +83,11 @@ export function isPending(e: PlanEntry): boolean {
   return e.action === "create" || e.action === "replace" || e.action === "adopt";
 }
 
+/** Why `apply` without `--adopt` refuses a config syncmirror did not create, as plan and apply say it. */
+export function adoptProblem(e: PlanEntry): string {
+  return `a sync config named "${e.desired?.fields.name ?? e.name}" (${e.syncConfigId}) already exists and syncmirror did not create it: \`syncmirror apply --adopt\` takes it over (recorded), or rename sync_config.name`;
+}
+
 /** Exit codes (docs/reference/cli.md): 1 problems (a foreign config to adopt counts: `apply` refuses it), 3 changes pending, 0 nothing to change. */
 export function planExitCode(entries: readonly PlanEntry[]): number {
   if (entries.some((e) => e.problem !== null || e.needs === "adopt")) return 1;

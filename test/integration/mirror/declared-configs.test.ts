@@ -96,6 +96,14 @@ describe("declared sync configs: plan and apply", () => {
     expect(plan.stdout).toContain(
       `adopt sync config "Wiki" (${foreign}): it exists and syncmirror did not create it`,
     );
+    // --json counts it as a problem and says which, as apply would.
+    const json = JSON.parse((await h.cli(["plan", "--json"])).stdout) as {
+      problems: number;
+      mirrors: { needs: string | null; problem: string | null }[];
+    };
+    expect(json.problems).toBe(1);
+    expect(json.mirrors[0]?.needs).toBe("adopt");
+    expect(json.mirrors[0]?.problem).toContain("`syncmirror apply --adopt` takes it over");
     const refused = await h.cli(["apply"]);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toContain("REFUSED");
