@@ -142,10 +142,10 @@ export function createTickRecorder(deps: TickRecorderDeps): TickRecorder {
     }
   }
 
-  /** Why a pass was already due: it follows a running pass, a dead replica's trigger, or waits for a slot. */
+  /** Why a pass was already due: it follows the mirror's pass in flight (running, or a dead replica's trigger), or waits for a slot. */
   async function coalescedInto(mirror: string): Promise<SkipReason> {
     try {
-      if ((await store.leases.holders()).has(mirror)) return "running";
+      if ((await store.leases.holders()).has(mirror)) return "in_flight";
       return (await store.triggers.findInFlight(mirror)) ? "in_flight" : "waiting";
     } catch {
       return "waiting";

@@ -104,7 +104,7 @@ describe("tick recorder", () => {
     expect(counted, "10:30 coalesced into the 10:15 pass still due, counted by one process").toBe(1);
   });
 
-  it("names what a time coalesced into: the running pass, a dead holder's trigger, or a pass waiting", async () => {
+  it("names what a time coalesced into: a pass in flight (running, or a dead holder's trigger), or a pass waiting", async () => {
     const s = openEmptyStore();
     store = s;
     const { rec, metrics } = recorder(mirror({ incrementalCron: "*/15 * * * *" }), s);
@@ -113,7 +113,7 @@ describe("tick recorder", () => {
     await tick("2026-03-10T10:15:00Z");
     const lease = await s.leases.acquire("main", { id: "other", name: "web-2:1" }, 60);
     await tick("2026-03-10T10:30:00Z");
-    expect(await skips(metrics, "running")).toBe(1);
+    expect(await skips(metrics, "in_flight")).toBe(1);
     await s.leases.release({ mirror: "main", holder: "other", epoch: lease?.epoch ?? 0 });
     await s.triggers.createIntent({
       mirror: "main",
@@ -128,7 +128,7 @@ describe("tick recorder", () => {
       dueReason: null,
     });
     await tick("2026-03-10T10:45:00Z");
-    expect(await skips(metrics, "in_flight")).toBe(1);
+    expect(await skips(metrics, "in_flight")).toBe(2);
     expect(await skips(metrics, "waiting")).toBe(0);
   });
 

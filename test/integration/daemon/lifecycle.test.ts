@@ -93,7 +93,7 @@ describe("syncmirror run", () => {
     await until(() => triggerPosts(harness) > 0, "the trigger POST");
     await until(
       async () =>
-        (await d.metric("syncmirror_ticks_skipped_total", { mirror: "main", reason: "running" })) >= 2,
+        (await d.metric("syncmirror_ticks_skipped_total", { mirror: "main", reason: "in_flight" })) >= 2,
       "two ticks coalesced into the pass due after the running one",
     );
     expect(triggerPosts(h)).toBe(1);

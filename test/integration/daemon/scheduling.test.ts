@@ -58,7 +58,7 @@ describe("syncmirror run: scheduling", () => {
     h.sim.runs.hold();
     const first = await suite.daemon(h);
     await until(
-      async () => (await first.metric("syncmirror_ticks_skipped_total", { reason: "running" })) >= 3,
+      async () => (await first.metric("syncmirror_ticks_skipped_total", { reason: "in_flight" })) >= 3,
       "three more ticks while the pass runs",
     );
     expect(triggers(h)).toHaveLength(1);
