@@ -191,6 +191,8 @@ export function formatTable(summaries: readonly MirrorSummary[]): string {
   for (const [i, row] of rows.entries()) {
     out += line(row);
     const s = summaries[i] as MirrorSummary;
+    if (s.finished_first)
+      out += `  first finished the ${s.finished_first.mode} pass left in flight: ${s.finished_first.outcome}: ${s.finished_first.message}\n`;
     out += `  ${s.message}\n`;
     if (s.dry_run) out += formatDryRun(s.dry_run);
   }

@@ -48,6 +48,11 @@ export interface MirrorSummary {
   duration_seconds: number;
   /** Only for `--full --dry-run`: what the sweep would do. */
   dry_run?: DryRunReport;
+  /**
+   * Only when a full pass first finished the incremental left in flight: that pass, which history
+   * keeps as an entry of its own. The outcome and exit code are the full pass's.
+   */
+  finished_first?: Pick<MirrorSummary, "mode" | "trigger_id" | "outcome" | "message">;
 }
 
 /**

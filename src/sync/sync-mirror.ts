@@ -66,10 +66,12 @@ async function resumeOrTrigger(
     const resumed = await drive(mirrorPass, inFlight, true);
     const stillInFlight = (await ctx.store.triggers.findInFlight(mirror.name)) !== undefined;
     if (!full || inFlight.mode === "full" || stillInFlight) return resumed;
-    return trigger(mirrorPass, full, {
+    const summary = await trigger(mirrorPass, full, {
       pairs: await ctx.store.pairs.listForMirror(mirror.name),
       knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),
     });
+    const { mode, trigger_id, outcome, message } = resumed;
+    return { ...summary, finished_first: { mode, trigger_id, outcome, message } };
   }
   return trigger(mirrorPass, full, { pairs, knownBefore });
 }

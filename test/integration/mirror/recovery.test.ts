@@ -99,8 +99,13 @@ describe("crashes", () => {
     const crashed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post" });
     expect(crashed.code, crashed.stderr).toBeNull();
 
-    const full = await h.sync({ full: true });
-    expect(full).toMatchObject({ mode: "full", outcome: "succeeded", resumed: false });
+    const full = await h.cli(["sync", "--full", "--json"]);
+    expect(full.code, full.stderr).toBe(0);
+    const summary = (JSON.parse(full.stdout) as { mirrors: Record<string, unknown>[] }).mirrors[0];
+    expect(summary).toMatchObject({ mode: "full", outcome: "succeeded", resumed: false });
+    // The incremental it finished first is reported beside it, not lost.
+    expect(summary?.finished_first).toMatchObject({ mode: "incremental", outcome: "succeeded" });
+    expect((summary?.finished_first as { trigger_id: string }).trigger_id).not.toBe(summary?.trigger_id);
     const triggers = h.query<{ mode: string; adopted: number; state: string }>(
       "SELECT mode, adopted, state FROM triggers ORDER BY id",
     );
