@@ -9,6 +9,8 @@ export type Fault =
   /** 429; `retryAfterSeconds` (0 allowed) sets `Retry-After`, absent sends none. */
   | { kind: "429"; retryAfterSeconds?: number; times?: number }
   | { kind: "500" | "502" | "503"; times?: number }
+  /** 401: the token rejected on this route only, as an expired token or revoked grant would be mid-pass. */
+  | { kind: "401"; times?: number }
   /** The connection is destroyed before anything is handled or answered. */
   | { kind: "reset"; times?: number }
   /** Waits `ms` before handling the request normally. */

@@ -200,6 +200,10 @@ async function answeredByFault(
       entry.status = Number(fault.kind);
       sendJson(res, entry.status, { detail: `Injected ${fault.kind}` });
       return true;
+    case "401":
+      entry.status = 401;
+      sendJson(res, 401, { detail: "Could not validate credentials" });
+      return true;
     case "delay":
       await pause(fault.ms, waits);
       return res.destroyed;

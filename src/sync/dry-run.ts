@@ -67,8 +67,13 @@ export async function dryRunSweep(
   });
 }
 
-async function collectKeys({ ctx }: MirrorPass, trigger: Trigger, run: Run): Promise<void> {
-  const pages = fetchExportPages(ctx, run.syncId, 0, trigger.since);
+async function collectKeys(
+  { ctx }: MirrorPass,
+  trigger: Trigger,
+  run: Run,
+  runSources: readonly string[] | undefined,
+): Promise<void> {
+  const pages = fetchExportPages(ctx, run.syncId, 0, trigger.since, runSources);
   try {
     for (let next = await pages.next(); next; next = await pages.next()) {
       const { page, offset } = next;

@@ -35,6 +35,8 @@ export function fetchExportPages(
   fromOffset: number | null,
   /** The `since` the run's trigger sent: null asked for a full snapshot. */
   sentSince: string | null,
+  /** The run's source labels as the run list shows them, when it does: the first page must list each. */
+  runSources?: readonly string[],
 ): ExportPageStream {
   const { pagesAhead: window, pagesAheadPerRun, exportPageSize } = ctx;
   const stop = new AbortController();
@@ -102,6 +104,7 @@ export function fetchExportPages(
         if (fetch.ahead) window.give();
       }
       checkPage(syncId, offset, page, sentSince);
+      if (offset === 0) checkSources(syncId, page, runSources ?? []);
       const pageEngine = engineOf(page);
       if (engineVersion !== null && pageEngine !== engineVersion) {
         ctx.log.warn(
@@ -157,6 +160,23 @@ function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: 
       route: "/sync-task/{sync_id}/export",
     });
   }
+}
+
+/**
+ * The first page's sources decide which pairs succeeded, swept, or left the trigger: a run's pair
+ * missing from them would look removed from the sync config and lose its access at a full pass.
+ * An answer that lists none, or not every source the run list gave the run, fails the run instead.
+ */
+function checkSources(syncId: string, page: ExportPage, runSources: readonly string[]): void {
+  const listed = new Set(page.sources.map((s) => s.source));
+  const missing = runSources.filter((s) => !listed.has(s));
+  if (listed.size > 0 && missing.length === 0) return;
+  const what =
+    listed.size === 0 ? "lists no sources" : `does not list the run's source(s) ${missing.join(", ")}`;
+  throw new BadResponseError(
+    `the first export page of run ${syncId} ${what}: the answer is incomplete, so the run fails and its pairs neither move, sweep nor lose access; the next pass reads it again`,
+    { method: "GET", route: "/sync-task/{sync_id}/export", detail: { missing } },
+  );
 }
 
 export function engineOf(page: ExportPage): string | null {

@@ -32,8 +32,13 @@ import { readSourceErrors, type SourceErrors } from "./source-errors.js";
 const YIELD_EVERY_ROWS = 50;
 
 /** Reads every remaining page of the run's export into the mirror, from its checkpoint on. */
-export async function ingestRun(pass: MirrorPass, trigger: Trigger, run: Run): Promise<void> {
-  const pages = fetchExportPages(pass.ctx, run.syncId, run.nextOffset, trigger.since);
+export async function ingestRun(
+  pass: MirrorPass,
+  trigger: Trigger,
+  run: Run,
+  runSources: readonly string[] | undefined,
+): Promise<void> {
+  const pages = fetchExportPages(pass.ctx, run.syncId, run.nextOffset, trigger.since, runSources);
   // One call per page rather than a loop variable, which would keep the applied page reachable
   // while the next one downloads: a run holds only the pages in flight.
   try {

@@ -23,7 +23,13 @@ export interface WaitResult {
 const PROGRESS_EVERY_MS = 30_000;
 
 /** Reads one finished run's export; `ingestRun` for a real pass. */
-export type RunReader = (pass: MirrorPass, trigger: Trigger, run: Run) => Promise<void>;
+/** Reads a run's export; `runSources` are its source labels as the run list shows them, when it does. */
+export type RunReader = (
+  pass: MirrorPass,
+  trigger: Trigger,
+  run: Run,
+  runSources: readonly string[] | undefined,
+) => Promise<void>;
 
 export async function waitAndIngest(
   pass: MirrorPass,
@@ -87,6 +93,9 @@ export async function waitAndIngest(
       let stale = false;
       const beforeDeadline = ctx.now().getTime() <= deadline;
       for (const run of runs) {
+        // A token or feature problem ends the pass: no export starts after one (a run whose export
+        // met it is still waiting, and would be asked again).
+        if (fatal !== undefined) break;
         // Between listings a run's status stays as listed, so the only new decision is an export
         // for a freed slot: once the slots are full the rest of a 500-run trigger can wait.
         if (!listedNow && ingesting.size >= ctx.ingestConcurrency) break;
@@ -104,7 +113,8 @@ export async function waitAndIngest(
         if (action === "continue") await sendContinue(pass, run);
         if (action === "settle-continue" || action === "continue") changed = true;
         if (action !== "export") continue;
-        const job = readOrFail(pass, trigger, run, read)
+        const runSources = listed.get(run.syncId)?.sources.map((s) => s.source);
+        const job = readOrFail(pass, trigger, run, () => read(pass, trigger, run, runSources))
           .catch((error: unknown) => {
             fatal ??= error;
           })
@@ -245,10 +255,15 @@ async function markVanished(
  * pairs do not advance and the pass is partial. An export not ready yet (409) waits again. Token
  * or feature problems stop the whole pass.
  */
-async function readOrFail(pass: MirrorPass, trigger: Trigger, run: Run, read: RunReader): Promise<void> {
+async function readOrFail(
+  pass: MirrorPass,
+  trigger: Trigger,
+  run: Run,
+  read: () => Promise<void>,
+): Promise<void> {
   const { ctx } = pass;
   try {
-    await read(pass, trigger, run);
+    await read();
   } catch (error) {
     // A local database error (disk full, read-only) says nothing about the export: the pass stops
     // with the trigger in flight, and the next one resumes from the last committed page.

@@ -42,3 +42,51 @@ describe("an export that breaks after its first page", () => {
     expect(pairs(h).every((p) => p.watermark === null)).toBe(true);
   });
 });
+
+describe("a first export page that does not list every source of its run", () => {
+  const accessRows = (harness: Harness) =>
+    harness.query<{ user_email: string; server_instance_id: string; n: number }>(
+      "SELECT user_email, server_instance_id, count(*) AS n FROM resource_access GROUP BY user_email, server_instance_id ORDER BY user_email, server_instance_id",
+    );
+
+  it("fails that run: a full pass revokes nothing for it (its pairs are not taken as removed), partial", async () => {
+    h = await createHarness({ sim: { users: 2, docs: 20 }, maxAttempts: 1 });
+    expect((await h.sync()).outcome).toBe("succeeded");
+    const before = accessRows(h);
+    expect(before).toHaveLength(4);
+
+    h.sim.faults.inject("GET /sync-task/{sync_id}/export", { kind: "missing-field", field: "sources" });
+    const full = await h.sync({ full: true });
+    expect(full.outcome).toBe("partial");
+    expect(full.counts.access_revoked).toBe(0);
+    expect(full.counts.deleted).toBe(0);
+    expect(full.errors).toEqual([
+      expect.objectContaining({ error: expect.stringContaining("lists no sources") }),
+    ]);
+    expect(accessRows(h)).toEqual(before);
+  });
+
+  it("names the source missing from the page and keeps both pairs' access", async () => {
+    proxy = await startRewritingProxy();
+    h = await createHarness({
+      sim: { users: 2, docs: 20 },
+      maxAttempts: 1,
+      api: { base_url: proxy.baseUrl },
+    });
+    proxy.target = h.sim.baseUrl;
+    expect((await h.sync()).outcome).toBe("succeeded");
+    const before = accessRows(h);
+
+    let dropped = "";
+    proxy.rewrites.push((body) => {
+      const page = JSON.parse(body) as { sources: { source: string }[] };
+      dropped = page.sources[0]?.source ?? "";
+      return JSON.stringify({ ...page, sources: page.sources.slice(1) });
+    });
+    const full = await h.sync({ full: true });
+    expect(full.outcome).toBe("partial");
+    expect(full.counts.access_revoked).toBe(0);
+    expect(full.errors[0]?.error).toContain(`does not list the run's source(s) ${dropped}`);
+    expect(accessRows(h)).toEqual(before);
+  });
+});

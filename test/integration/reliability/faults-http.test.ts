@@ -276,6 +276,20 @@ describe("HTTP faults that end a pass with a clear error, and the pass that reco
     expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
   });
 
+  it("asks no export page again once the token was rejected on one: the pass fails at once", async () => {
+    twins = await createTwins({ sim: { docs: 40, users: 3 }, maxAttempts: 2 });
+    const { hurt } = twins;
+    hurt.sim.faults.inject(EXPORT, { kind: "401", times: Number.POSITIVE_INFINITY });
+    const summary = await hurt.sync();
+    expect(summary.outcome).toBe("failed");
+    expect(summary.message).toMatch(/token/);
+    const asked = hurt.sim.requests
+      .filter((r) => `${r.method} ${r.route}` === EXPORT)
+      .map((r) => `${r.path}?offset=${r.query.offset}`);
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.length, asked.join("\n")).toBe(new Set(asked).size);
+  });
+
   it("exits 1 through the CLI and names the route, the cause and the next step", async () => {
     twins = await createTwins({ sim: { docs: 10 }, maxAttempts: 2 });
     twins.hurt.sim.faults.inject(LIST, { kind: "503", times: Number.POSITIVE_INFINITY });

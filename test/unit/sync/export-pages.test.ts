@@ -67,7 +67,15 @@ function page(offset: number, total: number, size = 10, schemaVersion: number | 
   return {
     schema_version: schemaVersion,
     sync_id: "run-1",
-    sources: [],
+    sources: [
+      {
+        source: "notion",
+        source_type: "notion",
+        server_instance_id: "s1",
+        task_status: "COMPLETED",
+        status: "ok",
+      },
+    ],
     resources: Array.from({ length: end - offset }, (_, i) => ({ key: `k${offset + i}` })),
     page: { offset, total, next_offset: end < total ? end : null },
   };

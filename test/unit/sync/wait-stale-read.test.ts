@@ -74,6 +74,7 @@ describe("the wait loop", () => {
                 user_email: `${id}@example.com`,
                 status: "completed",
                 created_at: CREATED,
+                sources: [],
               };
           },
         },
@@ -139,7 +140,13 @@ describe("the wait loop", () => {
             // The continue worked: the listing after it shows x finished.
             if (listings > 2 && at("x").continuesSent > 0) at("x").status = "completed";
             for (const r of state.values())
-              yield { sync_id: r.syncId, user_email: r.userEmail, status: r.status, created_at: CREATED };
+              yield {
+                sync_id: r.syncId,
+                user_email: r.userEmail,
+                status: r.status,
+                created_at: CREATED,
+                sources: [],
+              };
           },
           getRun: async (syncId: string) => ({
             sync_id: syncId,
