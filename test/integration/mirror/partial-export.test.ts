@@ -17,16 +17,19 @@ afterEach(async () => {
   proxy = undefined;
 });
 
+/** A harness whose API requests go through a rewriting proxy (`proxy`), one attempt each. */
+async function behindProxy(sim: { users: number; docs: number }): Promise<Harness> {
+  const p = await startRewritingProxy();
+  proxy = p;
+  const harness = await createHarness({ sim, maxAttempts: 1, api: { base_url: p.baseUrl } });
+  p.target = harness.sim.baseUrl;
+  return harness;
+}
+
 describe("an export that breaks after its first page", () => {
   it("is partial, not failed, and says how many rows were ingested from which runs", async () => {
-    proxy = await startRewritingProxy();
-    h = await createHarness({
-      sim: { users: 1, docs: 1200 },
-      maxAttempts: 1,
-      api: { base_url: proxy.baseUrl },
-    });
-    proxy.target = h.sim.baseUrl;
-    proxy.rewrites.push(
+    h = await behindProxy({ users: 1, docs: 1200 });
+    proxy?.rewrites.push(
       (body) => body,
       () => "{ this is not JSON",
     );
@@ -67,18 +70,12 @@ describe("a first export page that does not list every source of its run", () =>
   });
 
   it("names the source missing from the page and keeps both pairs' access", async () => {
-    proxy = await startRewritingProxy();
-    h = await createHarness({
-      sim: { users: 2, docs: 20 },
-      maxAttempts: 1,
-      api: { base_url: proxy.baseUrl },
-    });
-    proxy.target = h.sim.baseUrl;
+    h = await behindProxy({ users: 2, docs: 20 });
     expect((await h.sync()).outcome).toBe("succeeded");
     const before = accessRows(h);
 
     let dropped = "";
-    proxy.rewrites.push((body) => {
+    proxy?.rewrites.push((body) => {
       const page = JSON.parse(body) as { sources: { source: string }[] };
       dropped = page.sources[0]?.source ?? "";
       return JSON.stringify({ ...page, sources: page.sources.slice(1) });
