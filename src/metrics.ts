@@ -4,6 +4,7 @@
  */
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from "prom-client";
+import { EXPORT_SOURCE_STATUSES, FINISHED_RUNS } from "./api/schemas.js";
 import { SKIP_REASONS } from "./skip-reasons.js";
 import { PROBLEM_KINDS } from "./store/console-types.js";
 import { MODES } from "./store/types.js";
@@ -207,9 +208,11 @@ export function initMirrorSeries(metrics: Metrics, mirror: string, declared = fa
   metrics.mirrorHeld.set(labels, 0);
   metrics.mirrorPaused.set(labels, 0);
   for (const kind of PROBLEM_KINDS) metrics.problems.set({ ...labels, kind }, 0);
+  for (const status of FINISHED_RUNS) metrics.runs.inc({ ...labels, status }, 0);
   for (const source_type of SOURCE_TYPES) {
     metrics.resourcesUpserted.inc({ ...labels, source_type }, 0);
     metrics.resourcesUnchanged.inc({ ...labels, source_type }, 0);
+    for (const status of EXPORT_SOURCE_STATUSES) metrics.sources.inc({ ...labels, source_type, status }, 0);
   }
   for (const mode of MODES) {
     for (const reason of SKIP_REASONS) metrics.ticksSkipped.inc({ ...labels, mode, reason }, 0);

@@ -15,10 +15,20 @@ export type SourceTaskStatus = z.infer<typeof SourceTaskStatus>;
 export const RunStatus = z.enum(["pending", "running", "completed", "incomplete", "failed"]);
 export type RunStatus = z.infer<typeof RunStatus>;
 
-export const FINISHED_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(["completed", "incomplete", "failed"]);
+/** The statuses a run ends in (docs/reference/metrics.md: `syncmirror_runs_total` serves each at 0). */
+export const FINISHED_RUNS = ["completed", "incomplete", "failed"] as const satisfies readonly RunStatus[];
+export const FINISHED_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(FINISHED_RUNS);
 
 /** Export source status; kept open-ended so a new status upstream is recorded, not fatal. */
 export const ExportSourceStatus = z.string();
+/** The export source statuses the service documents; others are recorded as they come. */
+export const EXPORT_SOURCE_STATUSES = [
+  "ok",
+  "no_results",
+  "authentication_required",
+  "degraded",
+  "config_stale",
+] as const;
 export type ExportSourceStatus = z.infer<typeof ExportSourceStatus>;
 
 export const Counts = z.object({

@@ -9,19 +9,26 @@ export const FEED_MAX_LIMIT = 1000;
 export const FEED_MAX_WAIT_SECONDS = 60;
 export const SEARCH_MAX_LIMIT = 100;
 
-/** A whole number in digits between `min` and `max` (query strings and CLI flags are text). */
+/**
+ * A whole number in digits between `min` and `max` (query strings and CLI flags are text). Digits
+ * beyond any number's reach are out of range, not "not digits": they get the bound they passed.
+ */
 export const integer = (min: number, max: number) =>
   z
     .string()
-    .regex(/^-?\d{1,16}$/, "must be a whole number written in digits")
-    .transform(Number)
-    .pipe(
-      z
-        .number()
-        .int()
-        .min(min, min === 0 ? "must be 0 or more" : `must be at least ${min}`)
-        .max(max, `must be at most ${max}`),
-    );
+    .regex(/^-?\d+$/, "must be a whole number written in digits")
+    .transform((text, ctx) => {
+      const negative = text.startsWith("-");
+      const digits = text.replace(/^-?0*/, "");
+      // 16 digits hold every safe integer; more cannot be exact, and are beyond any bound here.
+      const value = digits.length > 16 ? (negative ? -Infinity : Infinity) : Number(text);
+      if (value < min) ctx.addIssue({ code: "custom", message: tooSmall(min) });
+      else if (value > max) ctx.addIssue({ code: "custom", message: `is too large: must be at most ${max}` });
+      else return value;
+      return z.NEVER;
+    });
+
+const tooSmall = (min: number) => (min === 0 ? "must be 0 or more" : `must be at least ${min}`);
 
 export const mirrorName = z.string().regex(/^[a-z0-9_-]+$/, "must be a mirror name ([a-z0-9_-]+)");
 

@@ -7,7 +7,8 @@
  * complete (`skipped_count` no larger than the list), otherwise the access check's answer. When
  * that check failed nobody leaves, but a pair the list shows past its grace still loses its access
  * (fail closed). Pairs holding no access are decided too, so that a pair that left is retired and
- * stops holding `since` back.
+ * stops holding `since` back; so are pairs the trigger skipped that the mirror has no row for yet
+ * (a user who left before the mirror's first pass is retired in that pass, never awaiting a baseline).
  */
 import type { Pair, PairRef, SkippedPairRecord } from "../store/types.js";
 import { lagMs, newestWatermark } from "./plan.js";
@@ -39,6 +40,7 @@ export interface RunFact {
 }
 
 export interface LeaverFacts {
+  mirror: string;
   /** Pairs holding access through the mirror now. */
   holding: readonly PairRef[];
   /** The trigger's skipped list; null when its runs were adopted (the response was lost). */
@@ -129,7 +131,10 @@ export function decideLeavers(f: LeaverFacts): LeavingPair[] {
   });
 }
 
-/** The pairs holding access, then the mirror's other pairs not retired yet. */
+/**
+ * The pairs holding access, then the mirror's other pairs not retired yet, then the skipped pairs
+ * it has no row for.
+ */
 function pairsToDecide(f: LeaverFacts): PairRef[] {
   const seen = new PairMap<true>();
   const pairs: PairRef[] = [];
@@ -140,6 +145,11 @@ function pairsToDecide(f: LeaverFacts): PairRef[] {
   };
   for (const p of f.holding) add(p);
   for (const p of f.pairs) if (p.retiredAt === null) add(p);
+  const known = new PairMap<true>();
+  for (const p of f.pairs) known.set(p.userEmail, p.serverInstanceId, true);
+  for (const s of f.skipped ?? [])
+    if (!known.get(s.user_email, s.server_instance_id))
+      add({ mirror: f.mirror, userEmail: s.user_email, serverInstanceId: s.server_instance_id });
   return pairs;
 }
 

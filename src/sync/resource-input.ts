@@ -4,6 +4,7 @@
  */
 import type { Resource } from "../api/schemas.js";
 import type { ResourceInput, ResourceWrite } from "../store/types.js";
+import { exportTime } from "./time.js";
 
 const JSON_PARTS = ["fields", "metadata", "relations", "attachments", "provenance"] as const;
 
@@ -76,8 +77,8 @@ export function toInput(r: Resource): { input: ResourceInput; source: string; te
     sourceType: text(r.source_type),
     serverInstanceId: text(r.server_instance_id),
     nativeId: text(r.native_id),
-    modifiedAt: text(r.modified_at ?? null),
-    fetchedAt: text(r.fetched_at ?? null),
+    modifiedAt: exportTime(r.modified_at),
+    fetchedAt: exportTime(r.fetched_at),
     fields: r.fields,
     metadata: r.metadata,
     relations: r.relations,

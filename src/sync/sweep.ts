@@ -393,6 +393,7 @@ export async function findLeavingPairs(
     store.pairs.listForMirror(mirror.name),
   ]);
   const leaving = decideLeavers({
+    mirror: mirror.name,
     holding,
     skipped: trigger.skipped,
     skippedCount: trigger.skippedCount,

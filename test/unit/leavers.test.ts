@@ -36,6 +36,7 @@ const skip = (user: string, reason: string, server = "notion-1"): SkippedPairRec
 function facts(f: Partial<LeaverFacts>): LeaverFacts {
   const skipped = f.skipped === undefined ? [] : f.skipped;
   return {
+    mirror: "m",
     holding: [],
     skipped,
     skippedCount: skipped?.length ?? 0,
@@ -53,6 +54,25 @@ describe("decideLeavers (users who left)", () => {
       facts({
         holding: [ref("gone", "notion-1"), ref("gone", "github-1"), ref("stays")],
         skipped: [skip("gone", "not_a_project_user")],
+        runs: [ran("stays")],
+      }),
+    );
+    expect(leaving).toEqual([
+      { pair: ref("gone", "notion-1"), reason: "left" },
+      { pair: ref("gone", "github-1"), reason: "left" },
+    ]);
+  });
+
+  it("retires the pairs of a user skipped as not_a_project_user that the mirror has no row for yet", () => {
+    const leaving = decideLeavers(
+      facts({
+        skipped: [
+          skip("gone", "not_a_project_user", "notion-1"),
+          skip("gone", "not_a_project_user", "github-1"),
+          skip("away", "not_accessible"),
+          skip("retired", "not_a_project_user"),
+        ],
+        pairs: [{ ...pair("retired", "notion-1", null), retiredAt: DAYS_AGO_4, retiredReason: "left" }],
         runs: [ran("stays")],
       }),
     );

@@ -1,7 +1,8 @@
 /**
  * Pairs (mirror, user, server): watermarks, baselines, skips and retirement.
  */
-import { and, count, eq, isNull, sql } from "drizzle-orm";
+import { and, count, eq, sql } from "drizzle-orm";
+import { awaitingBaselineOf } from "../awaiting-baseline.js";
 import type { PairRepo } from "../store.js";
 import type { PairRef } from "../types.js";
 import type { Conn } from "./connection.js";
@@ -73,10 +74,7 @@ export function createPairRepo({ db }: Conn): PairRepo {
     },
 
     async countAwaitingBaseline(mirror) {
-      const [row] = await db
-        .select({ n: count() })
-        .from(pairs)
-        .where(and(eq(pairs.mirror, mirror), eq(pairs.awaitingBaseline, true), isNull(pairs.retiredAt)));
+      const [row] = await db.select({ n: count() }).from(pairs).where(awaitingBaselineOf(pairs, mirror));
       return row?.n ?? 0;
     },
   };

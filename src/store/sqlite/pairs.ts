@@ -1,7 +1,8 @@
 /**
  * Pairs (mirror, user, server): watermarks, baselines, skips and retirement.
  */
-import { and, count, eq, isNull, type Placeholder, sql } from "drizzle-orm";
+import { and, count, eq, type Placeholder, sql } from "drizzle-orm";
+import { awaitingBaselineOf } from "../awaiting-baseline.js";
 import type { PairRepo } from "../store.js";
 import type { PairRef } from "../types.js";
 import type { Db } from "./open.js";
@@ -91,13 +92,7 @@ export function createPairRepo(db: Db): Sync<PairRepo> {
     },
 
     countAwaitingBaseline(mirror: string): number {
-      return (
-        db
-          .select({ n: count() })
-          .from(pairs)
-          .where(and(eq(pairs.mirror, mirror), eq(pairs.awaitingBaseline, true), isNull(pairs.retiredAt)))
-          .get()?.n ?? 0
-      );
+      return db.select({ n: count() }).from(pairs).where(awaitingBaselineOf(pairs, mirror)).get()?.n ?? 0;
     },
   };
 }

@@ -199,9 +199,18 @@ describe("syncmirror run: /metrics", () => {
       "syncmirror_mirror_held",
     ])
       expect(series(name, MAIN)?.value, name).toBe(0);
+    const sourceTypes = ["notion", "google_drive", "google_docs", "github"];
     for (const name of ["syncmirror_resources_upserted_total", "syncmirror_resources_unchanged_total"])
-      for (const source_type of ["notion", "google_drive", "google_docs", "github"])
+      for (const source_type of sourceTypes)
         expect(series(name, { ...MAIN, source_type })?.value, `${name} ${source_type}`).toBe(0);
+    for (const status of ["completed", "incomplete", "failed"])
+      expect(series("syncmirror_runs_total", { ...MAIN, status })?.value, `runs ${status}`).toBe(0);
+    for (const source_type of sourceTypes)
+      for (const status of ["ok", "no_results", "authentication_required", "degraded", "config_stale"])
+        expect(
+          series("syncmirror_sources_total", { ...MAIN, source_type, status })?.value,
+          `sources ${source_type} ${status}`,
+        ).toBe(0);
     for (const mode of ["incremental", "full"]) {
       expect(series("syncmirror_ticks_skipped_total", { ...MAIN, mode })?.value, mode).toBe(0);
       expect(series("syncmirror_triggers_total", { ...MAIN, mode, outcome: "failed" })?.value, mode).toBe(0);

@@ -18,6 +18,27 @@ afterEach(async () => {
 
 const [U1, U2, U3] = ["user1@example.com", "user2@example.com", "user3@example.com"];
 
+/** Edits an explicit sync config through the service's API (PUT), keeping what `changes` does not name. */
+async function editConfig(
+  id: string,
+  changes: { server_instance_ids?: string[]; user_emails: string[] },
+): Promise<void> {
+  const config = h.sim.configs.get(id);
+  const put = await fetch(`${h.sim.baseUrl}/sync-configs/${id}`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${h.sim.token}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      project_id: h.sim.projectId,
+      name: config.name,
+      instructions: config.instructions,
+      server_instance_ids: config.server_instance_ids,
+      all_users: false,
+      ...changes,
+    }),
+  });
+  expect(put.status).toBe(200);
+}
+
 describe("access to one document", () => {
   it("revokes access a user lost, keeps the document for others", async () => {
     h = await createHarness({ sim: { docs: 20 } });
@@ -139,6 +160,68 @@ describe("users who left the project", () => {
   });
 });
 
+describe("users who left before the mirror first saw them", () => {
+  /** A mirror over an explicit config of all three users, none synced yet. */
+  async function explicitMirror(userEmails: string[]): Promise<string> {
+    const mirror: Record<string, unknown> = {};
+    h = await createHarness({ sim: { docs: 20 }, mirror });
+    const id = h.sim.configs.create({ userEmails });
+    mirror.sync_config_id = id;
+    h.writeConfig();
+    return id;
+  }
+
+  /** pairs_awaiting_baseline as `sync --json`, `status --json` and the gauge say it. */
+  async function awaitingEverywhere(summary: { pairs_awaiting_baseline: number }): Promise<number[]> {
+    const status = await h.cli(["status", "--json"]);
+    expect(status.code, status.stderr).toBe(0);
+    const gauge = (await h.metrics.pairsAwaitingBaseline.get()).values.find(
+      (v) => v.labels.mirror === "main",
+    );
+    return [
+      summary.pairs_awaiting_baseline,
+      JSON.parse(status.stdout).mirrors[0].pairs_awaiting_baseline,
+      gauge?.value ?? -1,
+    ];
+  }
+
+  it("retires a user's pairs the first full pass skips as not_a_project_user in that pass: none awaits a baseline", async () => {
+    await explicitMirror([U1, U2, U3]);
+    h.sim.people.leaveProject(U1);
+    const full = await h.sync({ full: true });
+    expect(full).toMatchObject({
+      outcome: "succeeded",
+      skipped: { not_a_project_user: h.sim.servers.length },
+    });
+    expect(await awaitingEverywhere(full)).toEqual([0, 0, 0]);
+    const left = pairs(h).filter((p) => p.user_email === U1);
+    expect(left).toHaveLength(h.sim.servers.length);
+    for (const p of left)
+      expect(p).toMatchObject({
+        retired_reason: "left",
+        skip_reason: "not_a_project_user",
+      });
+  });
+
+  it("counts no pair first seen as not_a_project_user in an incremental pass as awaiting a baseline", async () => {
+    const id = await explicitMirror([U2, U3]);
+    expect((await h.sync()).pairs_awaiting_baseline).toBe(0);
+    // U1 joins the config, then leaves the project: the incremental skips their pairs.
+    await editConfig(id, { user_emails: [U1, U2, U3] });
+    h.sim.people.leaveProject(U1);
+    const incremental = await h.sync();
+    expect(incremental).toMatchObject({
+      mode: "incremental",
+      skipped: { not_a_project_user: h.sim.servers.length },
+    });
+    expect(await awaitingEverywhere(incremental)).toEqual([0, 0, 0]);
+    expect(pairs(h).filter((p) => p.user_email === U1)).toHaveLength(h.sim.servers.length);
+    const full = await h.sync({ full: true });
+    expect(await awaitingEverywhere(full)).toEqual([0, 0, 0]);
+    for (const p of pairs(h).filter((p) => p.user_email === U1)) expect(p.retired_reason).toBe("left");
+  });
+});
+
 describe("pairs skipped as not_accessible", () => {
   it("keeps access within inaccessible_grace_hours and loses it after", async () => {
     h = await createHarness({ sim: { docs: 40 } });
@@ -213,20 +296,7 @@ describe("more than 100 skipped pairs", () => {
     const stays = many[104] ?? "";
     const onNotion = () => visibleKeys(h, stays).filter((k) => k.startsWith(`notion:${notion}:`));
     expect(onNotion().length).toBeGreaterThan(0);
-    const config = h.sim.configs.get(id);
-    const put = await fetch(`${h.sim.baseUrl}/sync-configs/${id}`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${h.sim.token}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        project_id: h.sim.projectId,
-        name: config?.name,
-        instructions: config?.instructions,
-        server_instance_ids: [github],
-        all_users: false,
-        user_emails: many,
-      }),
-    });
-    expect(put.status).toBe(200);
+    await editConfig(id, { server_instance_ids: [github], user_emails: many });
     for (const u of many.slice(0, 101)) h.sim.people.leaveProject(u);
     const full = await h.sync({ full: true });
     expect(full).toMatchObject({ skipped_total: 101, skipped: { not_a_project_user: 100 } });
