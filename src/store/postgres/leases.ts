@@ -1,7 +1,8 @@
 /**
  * Leases shared by replicas (docs/scaling-out.md#fencing). Expiry is judged by the
- * database clock (`now()`), so replicas whose clocks differ by a few seconds still agree on who
- * holds what.
+ * database clock, so replicas whose clocks differ by a few seconds still agree on who holds what:
+ * `clock_timestamp()`, not `now()` (when the transaction began), since a takeover may wait on the
+ * old holder's write for longer than the lease it takes, and would get a lease already expired.
  */
 import type { LeaseRepo } from "../store.js";
 import type { Lease } from "../types.js";
@@ -26,7 +27,7 @@ const toLease = (r: LeaseRow): Lease => ({
   leaseSeconds: r.lease_seconds,
 });
 
-const LIVE = "released_at IS NULL AND expires_at > now()";
+const LIVE = "released_at IS NULL AND expires_at > clock_timestamp()";
 const FENCE = `mirror = $1 AND holder = $2 AND epoch = $3 AND ${LIVE}`;
 
 /**
@@ -36,21 +37,21 @@ const FENCE = `mirror = $1 AND holder = $2 AND epoch = $3 AND ${LIVE}`;
  */
 const TAKE = `
   UPDATE leases AS l SET holder = $2, holder_name = $3, released_at = NULL,
-    epoch = CASE WHEN old.holder = $2 AND old.released_at IS NULL AND old.expires_at > now()
+    epoch = CASE WHEN old.holder = $2 AND old.released_at IS NULL AND old.expires_at > clock_timestamp()
                  THEN old.epoch ELSE old.epoch + 1 END,
-    expires_at = now() + make_interval(secs => $4::int), lease_seconds = $4::int
+    expires_at = clock_timestamp() + make_interval(secs => $4::int), lease_seconds = $4::int
   FROM (SELECT * FROM leases WHERE mirror = $1 FOR UPDATE) AS old
   WHERE l.mirror = old.mirror
-    AND (old.holder IN ($2, $5) OR old.released_at IS NOT NULL OR old.expires_at <= now())
-  RETURNING l.epoch, l.expires_at, now() AS taken_at, old.released_at IS NULL AND old.holder <> $2 AS took_over,
+    AND (old.holder IN ($2, $5) OR old.released_at IS NOT NULL OR old.expires_at <= clock_timestamp())
+  RETURNING l.epoch, l.expires_at, clock_timestamp() AS taken_at, old.released_at IS NULL AND old.holder <> $2 AS took_over,
     old.mirror, old.holder, old.holder_name, old.epoch AS old_epoch, old.expires_at AS old_expires_at,
     old.lease_seconds`;
 
 const CREATE = `
   INSERT INTO leases (mirror, holder, holder_name, epoch, expires_at, lease_seconds)
-  VALUES ($1, $2, $3, 1, now() + make_interval(secs => $4::int), $4::int)
+  VALUES ($1, $2, $3, 1, clock_timestamp() + make_interval(secs => $4::int), $4::int)
   ON CONFLICT (mirror) DO NOTHING
-  RETURNING epoch, expires_at, now() AS taken_at`;
+  RETURNING epoch, expires_at, clock_timestamp() AS taken_at`;
 
 type Taken = Omit<LeaseRow, "epoch" | "expires_at"> & {
   epoch: number;
@@ -91,7 +92,7 @@ export function createLeaseRepo({ client }: Conn): LeaseRepo {
 
     async renew(fence, ttlSeconds) {
       const renewed = await client.query({
-        text: `UPDATE leases SET expires_at = now() + make_interval(secs => $4::int), lease_seconds = $4::int
+        text: `UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => $4::int), lease_seconds = $4::int
                WHERE ${FENCE}`,
         values: [fence.mirror, fence.holder, fence.epoch, ttlSeconds],
       });
@@ -112,7 +113,7 @@ export function createLeaseRepo({ client }: Conn): LeaseRepo {
 
     async release(fence) {
       await client.query({
-        text: `UPDATE leases SET released_at = now()
+        text: `UPDATE leases SET released_at = clock_timestamp()
                WHERE mirror = $1 AND holder = $2 AND epoch = $3 AND released_at IS NULL`,
         values: [fence.mirror, fence.holder, fence.epoch],
       });

@@ -84,6 +84,30 @@ describe.skipIf(!available)("the lease fence on PostgreSQL", () => {
     expect(await store.leases.isHeld(a1)).toBe(false);
   });
 
+  it("gives a takeover that waited on the old holder's write a whole lease from when it got the row: one change of hands, one epoch", async () => {
+    const mirror = `m-${uid()}`;
+    const a = { id: `a-${uid()}`, name: "node-1:1" };
+    const b = { id: `b-${uid()}`, name: "node-2:1" };
+    await store.leases.acquire(mirror, a, 60);
+    const gate = signal();
+    const entered = signal();
+    const write = store.transaction(async (tx) => {
+      await tx.leases.isHeld({ mirror, holder: a.id, epoch: 1 });
+      entered.fire();
+      await gate.promise;
+    });
+    await entered.promise;
+    const takeover = store.leases.acquire(mirror, b, 1, a.id);
+    await until(waitingOnLock, "the takeover to wait on the lease row");
+    // The takeover waits longer than the 1 s lease it asks for.
+    await reader.query("SELECT pg_sleep(1.5)");
+    gate.fire();
+    await write;
+    const grant = await takeover;
+    expect(grant).toMatchObject({ epoch: 2, tookOver: { holder: a.id, epoch: 1 } });
+    expect(await store.leases.isHeld({ mirror, holder: b.id, epoch: 2 })).toBe(true);
+  });
+
   it("ends the session of a holder frozen inside a write transaction, so the takeover proceeds and the write never commits", async () => {
     const mirror = `m-${uid()}`;
     const a = { id: `a-${uid()}`, name: "node-1:1" };
