@@ -35,7 +35,10 @@ export function findPlaceholders(raw: unknown): ConfigIssue[] {
     else if (typeof value === "string" && value.includes(MARK)) {
       const key = formatPath(path);
       const advice = ADVICE.find(([pattern]) => pattern.test(key))?.[1] ?? "replace it with a real value";
-      issues.push({ path: key, message: `still holds the placeholder syncmirror init wrote: ${advice}` });
+      issues.push({
+        path: key,
+        message: `still holds a REPLACE-WITH placeholder (as syncmirror init and the shipped deploy config write them): ${advice}`,
+      });
     }
   };
   walk(raw, []);

@@ -197,7 +197,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       ],
       HELP_FLAG,
     ],
-    exit: "0 copied; 1 the target is not empty (nothing copied), the SQLite mirror is in use, or a database error; 2 bad usage, a config without database.url_env, no SQLite mirror at --from (no file, a directory, an empty file, or a file that is not a syncmirror SQLite database; it is left as it was)",
+    exit: "0 copied; 1 the target is not empty (nothing copied), the SQLite mirror is in use, or a database error; 2 bad usage, a config without database.url_env, a target database that refuses the URL (does not exist, wrong password), no SQLite mirror at --from (no file, a directory, an empty file, or a file that is not a syncmirror SQLite database; it is left as it was)",
     example:
       "SYNCMIRROR_DATABASE_URL=postgres://... syncmirror copy-store --from /data/mirror.db --config pg.yaml",
   },

@@ -117,7 +117,7 @@ describe("the configs syncmirror writes", () => {
     const issues = issuesOf(text);
     expect(issues.map((i) => i.path)).toEqual(["api.base_url", "mirrors[0].sync_config_id"]);
     expect(issues[0]?.message).toMatch(
-      /placeholder syncmirror init wrote: put the service's API base URL there/,
+      /REPLACE-WITH placeholder \(as syncmirror init and the shipped deploy config write them\): put the service's API base URL there/,
     );
     expect(issues[1]?.message).toMatch(/put the id of the sync config to mirror there/);
     const filled = text

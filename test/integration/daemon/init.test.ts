@@ -95,10 +95,10 @@ describe("syncmirror init", () => {
     const check = await run(["check"], env, dir);
     expect(check.code).toBe(2);
     expect(check.stderr).toContain(
-      "api.base_url: still holds the placeholder syncmirror init wrote: put the service's API base URL there",
+      "api.base_url: still holds a REPLACE-WITH placeholder (as syncmirror init and the shipped deploy config write them): put the service's API base URL there",
     );
     expect(check.stderr).toContain(
-      "mirrors[0].sync_config_id: still holds the placeholder syncmirror init wrote",
+      "mirrors[0].sync_config_id: still holds a REPLACE-WITH placeholder (as syncmirror init and the shipped deploy config write them)",
     );
     const existing = join(dir, "config", "syncmirror.yaml");
     writeFileSync(existing, "# mine\n");
