@@ -5,37 +5,12 @@
  * it (`sync/fence.ts`), and renewal extends only the lease this pass took, never one that expired
  * or changed hands meanwhile. A pass that finds its lease gone stops and says so at error.
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import { LeaseLostError } from "./errors.js";
+import { isDeadHereAndNow } from "./lease-holder.js";
 import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
 import type { Store } from "./store/store.js";
 import type { Fence, LeaseGrant, LeaseHolder } from "./store/types.js";
-
-/** This process start: a random instance id, and `hostname:pid` for people. */
-export function createLeaseHolder(): LeaseHolder {
-  return { id: randomUUID(), name: `${hostname()}:${process.pid}` };
-}
-
-/**
- * A holder on this host whose process is gone (killed, crashed): its lease need not run out before
- * a restarted process on the same host takes the mirror over. Judged by its `hostname:pid`; were
- * that another pid namespace's process, taking its lease early only costs it its pass, never a
- * write (the epoch fences it).
- */
-function isDeadHereAndNow(name: string): boolean {
-  const at = name.lastIndexOf(":");
-  const host = name.slice(0, at);
-  const pid = Number(name.slice(at + 1));
-  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
-  }
-}
 
 export interface LeaseOptions {
   store: Store;

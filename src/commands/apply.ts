@@ -5,7 +5,8 @@
  * `--adopt`; nothing is deleted upstream without `--prune`. Exit 0 done, 1 problems, 2 bad config.
  */
 import { SyncmirrorError } from "../errors.js";
-import { createLeaseHolder, withMirrorLease } from "../mirror-lease.js";
+import { createLeaseHolder } from "../lease-holder.js";
+import { withMirrorLease } from "../mirror-lease.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import { isDatabaseError } from "../store/store.js";
 import { type ApplyFlags, type ApplyResult, applyEntry } from "../sync-configs/apply.js";

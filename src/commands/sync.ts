@@ -4,7 +4,8 @@
  */
 import type { Config, MirrorConfig } from "../config.js";
 import { SyncConfigNotAppliedError, SyncmirrorError, UsageError } from "../errors.js";
-import { createLeaseHolder, withMirrorLease } from "../mirror-lease.js";
+import { createLeaseHolder } from "../lease-holder.js";
+import { withMirrorLease } from "../mirror-lease.js";
 import { createRuntime } from "../runtime.js";
 import type { PassOptions, Progress } from "../sync/context.js";
 import { DRY_RUN_LIST_LIMIT } from "../sync/dry-run.js";

@@ -9,7 +9,7 @@
  */
 import { requireToken } from "../config.js";
 import { DatabaseLockedError } from "../errors.js";
-import { createLeaseHolder } from "../mirror-lease.js";
+import { createLeaseHolder } from "../lease-holder.js";
 import { runOwedPass } from "../mirror-pass.js";
 import { createRuntime } from "../runtime.js";
 import type { Replica } from "../store/types.js";

@@ -6,6 +6,7 @@
  */
 import type { MirrorConfig } from "../config.js";
 import { cronOccurrences } from "../cron-occurrences.js";
+import { isDeadHereAndNow } from "../lease-holder.js";
 import type { Store } from "../store/store.js";
 import type { DueReason, Lease, MirrorSchedule, Mode, Run, Trigger } from "../store/types.js";
 import { planPass } from "./plan.js";
@@ -75,7 +76,11 @@ export async function buildStatus(
   mirrors: readonly MirrorConfig[],
   now: Date = new Date(),
 ): Promise<{ mirrors: MirrorStatus[]; replicas: ReplicaStatus[] }> {
-  const holders = await store.leases.holders();
+  // A holder on this host whose process is gone (a killed `sync`, a crashed daemon) runs nothing,
+  // though its lease has not run out yet: the next pass takes the mirror over at once.
+  const holders = new Map(
+    [...(await store.leases.holders())].filter(([, lease]) => !isDeadHereAndNow(lease.holderName)),
+  );
   const schedules = new Map((await store.schedules.list()).map((s) => [s.mirror, s]));
   const statuses: MirrorStatus[] = [];
   for (const m of mirrors) {

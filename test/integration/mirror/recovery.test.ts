@@ -91,6 +91,20 @@ describe("crashes", () => {
     expect(mirrorContents(h)).toEqual(mirrorContents(clean));
   });
 
+  it("status names no holder once the sync that held the mirror was killed: the next pass takes its trigger on", async () => {
+    const h = await harness({ sim: { docs: 20 } });
+    const crashed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post" });
+    expect(crashed.code, crashed.stderr).toBeNull();
+    const status = await h.cli(["status", "--json"]);
+    expect(status.code, status.stderr).toBe(0);
+    const mirror = (JSON.parse(status.stdout) as { mirrors: Record<string, unknown>[] }).mirrors[0];
+    expect(mirror).toMatchObject({ holder: null, in_flight: { mode: "full" } });
+    const text = await h.cli(["status"]);
+    expect(text.stdout).toMatch(/held by: +nobody/);
+    expect(text.stdout).toContain("the next pass adopts any runs that POST created");
+    expect(text.stdout).not.toContain("the pass running on");
+  });
+
   it("finishes an incremental left in flight before triggering the full that sync --full asked for", async () => {
     const h = await harness({ sim: { docs: 20 } });
     await h.sync();
