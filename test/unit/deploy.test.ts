@@ -64,8 +64,13 @@ function knownVariables(config: Config): string[] {
     HTTP_LISTEN_ENV,
     LOG_LEVEL_ENV,
     CONFIG_PATH_ENV,
+    // Node's own, which the image sets too (its heap limits, docs/operations.md#memory).
+    "NODE_OPTIONS",
   ];
 }
+
+/** A manifest's NODE_OPTIONS keeps the image's heap cap: peak RSS stays under 200 MB. */
+const HEAP_CAP = "--max-old-space-size=96";
 
 describe("the image (Dockerfile)", () => {
   it("declares what the deploy files rely on", () => {
@@ -115,6 +120,8 @@ describe("deploy/kubernetes", () => {
     const secrets = [config.api.tokenEnv, config.http.tokenEnv];
     if (config.database.kind === "postgres") secrets.push(config.database.urlEnv);
     expect(fromSecret.sort()).toEqual(secrets.sort());
+    const nodeOptions = container.env.find((e: Doc) => e.name === "NODE_OPTIONS")?.value;
+    if (nodeOptions !== undefined) expect(nodeOptions).toContain(HEAP_CAP);
   });
 
   it("mounts the config where the command and the image look for it", () => {
@@ -187,6 +194,7 @@ describe("deploy/docker-compose.yml", () => {
     expect(service.build).toEqual({ context: "..", dockerfile: "Dockerfile" });
     expect(service.command).toEqual([image.binary, "run", "--config", image.configPath]);
     expect(Object.keys(env).filter((n) => !knownVariables(config).includes(n))).toEqual([]);
+    if (env.NODE_OPTIONS !== undefined) expect(env.NODE_OPTIONS).toContain(HEAP_CAP);
     expect(() => requireToken(config)).not.toThrow();
     expect(config.database.kind).toBe("postgres");
     if (config.database.kind !== "postgres") return;
