@@ -13,7 +13,10 @@ const available = process.env.SYNCMIRROR_POSTGRES_AVAILABLE === "1";
 const USER = "user1@example.com";
 
 /** The times each resource (by title) is exported with, and what the feed must serve for them. */
-const TIMES: Record<string, { modified_at: string; fetched_at: string; served: [string | null, string] }> = {
+const TIMES: Record<
+  string,
+  { modified_at: string; fetched_at: string; served: [string | null, string | null] }
+> = {
   zulu: {
     modified_at: "2025-11-10T20:07:07Z",
     fetched_at: "2025-11-11T08:00:00Z",
@@ -34,6 +37,17 @@ const TIMES: Record<string, { modified_at: string; fetched_at: string; served: [
     fetched_at: "2025-11-11T08:00:00+00:00",
     served: [null, "2025-11-11T08:00:00.000Z"],
   },
+  // Times JavaScript reads but PostgreSQL's timestamptz refuses: null, never a failed page.
+  "year zero": {
+    modified_at: "0000-01-01T00:00:00Z",
+    fetched_at: "2025-11-11T08:00:00Z",
+    served: [null, "2025-11-11T08:00:00.000Z"],
+  },
+  "negative year": {
+    modified_at: "-000001-01-01T00:00:00Z",
+    fetched_at: "+275760-09-13T00:00:00Z",
+    served: [null, null],
+  },
 };
 
 const opened: { h: Harness; proxy: RewritingProxy }[] = [];
@@ -44,7 +58,7 @@ afterEach(async () => {
   }
 });
 
-/** One pass over the same four documents, their times rewritten in the export, on `dialect`. */
+/** One pass over the same documents, their times rewritten in the export, on `dialect`. */
 async function mirrored(dialect: TestDialect): Promise<Harness> {
   const proxy = await startRewritingProxy();
   const h = await createHarness({ dialect, sim: { users: 1, docs: 0 }, api: { base_url: proxy.baseUrl } });
