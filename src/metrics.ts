@@ -148,7 +148,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     ticksSkipped: new Counter({
       name: "syncmirror_ticks_skipped_total",
-      help: "Scheduled times that started no pass of their own, counted by the process that recorded them: paused, coalesced into the pass due after a running one (running) or after a dead replica's trigger in flight (in_flight) or into one waiting for a free slot (waiting), or the database unreachable when the time fell (db_unreachable)",
+      help: "Scheduled times that started no pass of their own, counted by the process that recorded them: paused, coalesced into the pass due after the mirror's pass in flight, running or left by a dead replica (in_flight), or into one waiting for a free slot (waiting), or the database unreachable when the time fell (db_unreachable)",
       labelNames: ["mirror", "mode", "reason"],
       registers,
     }),

@@ -21,7 +21,8 @@ import { type Config, requireDatabaseUrl } from "../config.js";
 import { AbortedError, DatabaseLockedError, TargetNotEmptyError, UsageError } from "../errors.js";
 import { COPIED_TABLES, type CopiedTable, describeTable, insertSql, toPostgres } from "./copy-tables.js";
 import { createNaming, createPool, migrateUnderLock, type Naming, storeError } from "./postgres/open.js";
-import { hasMirrorTables, type OpenDatabase, openDatabase } from "./sqlite/open.js";
+import { hasMirrorTables } from "./sqlite/migrations-applied.js";
+import { type OpenDatabase, openDatabase } from "./sqlite/open.js";
 
 const BATCH_ROWS = 500;
 const BATCH_BYTES = 8 * 1024 * 1024;

@@ -6,8 +6,10 @@ import { accessSync, closeSync, constants, mkdtempSync, openSync, rmdirSync, sta
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { createMissingDirectories, isDirectory, missingDirectories } from "../../create-directories.js";
-import { DatabasePathError } from "../../errors.js";
+import { DatabasePathError, SchemaTooNewError } from "../../errors.js";
 import { describeFsError as describe } from "../../fs-errors.js";
+import { refuseNewerSchema } from "../migrations-dir.js";
+import { appliedMigrations } from "./migrations-applied.js";
 
 const OWNER_ONLY_FILE = 0o600;
 const OWNER_ONLY_DIR = 0o700;
@@ -61,11 +63,14 @@ export function findDatabasePathProblem(path: string): string | undefined {
     const db = new Database(absolute, { readonly: true, fileMustExist: true });
     try {
       db.pragma("schema_version");
+      // Every other command refuses it at start: check says so too.
+      refuseNewerSchema("sqlite", path, appliedMigrations(db));
     } finally {
       db.close();
     }
     return undefined;
   } catch (error) {
+    if (error instanceof SchemaTooNewError) return error.message;
     return error instanceof DatabasePathError ? error.reason : describe(error);
   }
 }

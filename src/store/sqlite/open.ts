@@ -8,6 +8,7 @@ import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { DatabaseError, DatabaseLockedError, SchemaTooNewError } from "../../errors.js";
 import { migrationsDir, refuseNewerSchema } from "../migrations-dir.js";
 import { assertCreatableDatabasePath } from "./database-path.js";
+import { appliedMigrations } from "./migrations-applied.js";
 import * as schema from "./schema.js";
 
 /** Drizzle over the connection; `$client` is the better-sqlite3 handle for hot-path statements. */
@@ -55,46 +56,6 @@ export function openDatabase(path: string, options: { lock?: boolean } = {}): Op
     release();
     throw error;
   }
-}
-
-/**
- * Whether an existing SQLite file holds a mirror (syncmirror's migrations table), read without
- * writing anything; a file that cannot be opened read-only is left for openDatabase to explain.
- */
-export function hasMirrorTables(path: string): boolean {
-  let sqlite: Database.Database;
-  try {
-    sqlite = new Database(path, { readonly: true, fileMustExist: true });
-  } catch {
-    return true;
-  }
-  try {
-    return hasMigrationsTable(sqlite);
-  } catch {
-    return true;
-  } finally {
-    sqlite.close();
-  }
-}
-
-function hasMigrationsTable(sqlite: Database.Database): boolean {
-  return (
-    sqlite
-      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'")
-      .get() !== undefined
-  );
-}
-
-/** What drizzle's migrator recorded in the file: none yet when its table does not exist. */
-function appliedMigrations(sqlite: Database.Database): { n: number; newest: number | null } {
-  if (!hasMigrationsTable(sqlite)) return { n: 0, newest: null };
-  const row = sqlite
-    .prepare("SELECT count(*) AS n, max(created_at) AS newest FROM __drizzle_migrations")
-    .get() as {
-    n: number;
-    newest: number | string | null;
-  };
-  return { n: row.n, newest: row.newest === null ? null : Number(row.newest) };
 }
 
 function openSqlite(path: string): Database.Database {

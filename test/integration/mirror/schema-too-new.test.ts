@@ -20,7 +20,7 @@ const MIGRATIONS_TABLE =
   TEST_DIALECT === "postgres" ? "drizzle.__drizzle_migrations" : "__drizzle_migrations";
 
 describe("a database migrated by a newer syncmirror", () => {
-  it("is refused by status, sync and run with exit 2, naming both versions; nothing runs", async () => {
+  it("is refused by status, sync and run with exit 2 and reported by check (exit 1), naming both versions; nothing runs", async () => {
     h = await createHarness();
     await h.sync();
     const journal = readJournal(TEST_DIALECT).entries;
@@ -40,6 +40,12 @@ describe("a database migrated by a newer syncmirror", () => {
         expect(r.stderr).not.toMatch(/\n\s+at /);
       }
       expect(h.sim.requests.length).toBe(before);
+      // check reports it among its problems (exit 1), as it does any database it cannot use.
+      const check = await h.cli(["check"]);
+      expect(check.code).toBe(1);
+      expect(`${check.stdout}${check.stderr}`).toContain(
+        `this syncmirror's ${journal.length} (up to ${newest?.tag})`,
+      );
     } finally {
       // The PostgreSQL suite hands its databases on to later tests.
       await execute(h, `DELETE FROM ${MIGRATIONS_TABLE} WHERE hash = 'from-the-future'`);
