@@ -145,8 +145,10 @@ export function createTickRecorder(deps: TickRecorderDeps): TickRecorder {
   /** Why a pass was already due: it follows the mirror's pass in flight (running, or a dead replica's trigger), or waits for a slot. */
   async function coalescedInto(mirror: string): Promise<SkipReason> {
     try {
-      if ((await store.leases.holders()).has(mirror)) return "in_flight";
-      return (await store.triggers.findInFlight(mirror)) ? "in_flight" : "waiting";
+      const inFlight =
+        (await store.leases.holders()).has(mirror) ||
+        (await store.triggers.findInFlight(mirror)) !== undefined;
+      return inFlight ? "in_flight" : "waiting";
     } catch {
       return "waiting";
     }

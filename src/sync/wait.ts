@@ -22,8 +22,10 @@ export interface WaitResult {
 
 const PROGRESS_EVERY_MS = 30_000;
 
-/** Reads one finished run's export; `ingestRun` for a real pass. */
-/** Reads a run's export; `runSources` are its source labels as the run list shows them, when it does. */
+/**
+ * Reads one finished run's export (`ingestRun` for a real pass); `runSources` are its source labels
+ * as the run list shows them, when it does.
+ */
 export type RunReader = (
   pass: MirrorPass,
   trigger: Trigger,
