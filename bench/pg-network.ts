@@ -194,14 +194,14 @@ function printSummary(all: Map<string, WorkloadResult[]>, builds: string[]): voi
   }
   lines.push(
     "",
-    "| Pass | Startup s | Waiting for runs s | Ingest s | Last page + sweep + settle s |",
-    "|---|---:|---:|---:|---:|",
+    "| Pass | Startup s | Waiting for runs s | Ingest s | Last page + sweep + settle s | Exit s |",
+    "|---|---:|---:|---:|---:|---:|",
   );
   for (const [key] of all) {
-    const phase = (name: "startupMs" | "waitMs" | "ingestMs" | "tailMs") =>
+    const phase = (name: "startupMs" | "waitMs" | "ingestMs" | "tailMs" | "exitMs") =>
       (med(key, (r) => r.phases?.[name] ?? Number.NaN) / 1000).toFixed(2);
     lines.push(
-      `| ${key} | ${phase("startupMs")} | ${phase("waitMs")} | ${phase("ingestMs")} | ${phase("tailMs")} |`,
+      `| ${key} | ${phase("startupMs")} | ${phase("waitMs")} | ${phase("ingestMs")} | ${phase("tailMs")} | ${phase("exitMs")} |`,
     );
   }
   lines.push("", "| Build | Ratio | Value |", "|---|---|---:|");
