@@ -13,9 +13,15 @@ const { counts: _counts, ...sourceColumns } = getTableColumns(runSources);
 
 type RunRow = typeof runs.$inferSelect;
 
+// Every export page runs it: a named prepared statement, parsed and planned once per connection.
+const CHECKPOINT = "syncmirror_runs_checkpoint";
+const CHECKPOINT_SQL = `UPDATE runs SET next_offset = $2, upserted = upserted + $3, unchanged = unchanged + $4,
+    rejected = rejected + $5, keys_new = keys_new + $6, keys_changed = keys_changed + $7, ingest = $8
+  WHERE sync_id = $1`;
+
 const toRun = (row: RunRow): Run => mapRun(row, keepJson);
 
-export function createRunRepo({ db }: Conn): RunRepo {
+export function createRunRepo({ db, client }: Conn): RunRepo {
   return {
     async newestCreatedAt(mirror) {
       const [row] = await db
@@ -107,18 +113,20 @@ export function createRunRepo({ db }: Conn): RunRepo {
     },
 
     async checkpoint(syncId, nextOffset, c) {
-      await db
-        .update(runs)
-        .set({
+      await client.query({
+        name: CHECKPOINT,
+        text: CHECKPOINT_SQL,
+        values: [
+          syncId,
           nextOffset,
-          upserted: sql`${runs.upserted} + ${c.upserted}`,
-          unchanged: sql`${runs.unchanged} + ${c.unchanged}`,
-          rejected: sql`${runs.rejected} + ${c.rejected}`,
-          keysNew: sql`${runs.keysNew} + ${c.keysNew}`,
-          keysChanged: sql`${runs.keysChanged} + ${c.keysChanged}`,
-          ingest: nextOffset === null ? "done" : "ingesting",
-        })
-        .where(eq(runs.syncId, syncId));
+          c.upserted,
+          c.unchanged,
+          c.rejected,
+          c.keysNew,
+          c.keysChanged,
+          nextOffset === null ? "done" : "ingesting",
+        ],
+      });
     },
 
     async sourcesOf(syncId) {
