@@ -75,9 +75,10 @@ async function changes(deps: ConsumerRoutesDeps, source: ConsumerSource, url: UR
 }
 
 async function search(deps: ConsumerRoutesDeps, source: ConsumerSource, url: URL) {
-  const params = parseSearchParams(queryParams(url.searchParams), deps.mirrors);
+  // Whatever the query, a mirror without an index has no search to answer it.
   if (!deps.searchEnabled)
     throw new SearchUnavailableError("search is not enabled: set search.enabled: true");
+  const params = parseSearchParams(queryParams(url.searchParams), deps.mirrors);
   const { hits } = await searchAsUser(source, params, deps.mirrors);
   return searchJson(hits);
 }

@@ -30,8 +30,11 @@ export const HISTORY_PATHS = Object.freeze({ passes: "/v1/passes", problems: "/v
 const APPROVE = /^\/v1\/mirrors\/([^/]+)\/approve-sweep$/;
 const JSON_TYPE = "application/json; charset=utf-8";
 
-/** `{"by": "..."}`, optional: who approves, kept beside the client's address. */
-const ApproveBody = z.strictObject({ by: z.string().trim().min(1).max(200).optional() });
+/**
+ * `{"by": "..."}`, optional: who approves, kept beside the client's address. Other keys are
+ * ignored, as `/trigger` ignores them.
+ */
+const ApproveBody = z.object({ by: z.string().trim().min(1).max(200).optional() });
 
 export function createHistoryRoutes(deps: HistoryRoutesDeps): RouteHandler {
   return async (req) => {

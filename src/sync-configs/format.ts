@@ -58,7 +58,9 @@ export function formatApply(results: readonly ApplyResult[]): string {
 }
 
 function headline(e: PlanEntry): string {
-  const what = `sync config "${e.name}"${e.syncConfigId ? ` (${e.syncConfigId})` : ""}`;
+  // A record whose apply was refused holds no name: it is the mirror's record, not a config's.
+  const named = e.name === null ? "record (never applied)" : `"${e.name}"`;
+  const what = `sync config ${named}${e.syncConfigId ? ` (${e.syncConfigId})` : ""}`;
   switch (e.action) {
     case "create":
       return `create ${what} in project "${e.desired?.projectName}"`;

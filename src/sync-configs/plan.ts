@@ -58,7 +58,7 @@ export async function planSyncConfigs(config: Config, deps: PlanDeps): Promise<P
     entries.push(
       want
         ? await planDeclared(want, { config, records, lookup, deps })
-        : { ...entry(mirror.name, "not_declared"), syncConfigId: mirror.syncConfigId },
+        : { ...emptyEntry(mirror.name, "not_declared"), syncConfigId: mirror.syncConfigId },
     );
   }
   const taken = new Set(entries.map((e) => e.takenFrom));
@@ -73,7 +73,7 @@ export async function planSyncConfigs(config: Config, deps: PlanDeps): Promise<P
 export async function planMirror(config: Config, mirror: string, deps: PlanDeps): Promise<PlanEntry> {
   const declared = config.mirrors.filter((m) => m.name === mirror && isDeclared(m));
   const [want] = await resolveDeclarations(declared.filter(isDeclared), deps.api, config.file, deps.signal);
-  if (!want) return entry(mirror, "not_declared");
+  if (!want) return emptyEntry(mirror, "not_declared");
   const records = new Map((await deps.store.syncConfigs.list()).map((r) => [r.mirror, r]));
   return planDeclared(want, { config, records, lookup: createLookup(deps), deps });
 }
@@ -144,7 +144,7 @@ interface PlanContext {
 async function planDeclared(want: DesiredSyncConfig, ctx: PlanContext): Promise<PlanEntry> {
   const name = want.mirror.name;
   const record = ctx.records.get(name) ?? null;
-  const e: PlanEntry = { ...entry(name, "create"), name: want.fields.name, desired: want, record };
+  const e: PlanEntry = { ...emptyEntry(name, "create"), name: want.fields.name, desired: want, record };
   if (record?.syncConfigId && record.projectId !== want.projectId) {
     // A config cannot move between projects; forgetting it here would leave it upstream unseen.
     e.problem = `${declaredKey(want.mirror.declared, "project")}: sync config ${record.syncConfigId} was applied in project ${record.projectId}, and a config cannot move between projects: rename the mirror and \`apply --prune\` to delete the old one, or name its project again`;
@@ -204,7 +204,7 @@ async function planUndeclared(
   lookup: Lookup,
 ): Promise<PlanEntry> {
   const e: PlanEntry = {
-    ...entry(record.mirror, "forget"),
+    ...emptyEntry(record.mirror, "forget"),
     name: record.name,
     syncConfigId: record.syncConfigId,
     record,
@@ -229,7 +229,8 @@ function isDeclaredIn(config: Config, mirror: string): boolean {
   return config.mirrors.some((m) => m.name === mirror && m.declared !== null);
 }
 
-function entry(mirror: string, action: PlanAction): PlanEntry {
+/** An entry with nothing planned yet: its mirror and action only. */
+export function emptyEntry(mirror: string, action: PlanAction): PlanEntry {
   return {
     mirror,
     action,

@@ -69,8 +69,9 @@ async function readPage(client: pg.PoolClient, q: FeedQuery): Promise<FeedPage> 
       resource: resources.get(c.key as string) ?? null,
       access: access.get(c.key as string) ?? [],
     })),
-    // Caught up: skip past changes a mirror filter left out, so they are not scanned again.
-    nextAfter: hasMore ? last : Math.max(last, newest),
+    // Caught up: skip past changes a mirror filter left out, so they are not scanned again; a
+    // cursor past the newest seq (another database's) comes back to it rather than skip what follows.
+    nextAfter: hasMore ? last : newest,
     hasMore,
   };
 }

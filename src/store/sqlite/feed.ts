@@ -63,8 +63,9 @@ function readPage(sqlite: Database.Database, q: FeedQuery): FeedPage {
       resource: resources.get(c.key) ?? null,
       access: access.get(c.key) ?? [],
     })),
-    // Caught up: skip past changes a mirror filter left out, so they are not scanned again.
-    nextAfter: hasMore ? last : Math.max(last, newest),
+    // Caught up: skip past changes a mirror filter left out, so they are not scanned again; a
+    // cursor past the newest seq (another database's) comes back to it rather than skip what follows.
+    nextAfter: hasMore ? last : newest,
     hasMore,
   };
 }

@@ -78,6 +78,12 @@ describe("/v1/changes", () => {
       h.query<{ seq: number }>("SELECT seq FROM changes ORDER BY seq").map((r) => r.seq),
     );
     expect(after).toBe(lastSeq(h));
+    // A cursor past the newest seq (kept from another database) is brought back to the newest.
+    expect((await get(d, `/v1/changes?after=${lastSeq(h) + 1000}`)).json).toEqual({
+      changes: [],
+      next_after: lastSeq(h),
+      has_more: false,
+    });
 
     const doc = pickDoc(h, (x) => x.visibleTo.length >= 2);
     const [change] = (await get(d, "/v1/changes?after=0&limit=1000")).json.changes.filter(
@@ -158,6 +164,19 @@ describe.runIf(TEST_DIALECT === "postgres")("/v1/changes on PostgreSQL", () => {
 });
 
 describe("/v1/search", () => {
+  it("answers 404 whatever the query while search is not enabled", async () => {
+    const h = suite.use(await createHarness({ sim: { docs: 5 } }));
+    configureConsumers(h, { search: false });
+    await h.sync();
+    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
+    const d = await suite.daemon(h);
+    for (const path of [`/v1/search?user=${U1}&q=the`, "/v1/search?q=the", `/v1/search?user=${U1}`]) {
+      const res = await get(d, path);
+      expect(res.status, path).toBe(404);
+      expect(res.json, path).toEqual({ error: "search is not enabled: set search.enabled: true" });
+    }
+  });
+
   it("answers as the named user only, with title, url, source, snippet and key", async () => {
     const { h, d } = await servedMirror();
     const doc = pickDoc(h, (x) => x.visibleTo.includes(U1) && !x.visibleTo.includes(U2));
