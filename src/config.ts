@@ -227,7 +227,7 @@ const File = z.strictObject({
     .boolean()
     .default(false)
     .describe(
-      "true: the daemon applies the sync configs declared in `mirrors[].sync_config` at start-up and before a pass whose declaration changed; false: only `syncmirror apply` does.",
+      "true: the daemon applies the sync configs declared in `mirrors[].sync_config` at start-up, and before each pass the mirror's declaration as the file holds it then, when it differs from the one applied (the rest of the file is read at start-up only); false: only `syncmirror apply` does.",
     ),
   mirrors: z
     .array(Mirror)

@@ -69,6 +69,6 @@ async function dropDue(runtime: Runtime, mirror: string): Promise<void> {
 }
 
 export function reconcileDeps(runtime: Runtime, signal: AbortSignal): ReconcileDeps {
-  const { config, store, api, log, metrics } = runtime;
-  return { config, store, api, log, metrics, signal, now: () => new Date() };
+  const { config, readConfig, store, api, log, metrics } = runtime;
+  return { config, readConfig, store, api, log, metrics, signal, now: () => new Date() };
 }

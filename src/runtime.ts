@@ -6,7 +6,14 @@ import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Registry } from "prom-client";
 import { type ApiClient, createApiClient } from "./api/client.js";
 import type { CommandIo } from "./commands/command.js";
-import { type Config, readCrashAt, readLogLevel, readRetryEachTransaction, requireToken } from "./config.js";
+import {
+  type Config,
+  loadConfig,
+  readCrashAt,
+  readLogLevel,
+  readRetryEachTransaction,
+  requireToken,
+} from "./config.js";
 import { AbortedError } from "./errors.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -17,7 +24,13 @@ import type { CrashPoint, SyncContext } from "./sync/context.js";
 import { createPageWindow } from "./sync/page-window.js";
 
 export interface Runtime {
+  /** The config as the file said when the process started. */
   config: Config;
+  /**
+   * The file as it says now (a ConfigError when it no longer loads): a pass reads its mirror's
+   * declared sync config from it, so an edit made while the process runs is not undone.
+   */
+  readConfig(): Config;
   log: Logger;
   metrics: Metrics;
   store: Store;
@@ -55,6 +68,7 @@ export async function createRuntime(
   const crashPoint = createCrashPoint(io.env);
   return {
     config,
+    readConfig: () => loadConfig(config.file, io.env),
     log,
     metrics,
     store,

@@ -5,6 +5,10 @@
  * user who left the project, a name taken, a server renamed away) is logged, counted in
  * `syncmirror_sync_config_apply_errors_total`, shown by `syncmirror_sync_config_drift` and stored
  * as the record's `last_error`; it never stops the daemon or another mirror.
+ *
+ * Before a pass the declaration is the one the file holds then, not at start-up: after an edit (and
+ * an `apply` beside the daemon) the start-up copy is stale, and applying it would undo the edit,
+ * giving back access the operator took away.
  */
 import type { Config, MirrorConfig } from "../config.js";
 import { ConfigError, SyncConfigNotAppliedError, SyncmirrorError } from "../errors.js";
@@ -18,7 +22,10 @@ import { planMirror } from "./plan.js";
 import { type DeclaredMirror, isDeclared } from "./resolve.js";
 
 export interface ReconcileDeps extends ApplyDeps {
+  /** The config the declaration is planned against. */
   config: Config;
+  /** The file as it says now: a ConfigError when it no longer loads. */
+  readConfig(): Config;
   log: Logger;
   metrics: Metrics;
 }
@@ -37,47 +44,87 @@ export async function reconcileMirror(
     log.info(labels, "the declared sync config is applied once the pass in flight ends");
     return;
   }
-  const fail = async (message: string, recorded: boolean) => {
-    if (!recorded)
-      await store.syncConfigs.recordError(mirror.name, {
-        error: message,
-        at: deps.now().toISOString(),
-        createRefused: false,
-      });
-    metrics.syncConfigApplyErrors.inc(labels);
-    metrics.syncConfigDrift.set(labels, 1);
-    log.error({ ...labels, err: message }, "the declared sync config could not be applied");
-  };
   try {
     const result = await applyEntry(await planMirror(deps.config, mirror.name, deps), deps, {
       adopt: false,
       prune: false,
     });
-    if (result.done === "refused") return fail(result.message, true);
+    if (result.done === "refused") return failed(mirror.name, deps, result.message, true);
     metrics.syncConfigDrift.set(labels, 0);
     if (result.done !== "unchanged")
       log.info({ ...labels, sync_config_id: result.syncConfigId }, result.message);
   } catch (error) {
     if (!(error instanceof SyncmirrorError)) throw error;
-    return fail(
-      error instanceof ConfigError
-        ? error.issues.map((i) => `${i.path}: ${i.message}`).join("; ")
-        : error.message,
-      false,
-    );
+    const message = error instanceof ConfigError ? issuesLine(error) : error.message;
+    return failed(mirror.name, deps, message, false);
   }
 }
 
 /**
- * Before a pass, under its lease: the declaration applied if it changed (when the daemon manages
- * them), then the mirror with its config id; undefined, logged, when a declaration was never applied.
+ * The declaration as the file holds it now. A file that no longer loads, or no longer declares the
+ * mirror, changes nothing upstream: the operator's intent is unknown, so the config stays as
+ * applied (reverting it would be as wrong as guessing), the pass runs with it, and the mirror has a
+ * problem until the file is fixed. A file that turned `manage_sync_configs` off stops the daemon's
+ * apply at once, as that is the safe direction; everything else in it waits for a restart.
+ */
+async function reconcileAsFiled(mirror: DeclaredMirror, deps: ReconcileDeps): Promise<void> {
+  let config: Config;
+  try {
+    config = deps.readConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return failed(
+      mirror.name,
+      deps,
+      `${error.file} no longer loads (${issuesLine(error)}): nothing was changed upstream and the mirror syncs with its sync config as applied; fix the file (\`syncmirror plan\` names each error)`,
+      false,
+    );
+  }
+  if (!config.manageSyncConfigs) return;
+  const current = config.mirrors.find((m) => m.name === mirror.name);
+  if (!current || !isDeclared(current))
+    return failed(
+      mirror.name,
+      deps,
+      `${config.file} no longer declares a sync config for mirror ${mirror.name}: nothing was changed upstream and the running daemon syncs it with its sync config as applied; declare it again, or restart the daemon to take the file's mirrors (\`syncmirror apply --prune\` deletes a config no mirror declares)`,
+      false,
+    );
+  await reconcileMirror(current, { ...deps, config }, { always: false });
+}
+
+/** Logged, counted, shown as drift, and (unless `apply` did it) stored as the record's error: a problem. */
+async function failed(
+  mirror: string,
+  deps: ReconcileDeps,
+  message: string,
+  recorded: boolean,
+): Promise<void> {
+  const labels = { mirror };
+  if (!recorded)
+    await deps.store.syncConfigs.recordError(mirror, {
+      error: message,
+      at: deps.now().toISOString(),
+      createRefused: false,
+    });
+  deps.metrics.syncConfigApplyErrors.inc(labels);
+  deps.metrics.syncConfigDrift.set(labels, 1);
+  deps.log.error({ ...labels, err: message }, "the declared sync config could not be applied");
+}
+
+function issuesLine(error: ConfigError): string {
+  return error.issues.map((i) => `${i.path || "(root)"}: ${i.message}`).join("; ");
+}
+
+/**
+ * Before a pass, under its lease: the declaration the file holds now applied if it differs from the
+ * one applied (when the daemon manages them), then the mirror with its config id; undefined,
+ * logged, when a declaration was never applied.
  */
 export async function preparePass(
   mirror: MirrorConfig,
   deps: ReconcileDeps,
 ): Promise<BoundMirror | undefined> {
-  if (deps.config.manageSyncConfigs && isDeclared(mirror))
-    await reconcileMirror(mirror, deps, { always: false });
+  if (deps.config.manageSyncConfigs && isDeclared(mirror)) await reconcileAsFiled(mirror, deps);
   try {
     return await bindMirror(mirror, deps.store);
   } catch (error) {

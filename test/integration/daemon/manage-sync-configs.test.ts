@@ -2,15 +2,34 @@
  * `manage_sync_configs: true`: the daemon applies declared sync configs at start-up and before a
  * pass whose declaration is not applied; what it cannot apply is logged, counted, recorded and
  * shown as drift, and never stops another mirror. A change, a rename too, waits for the pass left in
- * flight, and the pass after it is full.
+ * flight, and the pass after it is full. Before a pass the declaration is the one the file holds
+ * then: an edit is applied (or kept, when `apply` ran beside the daemon), never undone; a file that
+ * no longer loads, or no longer declares the mirror, changes nothing upstream and is a problem.
  */
+import { readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { until } from "../../helpers/daemon.js";
+import { type DaemonProcess, until } from "../../helpers/daemon.js";
 import { DECLARED_SIM, managedRow, remoteNamed, wiki, writeMirrors } from "../../helpers/declared-configs.js";
-import { createHarness } from "../../helpers/mirror-harness.js";
+import { onPostgres } from "../../helpers/dialect.js";
+import { createHarness, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
+import { answered } from "../../helpers/requests.js";
 import { daemonSuite, EVERY_SECOND, NEVER } from "./setup.js";
 
 const suite = daemonSuite();
+const PUT = "PUT /sync-configs/{id}";
+const HTTP_TOKEN = "controls-bearer-7d2e";
+
+/** The passes that ended, oldest first. */
+function passes(h: Harness): { mode: string; outcome: string }[] {
+  return h.query("SELECT mode, outcome FROM triggers WHERE state = 'done' ORDER BY id");
+}
+
+/** A daemon past its start-up apply (its schedules started). */
+async function started(h: Harness, env?: Record<string, string>): Promise<DaemonProcess> {
+  const d = await suite.daemon(h, env ? { env } : {});
+  await until(() => d.logs().some((l) => l.msg === "daemon started"), "the daemon started");
+  return d;
+}
 
 describe("syncmirror run with manage_sync_configs: true", () => {
   it("applies at start-up; a config it cannot apply is drift (logged, counted, recorded), the other mirror syncs", async () => {
@@ -91,6 +110,88 @@ describe("syncmirror run with manage_sync_configs: true", () => {
     expect(messages[renamed]).toContain("the next pass is a full snapshot");
     expect(await passes("incremental")).toBeGreaterThanOrEqual(1);
     expect(h.sim.configs.list().find((c) => c.id === id)?.name).toBe("Wiki renamed");
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("applies the declaration the file holds before a pass: an edit is kept (apply beside it on PostgreSQL), the pass is full, the dropped user loses access", async () => {
+    const h = suite.use(
+      await createHarness({ sim: DECLARED_SIM, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
+    );
+    writeMirrors(h, { main: wiki() }, { manage_sync_configs: true });
+    // PostgreSQL: two replicas sharing the file, and `apply` beside them; SQLite: one daemon, which
+    // holds the file's writer lock, so the edit alone.
+    const daemons = [await started(h), ...(onPostgres ? [await started(h)] : [])];
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 1, "the first pass");
+    const user1Keys = visibleKeys(h, "user1@example.com");
+    expect(visibleKeys(h, "user2@example.com")).not.toEqual([]);
+    expect(answered(h, PUT)).toBe(0);
+
+    writeMirrors(h, { main: wiki({ users: ["user1@example.com"] }) }, { manage_sync_configs: true });
+    if (onPostgres) {
+      const applied = await h.cli(["apply"]);
+      expect(applied.code, applied.stdout + applied.stderr).toBe(0);
+    }
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 2, "the pass after the edit");
+
+    expect(remoteNamed(h.sim, "Wiki").user_emails).toEqual(["user1@example.com"]);
+    expect(answered(h, PUT), "one replace, never the start-up declaration put back").toBe(1);
+    expect(passes(h)[1]).toEqual({ mode: "full", outcome: "succeeded" });
+    expect(visibleKeys(h, "user2@example.com")).toEqual([]);
+    expect(visibleKeys(h, "user1@example.com")).toEqual(user1Keys);
+    expect(managedRow(h)).toMatchObject({ last_error: null, full_pending_after: null });
+    for (const d of daemons) expect((await d.stop()).code).toBe(0);
+  });
+
+  it("changes nothing upstream when the file no longer loads, no longer declares the mirror, or turned manage_sync_configs off; the passes go on", async () => {
+    const h = suite.use(
+      await createHarness({ sim: DECLARED_SIM, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
+    );
+    writeMirrors(h, { main: wiki() }, { manage_sync_configs: true });
+    const good = readFileSync(h.configPath, "utf8");
+    const d = await started(h, { SYNCMIRROR_HTTP_TOKEN: HTTP_TOKEN });
+    const before = remoteNamed(h.sim, "Wiki");
+    // Over HTTP: the CLI would read the file too.
+    const triggerPass = async (n: number) => {
+      const res = await fetch(`http://127.0.0.1:${d.port}/v1/mirrors/main/trigger`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${HTTP_TOKEN}` },
+      });
+      expect(res.status).toBe(200);
+      await until(() => passes(h).length === n, `pass ${n}`);
+    };
+    const configErrors = () => d.metric("syncmirror_problems", { mirror: "main", kind: "config_error" });
+
+    writeFileSync(h.configPath, `${good}\nmirrors: [\n`);
+    await triggerPass(1);
+    expect(managedRow(h)?.last_error).toMatch(
+      /syncmirror\.yaml no longer loads \(\(root\): YAML: .*\): nothing was changed upstream .*fix the file/,
+    );
+    expect(await d.metric("syncmirror_sync_config_drift", { mirror: "main" })).toBe(1);
+    await until(async () => (await configErrors()) === 1, "the config_error problem");
+
+    writeFileSync(h.configPath, good);
+    writeMirrors(h, { main: h.sim.syncConfigId }, { manage_sync_configs: true });
+    await triggerPass(2);
+    expect(managedRow(h)?.last_error).toContain("no longer declares a sync config for mirror main");
+    expect(await d.metric("syncmirror_sync_config_apply_errors_total", { mirror: "main" })).toBe(2);
+
+    writeFileSync(h.configPath, good);
+    await triggerPass(3);
+    expect(managedRow(h)?.last_error).toBeNull();
+    expect(await d.metric("syncmirror_sync_config_drift", { mirror: "main" })).toBe(0);
+    await until(async () => (await configErrors()) === 0, "the problem cleared");
+
+    // The file turning manage_sync_configs off stops the daemon's applies at once.
+    writeMirrors(h, { main: wiki({ users: ["user1@example.com"] }) }, { manage_sync_configs: false });
+    await triggerPass(4);
+    expect(managedRow(h)?.last_error).toBeNull();
+
+    expect(passes(h).map((p) => p.outcome)).toEqual(["succeeded", "succeeded", "succeeded", "succeeded"]);
+    expect(answered(h, PUT)).toBe(0);
+    expect(remoteNamed(h.sim, "Wiki")).toEqual(before);
+    expect(d.stderr()).not.toContain(h.sim.token);
     expect((await d.stop()).code).toBe(0);
   });
 });
