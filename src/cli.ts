@@ -19,15 +19,32 @@ const stop = (signal: NodeJS.Signals) => {
 };
 process.once("SIGTERM", stop);
 process.once("SIGINT", stop);
-// A reader that closes the pipe early (`syncmirror changes ... | head -c 100`) took what it wanted:
-// the command stops as on a signal and cleans up (demo removes its directory), then exits quietly.
+/**
+ * Commands whose work is their output. When their reader closes the pipe early (`syncmirror
+ * changes ... | head -c 100`) it took what it wanted: the command stops as on a signal, cleans up
+ * (demo removes its directory) and exits quietly. Any other command changes something (a pass, a
+ * copy, an apply): it finishes without its output, and its exit code says how the work went; a
+ * stop with exit 0 would say a copy was made that was rolled back.
+ */
+const STOPS_WITH_ITS_READER: ReadonlySet<CommandName> = new Set<CommandName>([
+  "status",
+  "check",
+  "demo",
+  "simulate",
+  "changes",
+  "search",
+  "plan",
+  "history",
+  "problems",
+]);
+let command: CommandName | undefined;
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (controller.signal.aborted) return;
-  controller.abort(
-    error.code === "EPIPE"
-      ? new OutputClosedError()
-      : new AbortedError(`cannot write to stdout (${error.code ?? error.message})`),
-  );
+  if (error.code !== "EPIPE") {
+    controller.abort(new AbortedError(`cannot write to stdout (${error.code ?? error.message})`));
+    return;
+  }
+  if (command === undefined || STOPS_WITH_ITS_READER.has(command)) controller.abort(new OutputClosedError());
 });
 
 const LOADERS: Record<CommandName, () => Promise<Command>> = {
@@ -77,7 +94,8 @@ async function main(argv: string[]): Promise<number> {
   }
   // `ps` shows which command runs; set once the handlers above are in place.
   process.title = `syncmirror ${name}`;
-  const command = await LOADERS[name]();
+  command = name;
+  const run = await LOADERS[name]();
   const io: CommandIo = {
     stdout: process.stdout,
     stderr: process.stderr,
@@ -86,7 +104,7 @@ async function main(argv: string[]): Promise<number> {
     isTty: process.stdout.isTTY === true,
     stderrIsTty: process.stderr.isTTY === true,
   };
-  return command(args, io);
+  return run(args, io);
 }
 
 function readVersion(): string {

@@ -312,7 +312,13 @@ export function parseConfig(file: string, text: string, env: Env): Config {
       doc.errors.map((e) => ({ path: "", message: yamlMessage(e.message, e.linePos?.[0]) })),
     );
   }
-  const raw: unknown = doc.toJS() ?? {};
+  let raw: unknown;
+  try {
+    raw = doc.toJS() ?? {};
+  } catch (error) {
+    // An alias whose anchor is missing or that expands too far is found only here, as a plain throw.
+    throw new ConfigError(file, [{ path: "", message: yamlMessage((error as Error).message, undefined) }]);
+  }
   const secretIssues = findSecrets(raw, env);
   if (secretIssues.length > 0) throw new ConfigError(file, secretIssues);
   const placeholders = findPlaceholders(raw);
@@ -329,8 +335,11 @@ export function parseConfig(file: string, text: string, env: Env): Config {
 
 /** zod says "Invalid input: expected string, received undefined" for a key left out. */
 function issueMessage(issue: z.core.$ZodIssue): string {
-  const missing = issue.code === "invalid_type" && /received undefined$/.test(issue.message);
-  return missing ? `is required (expected ${issue.expected})` : issue.message;
+  if (issue.code !== "invalid_type") return issue.message;
+  if (/received undefined$/.test(issue.message)) return `is required (expected ${issue.expected})`;
+  // `api:` with nothing under it is null in YAML.
+  if (/received null$/.test(issue.message)) return `is empty (expected ${issue.expected})`;
+  return issue.message;
 }
 
 /** pino's level names, the values `LOG_LEVEL` may hold. */

@@ -222,6 +222,22 @@ describe("config", () => {
     );
     expect(issuesOf(`${base}http:\n  listen: nowhere\n`).map((i) => i.path)).toContain("http.listen");
     expect(issuesOf("api: [unclosed\n")[0]?.message).toMatch(/YAML/);
+    // Alias errors surface only when the document is read, not as parse errors.
+    expect(issuesOf(`${base}x: *nowhere\n`)).toEqual([
+      { path: "", message: expect.stringMatching(/^YAML: Unresolved alias .*nowhere/) },
+    ]);
+    const laughs = ["a: &a [x, x, x, x, x, x, x, x, x, x]"];
+    for (const n of ["b", "c", "d", "e", "f"]) {
+      const prev = String.fromCharCode(n.charCodeAt(0) - 1);
+      laughs.push(
+        `${n}: &${n} [*${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}]`,
+      );
+    }
+    expect(issuesOf(`${laughs.join("\n")}\n`)[0]?.message).toMatch(/^YAML: .*alias/i);
+    expect(issuesOf(`api:\n${base.slice(base.indexOf("mirrors:"))}`)).toContainEqual({
+      path: "api",
+      message: "is empty (expected object)",
+    });
   });
 
   it("resolves the config path from the flag, then the environment (an empty variable counts as unset), then the default", () => {

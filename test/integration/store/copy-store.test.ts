@@ -15,7 +15,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { canonicalJson } from "../../../src/simulator/canonical-json.js";
 import { openDatabase } from "../../../src/store/sqlite/open.js";
-import { spawnCli } from "../../helpers/daemon.js";
+import { type SpawnOptions, spawnCli } from "../../helpers/daemon.js";
 import {
   type DatabaseReader,
   type DbSnapshot,
@@ -84,8 +84,9 @@ async function createSetup(sim: Record<string, unknown>, target?: TestDatabase):
 async function cliWith(
   s: Setup,
   args: string[],
+  options: SpawnOptions = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const p = spawnCli([...args, "--config", s.pgConfig], s.moved.env);
+  const p = spawnCli([...args, "--config", s.pgConfig], s.moved.env, options);
   const { code } = await p.exited;
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }
@@ -206,10 +207,17 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
     expect(snapshotDiff(snapshot(s.copied), snapshot(twin))).toEqual([]);
   });
 
-  it("refuses a target that is not empty (exit 1, naming what is there) and leaves it as it was", async () => {
+  it("copies whole when the reader of its output goes at once; then refuses the target, no longer empty (exit 1, naming what is there), and leaves it as it was", async () => {
     const s = await createSetup({ docs: 20 });
     await pass(() => s.moved.cli(["sync"]));
-    await pass(() => cliWith(s, ["copy-store", "--from", s.moved.dbPath]));
+    // `| true`: the reader is gone before the first line is written.
+    const closedReader = { wrap: ["bash", "-c", 'set -o pipefail; "$@" | true', "bash"] };
+    await pass(() => cliWith(s, ["copy-store", "--from", s.moved.dbPath], closedReader));
+    for (const table of ["resources", "resource_access", "changes"]) {
+      const count = (db: DatabaseReader) =>
+        Number(db.query<{ n: number | string }>(`SELECT count(*) AS n FROM ${table}`)[0]?.n);
+      expect(count(s.copied), table).toBe(count(s.moved));
+    }
     const before = snapshot(s.copied);
 
     const again = await cliWith(s, ["copy-store", "--from", s.moved.dbPath]);
