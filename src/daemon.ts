@@ -8,7 +8,8 @@
  * passes are recorded there, a pass runs under the mirror's lease, and every poll interval the
  * watcher checks the connection, renews this daemon's heartbeat and wakes the scheduler, which
  * resumes, within a lease plus one poll interval, the trigger of a mirror whose holder stopped
- * renewing, and starts what is due while slots are free.
+ * renewing (even with every slot busy: that pass was already running), and starts what is due
+ * while slots are free.
  */
 import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Registry } from "prom-client";
@@ -121,8 +122,8 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         maxConcurrentMirrors: config.maxConcurrentMirrors,
         store: rt.store,
         holderId: holder.id,
-        runPass: async (mirror, signal, started) => {
-          await runOwedPass({ runtime: rt, holder }, mirror, signal, started);
+        runPass: async (mirror, signal, started, options) => {
+          await runOwedPass({ runtime: rt, holder }, mirror, signal, started, options);
         },
         log,
         metrics,

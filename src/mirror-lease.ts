@@ -94,7 +94,7 @@ async function takeLease({ store, mirror, holder, leaseSeconds }: LeaseOptions):
   const grant = await store.leases.acquire(mirror, holder, leaseSeconds);
   if (grant) return grant;
   const current = (await store.leases.holders()).get(mirror);
-  if (current === undefined || !isDeadHereAndNow(current.holderName)) return null;
+  if (current === undefined || !isDeadHereAndNow(current)) return null;
   return store.leases.acquire(mirror, holder, leaseSeconds, current.holder);
 }
 

@@ -23,19 +23,22 @@ export interface OwedPassDeps {
  * Runs what `mirror` is owed. `started(true)` once the lease is held and something is owed,
  * `started(false)` when another process holds the lease or nothing is owed any more. Resolves with
  * the pass's summary, or undefined when nothing ran. A lost lease rejects (LeaseLostError, logged).
+ * With `resumeOnly` (a pass beyond the scheduler's slots), only the trigger left in flight is owed:
+ * a due pass, or a full owed after it, is left for a slot.
  */
 export async function runOwedPass(
   { runtime, holder }: OwedPassDeps,
   mirror: MirrorConfig,
   signal: AbortSignal,
   started: (running: boolean) => void,
+  { resumeOnly = false }: { resumeOnly?: boolean } = {},
 ): Promise<MirrorSummary | undefined> {
   const { store, config, log, metrics } = runtime;
   const leased = await withMirrorLease(
     { store, mirror: mirror.name, holder, leaseSeconds: config.database.leaseSeconds, signal, log, metrics },
     async (passSignal, fence) => {
       const schedule = await store.schedules.find(mirror.name);
-      const due = schedule ? startableDue(schedule) : null;
+      const due = schedule && !resumeOnly ? startableDue(schedule) : null;
       if (!due && !(await store.triggers.findInFlight(mirror.name))) {
         started(false);
         return undefined;
@@ -52,6 +55,7 @@ export async function runOwedPass(
         allowMassDelete: false,
         dryRun: false,
         servesDue: due !== null,
+        resumeOnly,
       });
     },
   );

@@ -7,12 +7,18 @@
  * lease (`runPass`), where the pass checks that it is still owed; it starts at once. Nothing is
  * queued in memory: a pass nobody could start stays due for whichever process frees a slot first.
  *
+ * A trigger left in flight was already running in the fleet, in a slot that died with its
+ * process: one such trigger at a time may be resumed beyond the slots (and only resumed: what is
+ * due after it waits for a slot), so a replica whose slots are all busy still takes a dead
+ * replica's pass over within a lease, not once its own passes end.
+ *
  * A process looks at start-up, at each scheduled time (a timer), whenever one of its passes ends,
  * when asked (`wake`: a control, the daemon's watcher every poll interval), and so within one poll
  * interval of another replica leaving something owed.
  */
 import type { MirrorConfig } from "./config.js";
 import { AbortedError, LeaseLostError } from "./errors.js";
+import { isDeadHereAndNow } from "./lease-holder.js";
 import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
 import { startableDue } from "./store/schedule-rules.js";
@@ -29,11 +35,17 @@ export interface SchedulerDeps {
   /** This process's instance id: a lease of its own that no pass here runs under is stale, not busy. */
   holderId: string;
   /**
-   * Runs what the mirror is owed under its lease. Calls `started(true)` as soon as it holds the
-   * lease and there is work, `started(false)` when another process holds it or nothing is owed.
-   * Handles and logs its own outcome; the scheduler only catches.
+   * Runs what the mirror is owed under its lease (with `resumeOnly`, only its trigger left in
+   * flight). Calls `started(true)` as soon as it holds the lease and there is work,
+   * `started(false)` when another process holds it or nothing is owed. Handles and logs its own
+   * outcome; the scheduler only catches.
    */
-  runPass: (mirror: MirrorConfig, signal: AbortSignal, started: (running: boolean) => void) => Promise<void>;
+  runPass: (
+    mirror: MirrorConfig,
+    signal: AbortSignal,
+    started: (running: boolean) => void,
+    options: { resumeOnly: boolean },
+  ) => Promise<void>;
   log: Logger;
   metrics: Metrics;
   now?: () => Date;
@@ -104,23 +116,38 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
   }
 
   const hasSlot = () => !stopped && active.size < deps.maxConcurrentMirrors;
+  // One pass beyond the slots, for a trigger left in flight (see the top of this file).
+  const hasOrphanRoom = () => !stopped && active.size <= deps.maxConcurrentMirrors;
 
   async function takeWork(): Promise<void> {
-    if (!hasSlot()) return;
-    for (const name of await owed()) {
+    if (!hasOrphanRoom()) return;
+    const { orphans, due } = await owed();
+    for (const name of orphans) {
+      if (!hasOrphanRoom()) return;
+      if (!active.has(name)) await launch(byName.get(name) as MirrorConfig, !hasSlot());
+    }
+    for (const name of due) {
       if (!hasSlot()) return;
-      if (!active.has(name)) await launch(byName.get(name) as MirrorConfig);
+      if (!active.has(name)) await launch(byName.get(name) as MirrorConfig, false);
     }
   }
 
-  /** Mirrors owed a pass that no live process holds: triggers left in flight first, then due passes by age. */
-  async function owed(): Promise<string[]> {
+  /**
+   * Mirrors owed a pass that no live process holds: triggers left in flight (`orphans`), and due
+   * passes by age. A holder gone from this host (`isDeadHereAndNow`) is no live process.
+   */
+  async function owed(): Promise<{ orphans: string[]; due: string[] }> {
     const [schedules, holders] = await Promise.all([store.schedules.list(), store.leases.holders()]);
     for (const s of schedules)
       if (byName.has(s.mirror)) metrics.mirrorPaused.set({ mirror: s.mirror }, s.paused ? 1 : 0);
     // A lease of this process's own with no pass running here was left by a pass that failed to release it.
-    const busy = (name: string) =>
-      active.has(name) || (holders.get(name)?.holder ?? deps.holderId) !== deps.holderId;
+    const busy = (name: string) => {
+      const lease = holders.get(name);
+      return (
+        active.has(name) ||
+        (lease !== undefined && lease.holder !== deps.holderId && !isDeadHereAndNow(lease))
+      );
+    };
     const free = deps.mirrors.filter((m) => !busy(m.name)).map((m) => m.name);
     const orphans: string[] = [];
     for (const name of free) if (await store.triggers.findInFlight(name)) orphans.push(name);
@@ -132,16 +159,16 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
           : [];
       })
       .sort((a, b) => (a.since < b.since ? -1 : a.since > b.since ? 1 : 0));
-    return [...orphans, ...due.map((d) => d.name)];
+    return { orphans, due: due.map((d) => d.name) };
   }
 
   /** Starts the mirror's pass in a slot; resolves once it runs, or once it turned out not to. */
-  async function launch(mirror: MirrorConfig): Promise<void> {
+  async function launch(mirror: MirrorConfig, resumeOnly: boolean): Promise<void> {
     let report!: (running: boolean) => void;
     const runs = new Promise<boolean>((resolve) => {
       report = resolve;
     });
-    const pass = runPass(mirror, report).finally(() => report(false));
+    const pass = runPass(mirror, report, resumeOnly).finally(() => report(false));
     active.set(mirror.name, pass);
     const running = await runs;
     const done = pass.finally(() => {
@@ -152,9 +179,13 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     if (!running) await done;
   }
 
-  async function runPass(mirror: MirrorConfig, started: (running: boolean) => void): Promise<void> {
+  async function runPass(
+    mirror: MirrorConfig,
+    started: (running: boolean) => void,
+    resumeOnly: boolean,
+  ): Promise<void> {
     try {
-      await deps.runPass(mirror, controller.signal, started);
+      await deps.runPass(mirror, controller.signal, started, { resumeOnly });
     } catch (err) {
       // Shutdown is not a failure: the trigger stays in flight and the next start resumes it.
       if (err instanceof AbortedError && controller.signal.aborted && !(err instanceof LeaseLostError)) {

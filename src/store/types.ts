@@ -215,6 +215,8 @@ export interface StoredResourceState {
 export interface LeaseHolder {
   id: string;
   name: string;
+  /** Where `name`'s pid names this process (`lease-holder.ts`); null when unknown. */
+  scope: string | null;
 }
 
 /**
@@ -230,6 +232,7 @@ export interface Fence {
 /** A mirror's lease as the table holds it (`status` shows the live ones). */
 export interface Lease extends Fence {
   holderName: string;
+  holderScope: string | null;
   expiresAt: string;
   /** The length the holder asked for at its last renewal: `expiresAt` minus this is when it renewed. */
   leaseSeconds: number;

@@ -73,6 +73,8 @@ export interface PassOptions {
    * is resumed, the due stays consumed) or neither (the due stays for the next replica).
    */
   servesDue?: boolean;
+  /** Finish the trigger left in flight and trigger nothing new, even a full owed after it. */
+  resumeOnly?: boolean;
 }
 
 /**

@@ -79,7 +79,7 @@ export async function buildStatus(
   // A holder on this host whose process is gone (a killed `sync`, a crashed daemon) runs nothing,
   // though its lease has not run out yet: the next pass takes the mirror over at once.
   const holders = new Map(
-    [...(await store.leases.holders())].filter(([, lease]) => !isDeadHereAndNow(lease.holderName)),
+    [...(await store.leases.holders())].filter(([, lease]) => !isDeadHereAndNow(lease)),
   );
   const schedules = new Map((await store.schedules.list()).map((s) => [s.mirror, s]));
   const statuses: MirrorStatus[] = [];

@@ -65,7 +65,7 @@ async function resumeOrTrigger(
       await ctx.store.triggers.setMassDeleteAllowed(inFlight.id, true);
     const resumed = await drive(mirrorPass, inFlight, true);
     const stillInFlight = (await ctx.store.triggers.findInFlight(mirror.name)) !== undefined;
-    if (!full || inFlight.mode === "full" || stillInFlight) return resumed;
+    if (!full || inFlight.mode === "full" || stillInFlight || options.resumeOnly) return resumed;
     const summary = await trigger(mirrorPass, full, {
       pairs: await ctx.store.pairs.listForMirror(mirror.name),
       knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),

@@ -1,7 +1,8 @@
 /**
  * The process's scheduler over a real store (in memory): a due pass starts only in a free slot,
  * what does not fit stays due in the database (not queued in memory) for the first slot that frees,
- * a trigger left in flight comes before due passes, and stop aborts the passes and waits for them.
+ * a trigger left in flight comes before due passes (one of them resumed beyond busy slots), and
+ * stop aborts the passes and waits for them.
  */
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
@@ -33,23 +34,53 @@ async function makeDue(s: Store, name: string, since: string): Promise<void> {
   );
 }
 
-/** Passes that consume their due (as a trigger's intent would) and run until released. */
+/** A trigger left in flight by a process that is gone. */
+async function leftInFlight(s: Store, name: string): Promise<void> {
+  await s.triggers.createIntent({
+    mirror: name,
+    mode: "incremental",
+    since: null,
+    knownBefore: null,
+    intentAt: T0,
+    allowMassDelete: false,
+    startedBy: "dead",
+    startedByName: "web-1:1",
+    dueAt: null,
+    dueReason: null,
+  });
+}
+
+/**
+ * Passes that consume their due (as a trigger's intent would, unless `resumeOnly`) and run until
+ * released, finishing a trigger left in flight; `resumeOnly` lists the mirrors started only to
+ * resume their trigger.
+ */
 function fakePasses(s: Store) {
   const started: string[] = [];
+  const resumeOnly: string[] = [];
   const release = new Map<string, () => void>();
-  const runPass = async (m: MirrorConfig, signal: AbortSignal, report: (running: boolean) => void) => {
+  const runPass = async (
+    m: MirrorConfig,
+    signal: AbortSignal,
+    report: (running: boolean) => void,
+    options: { resumeOnly: boolean },
+  ) => {
     const schedule = await s.schedules.find(m.name);
-    const taken = schedule && consumeDue(schedule, "full");
+    const taken = !options.resumeOnly && schedule && consumeDue(schedule, "full");
     if (!taken && !(await s.triggers.findInFlight(m.name))) return report(false);
     if (taken) await s.schedules.save(taken.schedule);
     started.push(m.name);
+    if (options.resumeOnly) resumeOnly.push(m.name);
     report(true);
     await new Promise<void>((resolve) => {
       release.set(m.name, resolve);
       signal.addEventListener("abort", () => resolve(), { once: true });
     });
+    const resumed = signal.aborted ? undefined : await s.triggers.findInFlight(m.name);
+    if (resumed)
+      await s.triggers.finish(resumed.id, { outcome: "succeeded", message: "", summary: {}, finishedAt: T0 });
   };
-  return { started, release, runPass };
+  return { started, resumeOnly, release, runPass };
 }
 
 function schedulerFor(
@@ -93,28 +124,39 @@ describe("scheduler", () => {
     const s = openEmptyStore();
     store = s;
     await makeDue(s, "a", "2026-03-10T09:00:00.000Z");
-    await s.triggers.createIntent({
-      mirror: "b",
-      mode: "incremental",
-      since: null,
-      knownBefore: null,
-      intentAt: T0,
-      allowMassDelete: false,
-      startedBy: "dead",
-      startedByName: "web-1:1",
-      dueAt: null,
-      dueReason: null,
-    });
+    await leftInFlight(s, "b");
     const fake = fakePasses(s);
     await schedulerFor(s, ["a", "b"], 1, fake.runPass).start();
     expect(fake.started).toEqual(["b"]);
+  });
+
+  it("resumes one trigger left in flight beyond its busy slots, only resuming it; due passes wait for a slot", async () => {
+    const s = openEmptyStore();
+    store = s;
+    await makeDue(s, "a", T0);
+    for (const name of ["b", "c", "d"]) await leftInFlight(s, name);
+    const fake = fakePasses(s);
+    const sched = schedulerFor(s, ["a", "b", "c", "d"], 1, fake.runPass);
+    await sched.start();
+    expect(fake.started, "b in the slot, c beyond it, d and the due a not yet").toEqual(["b", "c"]);
+    expect(fake.resumeOnly).toEqual(["c"]);
+    expect(sched.running()).toBe(2);
+    fake.release.get("c")?.();
+    await until(() => fake.started.includes("d"), "the next trigger left in flight, beyond the busy slot");
+    expect(fake.started).toEqual(["b", "c", "d"]);
+    expect(fake.resumeOnly).toEqual(["c", "d"]);
+    expect((await s.schedules.find("a"))?.due, "a due pass still waits for a slot").not.toBeNull();
+    fake.release.get("b")?.();
+    fake.release.get("d")?.();
+    await until(() => fake.started.includes("a"), "the due pass, in the freed slot");
+    expect(fake.resumeOnly).toEqual(["c", "d"]);
   });
 
   it("leaves a mirror whose lease another process holds to that process", async () => {
     const s = openEmptyStore();
     store = s;
     await makeDue(s, "a", T0);
-    await s.leases.acquire("a", { id: "other", name: "web-2:1" }, 60);
+    await s.leases.acquire("a", { id: "other", name: "web-2:1", scope: null }, 60);
     const fake = fakePasses(s);
     const sched = schedulerFor(s, ["a"], 1, fake.runPass);
     await sched.start();

@@ -111,7 +111,7 @@ describe("tick recorder", () => {
     const tick = async (iso: string) => rec.record(new Date(iso));
     await tick("2026-03-10T10:00:00Z");
     await tick("2026-03-10T10:15:00Z");
-    const lease = await s.leases.acquire("main", { id: "other", name: "web-2:1" }, 60);
+    const lease = await s.leases.acquire("main", { id: "other", name: "web-2:1", scope: null }, 60);
     await tick("2026-03-10T10:30:00Z");
     expect(await skips(metrics, "in_flight")).toBe(1);
     await s.leases.release({ mirror: "main", holder: "other", epoch: lease?.epoch ?? 0 });

@@ -13,6 +13,7 @@ interface LeaseRow {
   mirror: string;
   holder: string;
   holder_name: string;
+  holder_scope: string | null;
   epoch: number;
   expires_at: Date;
   lease_seconds: number;
@@ -22,6 +23,7 @@ const toLease = (r: LeaseRow): Lease => ({
   mirror: r.mirror,
   holder: r.holder,
   holderName: r.holder_name,
+  holderScope: r.holder_scope,
   epoch: r.epoch,
   expiresAt: toIso(r.expires_at),
   leaseSeconds: r.lease_seconds,
@@ -36,7 +38,7 @@ const FENCE = `mirror = $1 AND holder = $2 AND epoch = $3 AND ${LIVE}`;
  * stays only when the holder asks again for the lease it still holds.
  */
 const TAKE = `
-  UPDATE leases AS l SET holder = $2, holder_name = $3, released_at = NULL,
+  UPDATE leases AS l SET holder = $2, holder_name = $3, holder_scope = $6, released_at = NULL,
     epoch = CASE WHEN old.holder = $2 AND old.released_at IS NULL AND old.expires_at > clock_timestamp()
                  THEN old.epoch ELSE old.epoch + 1 END,
     expires_at = clock_timestamp() + make_interval(secs => $4::int), lease_seconds = $4::int
@@ -44,12 +46,12 @@ const TAKE = `
   WHERE l.mirror = old.mirror
     AND (old.holder IN ($2, $5) OR old.released_at IS NOT NULL OR old.expires_at <= clock_timestamp())
   RETURNING l.epoch, l.expires_at, clock_timestamp() AS taken_at, old.released_at IS NULL AND old.holder <> $2 AS took_over,
-    old.mirror, old.holder, old.holder_name, old.epoch AS old_epoch, old.expires_at AS old_expires_at,
+    old.mirror, old.holder, old.holder_name, old.holder_scope, old.epoch AS old_epoch, old.expires_at AS old_expires_at,
     old.lease_seconds`;
 
 const CREATE = `
-  INSERT INTO leases (mirror, holder, holder_name, epoch, expires_at, lease_seconds)
-  VALUES ($1, $2, $3, 1, clock_timestamp() + make_interval(secs => $4::int), $4::int)
+  INSERT INTO leases (mirror, holder, holder_name, holder_scope, epoch, expires_at, lease_seconds)
+  VALUES ($1, $2, $3, $5, 1, clock_timestamp() + make_interval(secs => $4::int), $4::int)
   ON CONFLICT (mirror) DO NOTHING
   RETURNING epoch, expires_at, clock_timestamp() AS taken_at`;
 
@@ -66,7 +68,7 @@ export function createLeaseRepo({ client }: Conn): LeaseRepo {
   return {
     async acquire(mirror, holder, ttlSeconds, replacing = holder.id) {
       const args = [mirror, holder.id, holder.name, ttlSeconds];
-      const taken = await queryOne<Taken>(client, { text: TAKE, values: [...args, replacing] });
+      const taken = await queryOne<Taken>(client, { text: TAKE, values: [...args, replacing, holder.scope] });
       if (taken) {
         return {
           epoch: taken.epoch,
@@ -79,7 +81,7 @@ export function createLeaseRepo({ client }: Conn): LeaseRepo {
       }
       const created = await queryOne<{ epoch: number; expires_at: Date; taken_at: Date }>(client, {
         text: CREATE,
-        values: args,
+        values: [...args, holder.scope],
       });
       if (!created) return null;
       return {

@@ -3,7 +3,7 @@
  * exist so the sync code, its fencing included, runs the same whichever store it has.
  */
 import type { LeaseRepo } from "../store.js";
-import type { Lease, LeaseGrant } from "../types.js";
+import type { Lease, LeaseGrant, LeaseHolder } from "../types.js";
 import type { Db } from "./open.js";
 import type { Sync } from "./sync-repo.js";
 
@@ -11,6 +11,7 @@ interface LeaseRow {
   mirror: string;
   holder: string;
   holder_name: string;
+  holder_scope: string | null;
   epoch: number;
   expires_at: string;
   lease_seconds: number;
@@ -21,6 +22,7 @@ const toLease = (r: LeaseRow): Lease => ({
   mirror: r.mirror,
   holder: r.holder,
   holderName: r.holder_name,
+  holderScope: r.holder_scope,
   epoch: r.epoch,
   expiresAt: r.expires_at,
   leaseSeconds: r.lease_seconds,
@@ -30,10 +32,11 @@ export function createLeaseRepo(db: Db, now: () => Date): Sync<LeaseRepo> {
   const sqlite = db.$client;
   const iso = (offsetSeconds = 0) => new Date(now().getTime() + offsetSeconds * 1000).toISOString();
   const find = sqlite.prepare<[string], LeaseRow>("SELECT * FROM leases WHERE mirror = ?");
-  const write = sqlite.prepare<[string, string, string, number, string, number]>(
-    `INSERT INTO leases (mirror, holder, holder_name, epoch, expires_at, lease_seconds, released_at)
-     VALUES (?, ?, ?, ?, ?, ?, NULL)
+  const write = sqlite.prepare<[string, string, string, string | null, number, string, number]>(
+    `INSERT INTO leases (mirror, holder, holder_name, holder_scope, epoch, expires_at, lease_seconds, released_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
      ON CONFLICT (mirror) DO UPDATE SET holder = excluded.holder, holder_name = excluded.holder_name,
+       holder_scope = excluded.holder_scope,
        epoch = excluded.epoch, expires_at = excluded.expires_at, lease_seconds = excluded.lease_seconds,
        released_at = NULL`,
   );
@@ -50,20 +53,18 @@ export function createLeaseRepo(db: Db, now: () => Date): Sync<LeaseRepo> {
     "SELECT * FROM leases WHERE released_at IS NULL AND expires_at > ?",
   );
   // Read and write as one: a savepoint when a transaction is already open.
-  const take = sqlite.transaction(
-    (mirror: string, holder: { id: string; name: string }, ttl: number, replacing: string) => {
-      const at = iso();
-      const row = find.get(mirror);
-      const isLive = row !== undefined && row.released_at === null && row.expires_at > at;
-      if (row && isLive && row.holder !== holder.id && row.holder !== replacing) return null;
-      const keeps = row !== undefined && isLive && row.holder === holder.id;
-      const epoch = row === undefined ? 1 : keeps ? row.epoch : row.epoch + 1;
-      const expiresAt = iso(ttl);
-      write.run(mirror, holder.id, holder.name, epoch, expiresAt, ttl);
-      const tookOver = row && row.released_at === null && row.holder !== holder.id ? toLease(row) : null;
-      return { epoch, expiresAt, takenAt: at, tookOver } satisfies LeaseGrant;
-    },
-  );
+  const take = sqlite.transaction((mirror: string, holder: LeaseHolder, ttl: number, replacing: string) => {
+    const at = iso();
+    const row = find.get(mirror);
+    const isLive = row !== undefined && row.released_at === null && row.expires_at > at;
+    if (row && isLive && row.holder !== holder.id && row.holder !== replacing) return null;
+    const keeps = row !== undefined && isLive && row.holder === holder.id;
+    const epoch = row === undefined ? 1 : keeps ? row.epoch : row.epoch + 1;
+    const expiresAt = iso(ttl);
+    write.run(mirror, holder.id, holder.name, holder.scope, epoch, expiresAt, ttl);
+    const tookOver = row && row.released_at === null && row.holder !== holder.id ? toLease(row) : null;
+    return { epoch, expiresAt, takenAt: at, tookOver } satisfies LeaseGrant;
+  });
   return {
     acquire(mirror, holder, ttlSeconds, replacing = holder.id) {
       return take(mirror, holder, ttlSeconds, replacing);

@@ -214,7 +214,7 @@ export const pairs = sqliteTable(
 /**
  * Which process may run a mirror's pass (docs/scaling-out.md); on SQLite the file lock already says
  * one, but the same fencing runs. `holder` is the process's instance id, `holder_name` its
- * `hostname:pid`; `epoch` (the fencing token) grows at every takeover; a released lease keeps its
+ * `hostname:pid`, `holder_scope` where that pid is meaningful (`lease-holder.ts`); `epoch` (the fencing token) grows at every takeover; a released lease keeps its
  * row (and its epoch) with `released_at` set.
  */
 export const leases = sqliteTable("leases", {
@@ -225,6 +225,7 @@ export const leases = sqliteTable("leases", {
   epoch: integer("epoch").notNull().default(0),
   leaseSeconds: integer("lease_seconds").notNull().default(0),
   releasedAt: text("released_at"),
+  holderScope: text("holder_scope"),
 });
 
 /**

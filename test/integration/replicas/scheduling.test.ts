@@ -1,16 +1,16 @@
 /**
  * Due-time scheduling across replicas on one PostgreSQL database (docs/scaling-out.md#scheduling, issue 22 item
- * 2, issue 24 item 3): due passes a killed replica leaves run once each on another; replicas fill
- * their slots before any pass waits; a control given to one replica is obeyed by another; a tick
+ * 2, issue 24 item 3): due passes a killed replica leaves run once each on another; its trigger in
+ * flight is resumed by a replica whose slots are all busy; replicas fill their slots before any pass waits; a control given to one replica is obeyed by another; a tick
  * the database cannot record is counted as `db_unreachable` and caught up once it answers.
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type DaemonProcess, startDaemon, until } from "../../helpers/daemon.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
-import { replicaConfig, setDefaults, useMirrors } from "../../helpers/replicas.js";
+import { nodePid, pidOneWrapper, replicaConfig, setDefaults, useMirrors } from "../../helpers/replicas.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { type CuttableProxy, startCuttableProxy } from "../../helpers/tcp-proxy.js";
-import { buildOnce, EVERY_SECOND, NEVER } from "../daemon/setup.js";
+import { buildOnce, EVERY_SECOND, editConfig, NEVER } from "../daemon/setup.js";
 
 const available = process.env.SYNCMIRROR_POSTGRES_AVAILABLE === "1";
 const HTTP_TOKEN = "replica-controls-7d2a";
@@ -28,9 +28,14 @@ afterEach(async () => {
 
 async function replica(
   harness: Harness,
-  options: { configPath?: string; env?: Record<string, string> } = {},
+  options: { configPath?: string; env?: Record<string, string>; wrap?: readonly string[] | null } = {},
 ): Promise<DaemonProcess & { id: string }> {
-  const d = await startDaemon(harness, { SYNCMIRROR_HTTP_TOKEN: HTTP_TOKEN, ...options.env }, options);
+  const { wrap, ...rest } = options;
+  const d = await startDaemon(
+    harness,
+    { SYNCMIRROR_HTTP_TOKEN: HTTP_TOKEN, ...options.env },
+    { ...rest, ...(wrap ? { wrap } : {}) },
+  );
   daemons.push(d);
   const started = await until(() => d.logs().find((l) => l.msg === "daemon started"), "the daemon to start");
   return Object.assign(d, { id: String(started.instance_id) });
@@ -133,6 +138,63 @@ describe.skipIf(!available)("due-time scheduling across replicas", () => {
     console.info(
       `kill -9 with passes due (lease_seconds 5, poll 250 ms): in-flight triggers resumed ${resumedMs} ms, first due pass started ${dueMs} ms after the kill`,
     );
+  });
+
+  it("resumes a killed replica's trigger in flight on a replica whose only slot is busy, with no second POST", async () => {
+    h = await createHarness({ dialect: "postgres", sim: { docs: 20 } });
+    const harness = h;
+    const mirrors = useMirrors(h, 2);
+    setDefaults(h, { incremental_cron: NEVER, full_cron: NEVER }, { lease_seconds: 5 });
+    editConfig(h, (config) => {
+      config.max_concurrent_mirrors = 1;
+    });
+    h.sim.runs.hold();
+    const survivor = await replica(h);
+    for (const m of mirrors) expect((await h.cli(["trigger", "--mirror", m])).code).toBe(0);
+    await until(() => triggers(harness).length === 1, "the first replica's one slot busy");
+    // In a pid namespace of its own where the host allows it: its death is then seen, as from
+    // another host, only when its lease expires.
+    const wrap = pidOneWrapper();
+    const doomed = await replica(h, { wrap });
+    await until(() => triggers(harness).length === 2, "the second replica's one slot busy");
+    const own = triggers(h).find((t) => t.started_by === survivor.id) as TriggerRow;
+    const orphan = triggers(h).find((t) => t.started_by === doomed.id) as TriggerRow;
+    expect(orphan, "one pass on each replica").toBeDefined();
+
+    process.kill(nodePid(doomed, wrap !== null), "SIGKILL");
+    await doomed.exited;
+    await until(
+      () =>
+        survivor
+          .logs()
+          .find((l) => l.msg === "resuming the trigger left in flight" && l.mirror === orphan.mirror),
+      "the dead replica's trigger resumed by the busy survivor",
+    );
+    const running = triggers(h).find((t) => t.id === own.id);
+    expect(running?.state, "the survivor's own pass still runs").not.toBe("done");
+    await until(async () => {
+      const status = await fetch(`http://127.0.0.1:${survivor.port}/status`, {
+        headers: { Authorization: `Bearer ${HTTP_TOKEN}` },
+      });
+      const { replicas } = (await status.json()) as {
+        replicas: { instance_id: string; slots: number; running: number }[];
+      };
+      const self = replicas.find((r) => r.instance_id === survivor.id);
+      return self?.slots === 1 && self.running === 2;
+    }, "the survivor's heartbeat: one pass beyond its slot while it resumes");
+
+    h.sim.runs.release();
+    await until(() => triggers(harness).every((t) => t.state === "done"), "both passes done", 30_000);
+    await stopAll();
+    expect(triggers(h).map((t) => [t.mirror, t.started_by, t.state])).toEqual(
+      expect.arrayContaining([
+        [own.mirror, survivor.id, "done"],
+        [orphan.mirror, doomed.id, "done"],
+      ]),
+    );
+    expect(triggers(h), "the resumed trigger was not started again").toHaveLength(2);
+    expect(triggerPosts(h)).toBe(2);
+    expectEachDueOnce(h);
   });
 
   it.each(["before-intent", "after-intent"])(

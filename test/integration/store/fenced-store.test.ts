@@ -58,8 +58,8 @@ describe.each(await storeDialects())("a fenced store: $name", (dialect) => {
   it("commits a pass's writes while it holds the lease, and none of them once another holder took it", async () => {
     const { store } = opened;
     const mirror = `m-${uid()}`;
-    const a = { id: `a-${uid()}`, name: "node-1:1" };
-    const b = { id: `b-${uid()}`, name: "node-1:1" };
+    const a = { id: `a-${uid()}`, name: "node-1:1", scope: null };
+    const b = { id: `b-${uid()}`, name: "node-1:1", scope: null };
     const grant = await store.leases.acquire(mirror, a, 60);
     const pass = fencedStore(store, { mirror, holder: a.id, epoch: grant?.epoch ?? 0 });
     await pass.mirrors.ensure(mirror, "cfg");

@@ -62,8 +62,8 @@ describe.skipIf(!available)("the lease fence on PostgreSQL", () => {
     then?: (tx: StoreOps, mirror: string) => Promise<unknown>,
   ) {
     const mirror = `m-${uid()}`;
-    const a = { id: `a-${uid()}`, name: "node-1:1" };
-    const b = { id: `b-${uid()}`, name: "node-2:1" };
+    const a = { id: `a-${uid()}`, name: "node-1:1", scope: null };
+    const b = { id: `b-${uid()}`, name: "node-2:1", scope: null };
     const a1 = { mirror, holder: a.id, epoch: 1 };
     await store.leases.acquire(mirror, a, ttlSeconds);
     const gate = signal();

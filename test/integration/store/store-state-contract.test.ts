@@ -336,8 +336,8 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     const { leases } = opened.store;
     const mirror = `m-${uid()}`;
     // Two processes that print alike (pid 1 in two containers on one host) are still two holders.
-    const a = { id: `a-${uid()}`, name: "node-1:1" };
-    const b = { id: `b-${uid()}`, name: "node-1:1" };
+    const a = { id: `a-${uid()}`, name: "node-1:1", scope: "boot-1/pid:[4026532178]" };
+    const b = { id: `b-${uid()}`, name: "node-1:1", scope: null };
     expect(await leases.acquire(mirror, a, 60)).toMatchObject({ epoch: 1, tookOver: null });
     expect(await leases.acquire(mirror, b, 60)).toBeNull();
     expect(await leases.acquire(mirror, a, 60), "asking again keeps the epoch").toMatchObject({ epoch: 1 });
@@ -345,7 +345,14 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     expect(await leases.isHeld({ mirror, holder: b.id, epoch: 1 })).toBe(false);
     expect(await leases.isHeld({ mirror, holder: a.id, epoch: 2 })).toBe(false);
     const held = (await leases.holders()).get(mirror);
-    expect(held).toMatchObject({ mirror, holder: a.id, holderName: "node-1:1", epoch: 1, leaseSeconds: 60 });
+    expect(held).toMatchObject({
+      mirror,
+      holder: a.id,
+      holderName: "node-1:1",
+      holderScope: a.scope,
+      epoch: 1,
+      leaseSeconds: 60,
+    });
     expect(held?.expiresAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     await leases.release({ mirror, holder: b.id, epoch: 1 });
     expect(await leases.isHeld({ mirror, holder: a.id, epoch: 1 })).toBe(true);
@@ -363,8 +370,8 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
   it("increments the epoch at every takeover and fences the old holder out, even once the new lease expired", async () => {
     const { leases } = opened.store;
     const mirror = `m-${uid()}`;
-    const a = { id: `a-${uid()}`, name: "node-1:1" };
-    const b = { id: `b-${uid()}`, name: "node-2:1" };
+    const a = { id: `a-${uid()}`, name: "node-1:1", scope: "boot-1/pid:[4026531836]" };
+    const b = { id: `b-${uid()}`, name: "node-2:1", scope: null };
     const a1 = { mirror, holder: a.id, epoch: 1 };
     expect(await leases.acquire(mirror, a, -1)).toMatchObject({ epoch: 1 }); // taken, and already expired
     expect(await leases.isHeld(a1)).toBe(false);
@@ -372,7 +379,7 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     const b2 = await leases.acquire(mirror, b, -1);
     expect(b2).toMatchObject({
       epoch: 2,
-      tookOver: { mirror, holder: a.id, holderName: "node-1:1", epoch: 1 },
+      tookOver: { mirror, holder: a.id, holderName: "node-1:1", holderScope: a.scope, epoch: 1 },
     });
     // b's lease has expired too: a's token still holds nothing, and a cannot release b's lease.
     expect(await leases.isHeld(a1)).toBe(false);

@@ -1,0 +1,1 @@
+ALTER TABLE "leases" ADD COLUMN "holder_scope" text;
