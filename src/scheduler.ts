@@ -69,6 +69,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
   const recorder = createTickRecorder(deps);
   const controller = new AbortController();
   const active = new Map<string, Promise<void>>();
+  const backoff = createFailureBackoff(now, wake);
   let timer: NodeJS.Timeout | undefined;
   let looking: Promise<void> | undefined;
   let again = false;
@@ -145,6 +146,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
       const lease = holders.get(name);
       return (
         active.has(name) ||
+        backoff.holds(name) ||
         (lease !== undefined && lease.holder !== deps.holderId && !isDeadHereAndNow(lease))
       );
     };
@@ -186,6 +188,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
   ): Promise<void> {
     try {
       await deps.runPass(mirror, controller.signal, started, { resumeOnly });
+      backoff.clear(mirror.name);
     } catch (err) {
       // Shutdown is not a failure: the trigger stays in flight and the next start resumes it.
       if (err instanceof AbortedError && controller.signal.aborted && !(err instanceof LeaseLostError)) {
@@ -194,7 +197,11 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
       }
       // Logged where it was found; the replica now holding the lease carries the pass on.
       if (err instanceof LeaseLostError) return;
-      log.error({ err, mirror: mirror.name }, "sync pass failed");
+      const retryInSeconds = backoff.failed(mirror.name) / 1000;
+      log.error(
+        { err, mirror: mirror.name, retry_in_seconds: retryInSeconds },
+        `sync pass failed; this process tries the mirror again in ${retryInSeconds} s`,
+      );
     }
   }
 
@@ -211,6 +218,7 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
       if (!stopping) {
         stopped = true;
         clearTimeout(timer);
+        backoff.stop();
         controller.abort(new AbortedError("syncmirror is shutting down"));
         stopping = (async () => {
           await looking;
@@ -218,6 +226,39 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
         })();
       }
       return stopping;
+    },
+  };
+}
+
+const FIRST_RETRY_MS = 5_000;
+const LAST_RETRY_MS = 60_000;
+
+/**
+ * A pass that failed (a database error ends a pass with its trigger kept in flight) leaves the
+ * mirror owed: without a pause this process would take it again at once, and again, each time
+ * reading the runs upstream. So it waits 5 s, doubling up to a minute while the passes keep
+ * failing, before taking the mirror again; another replica may take it meanwhile.
+ */
+function createFailureBackoff(now: () => Date, wake: () => void) {
+  const waits = new Map<string, { until: number; ms: number }>();
+  const timers = new Set<NodeJS.Timeout>();
+  return {
+    holds: (mirror: string) => (waits.get(mirror)?.until ?? 0) > now().getTime(),
+    failed(mirror: string): number {
+      const ms = Math.min(LAST_RETRY_MS, (waits.get(mirror)?.ms ?? FIRST_RETRY_MS / 2) * 2);
+      waits.set(mirror, { until: now().getTime() + ms, ms });
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        wake();
+      }, ms);
+      timer.unref();
+      timers.add(timer);
+      return ms;
+    },
+    clear: (mirror: string) => waits.delete(mirror),
+    stop() {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
     },
   };
 }

@@ -88,6 +88,7 @@ function schedulerFor(
   names: string[],
   max: number,
   runPass: ReturnType<typeof fakePasses>["runPass"],
+  now?: () => Date,
 ) {
   scheduler = createScheduler({
     mirrors: names.map(mirror),
@@ -97,6 +98,7 @@ function schedulerFor(
     runPass,
     log: silentLogger(),
     metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+    now,
   });
   return scheduler;
 }
@@ -162,6 +164,48 @@ describe("scheduler", () => {
     await sched.start();
     expect(fake.started).toEqual([]);
     expect(sched.running()).toBe(0);
+  });
+
+  it("waits before taking again a mirror whose pass failed, its trigger still in flight; other mirrors go first", async () => {
+    const s = openEmptyStore();
+    store = s;
+    await leftInFlight(s, "a");
+    await makeDue(s, "b", "2026-03-10T10:00:01.000Z");
+    await makeDue(s, "c", "2026-03-10T10:00:02.000Z");
+    const fake = fakePasses(s);
+    let failures = 0;
+    // The pass of `a` fails twice as a database error ends one: after it started, its trigger kept in flight.
+    const runPass: typeof fake.runPass = async (m, signal, report, options) => {
+      if (m.name !== "a" || failures === 2) return fake.runPass(m, signal, report, options);
+      failures++;
+      report(true);
+      throw new Error("disk I/O error");
+    };
+    let clock = Date.parse("2026-03-10T11:00:00.000Z");
+    const sched = schedulerFor(s, ["a", "b", "c", "d"], 1, runPass, () => new Date(clock));
+    const nextStarts = async (name: string) => {
+      await until(() => fake.started.includes(name), `${name} to start`);
+      fake.release.get(name)?.();
+    };
+    await sched.start();
+    // Each look that starts a due pass has passed over `a` first (a trigger in flight comes first).
+    await nextStarts("b");
+    await nextStarts("c");
+    expect(failures, "a is left alone for 5 s").toBe(1);
+
+    clock += 5_000;
+    sched.wake();
+    await until(() => failures === 2, "a to be taken again once its wait is over");
+    await makeDue(s, "d", "2026-03-10T10:00:03.000Z");
+    clock += 5_000;
+    sched.wake();
+    await nextStarts("d");
+    expect(failures, "the wait doubles: a is left alone for 10 s after its second failure").toBe(2);
+
+    clock += 5_000;
+    sched.wake();
+    await until(() => fake.started.includes("a"), "a to be resumed after the doubled wait");
+    expect(fake.started).toEqual(["b", "c", "d", "a"]);
   });
 
   it("stop aborts the running passes and resolves once they end", async () => {
