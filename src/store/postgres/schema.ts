@@ -226,9 +226,9 @@ export const pairs = pgTable(
 
 /**
  * Which replica may run a mirror's pass (docs/scaling-out.md); expiry judged by the database clock.
- * `holder` is the process's instance id, `holder_name` its `hostname:pid`, `holder_scope` where that pid
- * is meaningful (`lease-holder.ts`); `epoch` (the fencing
- * token) grows at every takeover; a released lease keeps its row (and its epoch) with `released_at` set.
+ * `holder` is the process's instance id, `holder_name` its `hostname:pid`, `holder_scope` where
+ * that pid is meaningful (`lease-holder.ts`); `epoch` (the fencing token) grows at every takeover;
+ * a released lease keeps its row (and its epoch) with `released_at` set.
  */
 export const leases = pgTable("leases", {
   mirror: text("mirror").primaryKey(),

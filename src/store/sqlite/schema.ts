@@ -214,8 +214,9 @@ export const pairs = sqliteTable(
 /**
  * Which process may run a mirror's pass (docs/scaling-out.md); on SQLite the file lock already says
  * one, but the same fencing runs. `holder` is the process's instance id, `holder_name` its
- * `hostname:pid`, `holder_scope` where that pid is meaningful (`lease-holder.ts`); `epoch` (the fencing token) grows at every takeover; a released lease keeps its
- * row (and its epoch) with `released_at` set.
+ * `hostname:pid`, `holder_scope` where that pid is meaningful (`lease-holder.ts`); `epoch` (the
+ * fencing token) grows at every takeover; a released lease keeps its row (and its epoch) with
+ * `released_at` set.
  */
 export const leases = sqliteTable("leases", {
   mirror: text("mirror").primaryKey(),
