@@ -6,5 +6,12 @@ const dialect = process.env.DRIZZLE_DIALECT === "postgresql" ? "postgresql" : "s
 export default defineConfig(
   dialect === "sqlite"
     ? { dialect, schema: "./src/store/sqlite/schema.ts", out: "./migrations/sqlite" }
-    : { dialect, schema: "./src/store/postgres/schema.ts", out: "./migrations/postgres" },
+    : {
+        dialect,
+        schema: "./src/store/postgres/schema.ts",
+        out: "./migrations/postgres",
+        // PostgreSQL runs a migration's statements as one query: one round trip each, not one per
+        // statement, for a replica starting on a fresh database across a network.
+        breakpoints: false,
+      },
 );

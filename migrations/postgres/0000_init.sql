@@ -6,7 +6,7 @@ CREATE TABLE "changes" (
 	"mirror" text,
 	"sync_id" text
 );
---> statement-breakpoint
+
 CREATE TABLE "dry_run_revoke" (
 	"trigger_row_id" integer NOT NULL,
 	"mirror" text NOT NULL,
@@ -14,20 +14,20 @@ CREATE TABLE "dry_run_revoke" (
 	"key" text NOT NULL,
 	CONSTRAINT "dry_run_revoke_trigger_row_id_mirror_user_email_key_pk" PRIMARY KEY("trigger_row_id","mirror","user_email","key")
 );
---> statement-breakpoint
+
 CREATE TABLE "dry_run_seen" (
 	"trigger_row_id" integer NOT NULL,
 	"user_email" text NOT NULL,
 	"key" text NOT NULL,
 	CONSTRAINT "dry_run_seen_trigger_row_id_user_email_key_pk" PRIMARY KEY("trigger_row_id","user_email","key")
 );
---> statement-breakpoint
+
 CREATE TABLE "leases" (
 	"mirror" text PRIMARY KEY NOT NULL,
 	"holder" text NOT NULL,
 	"expires_at" timestamp with time zone NOT NULL
 );
---> statement-breakpoint
+
 CREATE TABLE "mirror_state" (
 	"mirror" text PRIMARY KEY NOT NULL,
 	"sync_config_id" text NOT NULL,
@@ -38,7 +38,7 @@ CREATE TABLE "mirror_state" (
 	"last_message" text,
 	"held_revocations" integer DEFAULT 0 NOT NULL
 );
---> statement-breakpoint
+
 CREATE TABLE "pairs" (
 	"mirror" text NOT NULL,
 	"user_email" text NOT NULL,
@@ -52,7 +52,7 @@ CREATE TABLE "pairs" (
 	"retired_reason" text,
 	CONSTRAINT "pairs_mirror_user_email_server_instance_id_pk" PRIMARY KEY("mirror","user_email","server_instance_id")
 );
---> statement-breakpoint
+
 CREATE TABLE "resource_access" (
 	"mirror" text NOT NULL,
 	"user_email" text NOT NULL,
@@ -63,7 +63,7 @@ CREATE TABLE "resource_access" (
 	"missed_full_count" integer DEFAULT 0 NOT NULL,
 	CONSTRAINT "resource_access_mirror_user_email_key_pk" PRIMARY KEY("mirror","user_email","key")
 );
---> statement-breakpoint
+
 CREATE TABLE "resources" (
 	"key" text PRIMARY KEY NOT NULL,
 	"content_hash" text NOT NULL,
@@ -87,7 +87,7 @@ CREATE TABLE "resources" (
 	"engine_version" text,
 	"updated_at" timestamp with time zone NOT NULL
 );
---> statement-breakpoint
+
 CREATE TABLE "run_sources" (
 	"sync_id" text NOT NULL,
 	"source" text NOT NULL,
@@ -99,7 +99,7 @@ CREATE TABLE "run_sources" (
 	"swept" text,
 	CONSTRAINT "run_sources_sync_id_source_pk" PRIMARY KEY("sync_id","source")
 );
---> statement-breakpoint
+
 CREATE TABLE "runs" (
 	"sync_id" text PRIMARY KEY NOT NULL,
 	"trigger_row_id" integer NOT NULL,
@@ -119,7 +119,7 @@ CREATE TABLE "runs" (
 	"unchanged" integer DEFAULT 0 NOT NULL,
 	"rejected" integer DEFAULT 0 NOT NULL
 );
---> statement-breakpoint
+
 CREATE TABLE "ticks" (
 	"mirror" text NOT NULL,
 	"mode" text NOT NULL,
@@ -127,7 +127,7 @@ CREATE TABLE "ticks" (
 	"holder" text NOT NULL,
 	CONSTRAINT "ticks_mirror_mode_tick_at_pk" PRIMARY KEY("mirror","mode","tick_at")
 );
---> statement-breakpoint
+
 CREATE TABLE "triggers" (
 	"id" integer PRIMARY KEY GENERATED ALWAYS AS IDENTITY (sequence name "triggers_id_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 2147483647 START WITH 1 CACHE 1),
 	"mirror" text NOT NULL,
@@ -154,11 +154,11 @@ CREATE TABLE "triggers" (
 	"leavers_swept" boolean DEFAULT false NOT NULL,
 	CONSTRAINT "triggers_trigger_id_unique" UNIQUE("trigger_id")
 );
---> statement-breakpoint
-CREATE INDEX "changes_run_key" ON "changes" USING btree ("sync_id","key");--> statement-breakpoint
-CREATE INDEX "resource_access_pair" ON "resource_access" USING btree ("mirror","user_email","server_instance_id","last_seen_at");--> statement-breakpoint
-CREATE INDEX "resource_access_key" ON "resource_access" USING btree ("key");--> statement-breakpoint
-CREATE INDEX "resource_access_user" ON "resource_access" USING btree ("user_email","key");--> statement-breakpoint
-CREATE INDEX "resources_deleted_at" ON "resources" USING btree ("deleted_at");--> statement-breakpoint
-CREATE INDEX "runs_trigger" ON "runs" USING btree ("trigger_row_id");--> statement-breakpoint
+
+CREATE INDEX "changes_run_key" ON "changes" USING btree ("sync_id","key");
+CREATE INDEX "resource_access_pair" ON "resource_access" USING btree ("mirror","user_email","server_instance_id","last_seen_at");
+CREATE INDEX "resource_access_key" ON "resource_access" USING btree ("key");
+CREATE INDEX "resource_access_user" ON "resource_access" USING btree ("user_email","key");
+CREATE INDEX "resources_deleted_at" ON "resources" USING btree ("deleted_at");
+CREATE INDEX "runs_trigger" ON "runs" USING btree ("trigger_row_id");
 CREATE INDEX "triggers_mirror_state" ON "triggers" USING btree ("mirror","state");

@@ -1,2 +1,2 @@
-DROP INDEX "resource_access_key";--> statement-breakpoint
+DROP INDEX "resource_access_key";
 CREATE INDEX "resource_access_key_mirror" ON "resource_access" USING btree ("key","mirror");

@@ -6,7 +6,7 @@ CREATE TABLE "control_actions" (
 	"actor" text NOT NULL,
 	"at" timestamp with time zone NOT NULL
 );
---> statement-breakpoint
+
 CREATE TABLE "replicas" (
 	"instance_id" text PRIMARY KEY NOT NULL,
 	"name" text NOT NULL,
@@ -16,7 +16,7 @@ CREATE TABLE "replicas" (
 	"slots" integer NOT NULL,
 	"running" integer NOT NULL
 );
---> statement-breakpoint
+
 CREATE TABLE "schedules" (
 	"mirror" text PRIMARY KEY NOT NULL,
 	"incremental_slot" timestamp with time zone NOT NULL,
@@ -28,9 +28,9 @@ CREATE TABLE "schedules" (
 	"paused_at" timestamp with time zone,
 	"paused_by" text
 );
---> statement-breakpoint
-ALTER TABLE "triggers" ADD COLUMN "started_by" text;--> statement-breakpoint
-ALTER TABLE "triggers" ADD COLUMN "started_by_name" text;--> statement-breakpoint
-ALTER TABLE "triggers" ADD COLUMN "due_at" timestamp with time zone;--> statement-breakpoint
-ALTER TABLE "triggers" ADD COLUMN "due_reason" text;--> statement-breakpoint
+
+ALTER TABLE "triggers" ADD COLUMN "started_by" text;
+ALTER TABLE "triggers" ADD COLUMN "started_by_name" text;
+ALTER TABLE "triggers" ADD COLUMN "due_at" timestamp with time zone;
+ALTER TABLE "triggers" ADD COLUMN "due_reason" text;
 CREATE INDEX "control_actions_mirror" ON "control_actions" USING btree ("mirror","id");

@@ -8,7 +8,7 @@ CREATE TABLE "pass_errors" (
 	"error" text NOT NULL,
 	"replica" text
 );
---> statement-breakpoint
+
 CREATE TABLE "problems" (
 	"mirror" text NOT NULL,
 	"subject" text NOT NULL,
@@ -24,7 +24,7 @@ CREATE TABLE "problems" (
 	"last_seen_at" timestamp with time zone NOT NULL,
 	CONSTRAINT "problems_mirror_subject_pk" PRIMARY KEY("mirror","subject")
 );
---> statement-breakpoint
+
 CREATE TABLE "sweep_approvals" (
 	"id" integer PRIMARY KEY GENERATED ALWAYS AS IDENTITY (sequence name "sweep_approvals_id_seq" INCREMENT BY 1 MINVALUE 1 MAXVALUE 2147483647 START WITH 1 CACHE 1),
 	"mirror" text NOT NULL,
@@ -36,9 +36,9 @@ CREATE TABLE "sweep_approvals" (
 	"trigger_row_id" integer,
 	"used" integer DEFAULT 0 NOT NULL
 );
---> statement-breakpoint
-ALTER TABLE "managed_sync_configs" ADD COLUMN "first_error_at" timestamp with time zone;--> statement-breakpoint
-CREATE INDEX "pass_errors_trigger" ON "pass_errors" USING btree ("trigger_row_id","id");--> statement-breakpoint
-CREATE INDEX "problems_pair" ON "problems" USING btree ("mirror","user_email","server_instance_id");--> statement-breakpoint
-CREATE INDEX "sweep_approvals_mirror" ON "sweep_approvals" USING btree ("mirror","trigger_row_id");--> statement-breakpoint
+
+ALTER TABLE "managed_sync_configs" ADD COLUMN "first_error_at" timestamp with time zone;
+CREATE INDEX "pass_errors_trigger" ON "pass_errors" USING btree ("trigger_row_id","id");
+CREATE INDEX "problems_pair" ON "problems" USING btree ("mirror","user_email","server_instance_id");
+CREATE INDEX "sweep_approvals_mirror" ON "sweep_approvals" USING btree ("mirror","trigger_row_id");
 CREATE INDEX "triggers_mirror_id" ON "triggers" USING btree ("mirror","id");
