@@ -15,7 +15,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startDelayProxy } from "./delay-proxy.js";
 import { docsForRows } from "./options.js";
-import { adminUrl, withDatabase } from "./pg-server.js";
+import { adminUrl, localServerCpuSeconds, withDatabase } from "./pg-server.js";
 import { withSimProcess } from "./sim-process.js";
 import { type BenchContext, createDb, limitPass, mirrorPass, type WorkloadResult } from "./workloads.js";
 
@@ -135,12 +135,22 @@ async function reach(
   fn: (url: string, counts: () => Counts) => Promise<void>,
 ): Promise<void> {
   if (delayMs === 0)
-    return fn(url, () => ({ roundTrips: Number.NaN, pages: Number.NaN, pageRoundTrips: Number.NaN }));
+    return fn(url, () => ({
+      roundTrips: Number.NaN,
+      pages: Number.NaN,
+      pageRoundTrips: Number.NaN,
+      dbCpuSeconds: localServerCpuSeconds(),
+    }));
   const proxy = await startDelayProxy(url, delayMs);
   try {
     await fn(proxy.url, () => {
       const pages = proxy.pages();
-      return { roundTrips: proxy.roundTrips(), pages: pages.pages, pageRoundTrips: pages.roundTrips };
+      return {
+        roundTrips: proxy.roundTrips(),
+        pages: pages.pages,
+        pageRoundTrips: pages.roundTrips,
+        dbCpuSeconds: localServerCpuSeconds(),
+      };
     });
   } finally {
     await proxy.close();
@@ -151,6 +161,8 @@ interface Counts {
   roundTrips: number;
   pages: number;
   pageRoundTrips: number;
+  /** The local PostgreSQL server's CPU so far (`localServerCpuSeconds`). */
+  dbCpuSeconds: number;
 }
 
 function withRoundTrips(r: WorkloadResult, before: Counts, after: Counts): WorkloadResult {
@@ -163,6 +175,7 @@ function withRoundTrips(r: WorkloadResult, before: Counts, after: Counts): Workl
       exportPages,
       pageTransactions: after.pages - before.pages,
       pageRoundTrips: after.pageRoundTrips - before.pageRoundTrips,
+      dbCpuSeconds: after.dbCpuSeconds - before.dbCpuSeconds,
     },
   };
 }
@@ -179,8 +192,8 @@ function printSummary(all: Map<string, WorkloadResult[]>, builds: string[]): voi
   const cpuPerRow = (r: WorkloadResult) => (r.cpuSeconds / r.rows) * 1e6;
   const med = (key: string, f: (r: WorkloadResult) => number) => median((all.get(key) ?? []).map(f));
   const lines = [
-    "| Pass | Rows/s (median) | CPU µs/row | Round trips | Export pages | Round trips / export page | Page transactions | Round trips / page transaction | per round: rows/s |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    "| Pass | Rows/s (median) | CPU µs/row | Database server CPU µs/row | Round trips | Export pages | Round trips / export page | Page transactions | Round trips / page transaction | per round: rows/s |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
   ];
   for (const [key, rs] of all) {
     const note = (name: string) => (r: WorkloadResult) => Number(r.notes[name] ?? Number.NaN);
@@ -189,7 +202,7 @@ function printSummary(all: Map<string, WorkloadResult[]>, builds: string[]): voi
     const tx = med(key, note("pageTransactions"));
     const txRt = med(key, note("pageRoundTrips"));
     lines.push(
-      `| ${key} | ${med(key, rate).toFixed(0)} | ${med(key, cpuPerRow).toFixed(0)} | ${rt} | ${pages} | ${(rt / pages).toFixed(1)} | ${tx} | ${(txRt / tx).toFixed(2)} | ${rs.map((r) => rate(r).toFixed(0)).join(", ")} |`,
+      `| ${key} | ${med(key, rate).toFixed(0)} | ${med(key, cpuPerRow).toFixed(0)} | ${med(key, (r) => (note("dbCpuSeconds")(r) / r.rows) * 1e6).toFixed(0)} | ${rt} | ${pages} | ${(rt / pages).toFixed(1)} | ${tx} | ${(txRt / tx).toFixed(2)} | ${rs.map((r) => rate(r).toFixed(0)).join(", ")} |`,
     );
   }
   lines.push(

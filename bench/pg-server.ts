@@ -4,6 +4,7 @@
  * random name and dropped after, so runs never see each other's rows.
  */
 import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import pg from "pg";
 import type { DbFacts } from "./mirror.js";
 
@@ -73,3 +74,39 @@ export async function pgFacts(
 export function pgQuery<R extends pg.QueryResultRow>(databaseUrl: string, sql: string): Promise<R[]> {
   return admin(databaseUrl, async (c) => (await c.query<R>(sql)).rows);
 }
+
+/**
+ * CPU seconds the PostgreSQL server on this machine has used so far (its processes' own and that
+ * of the backends it has reaped), read from /proc: NaN where there is no /proc or no local server.
+ * The difference over a pass is what the pass cost the database, a figure the client's CPU leaves
+ * out and which competes with it for the same cores when both run here.
+ */
+export function localServerCpuSeconds(): number {
+  let ticks = 0;
+  let found = false;
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return Number.NaN;
+  }
+  for (const pid of entries) {
+    if (!/^\d+$/.test(pid)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    const close = stat.lastIndexOf(")");
+    if (stat.slice(stat.indexOf("(") + 1, close) !== "postgres") continue;
+    // Fields after the command: state is field 3, utime..cstime are fields 14-17.
+    const fields = stat.slice(close + 2).split(" ");
+    found = true;
+    for (const i of [11, 12, 13, 14]) ticks += Number(fields[i]);
+  }
+  return found ? ticks / CLOCK_TICKS_PER_SECOND : Number.NaN;
+}
+
+/** USER_HZ, 100 on every Linux this runs on (`getconf CLK_TCK`). */
+const CLOCK_TICKS_PER_SECOND = 100;
