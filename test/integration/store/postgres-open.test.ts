@@ -10,6 +10,7 @@ import { readJournal } from "../../../src/store/migrations-dir.js";
 import { MIGRATION_LOCK } from "../../../src/store/postgres/open.js";
 import { openPostgresStore } from "../../../src/store/postgres/postgres-store.js";
 import { createTestDatabase, postgresForTests } from "../../helpers/postgres.js";
+import { resource } from "../../helpers/store-fixtures.js";
 
 const URL_ENV = "SYNCMIRROR_DATABASE_URL";
 const open = (url: string) => openPostgresStore({ url, urlEnv: URL_ENV, poolSize: 2, log: silentLogger() });
@@ -83,6 +84,23 @@ describe.runIf(await postgresForTests())("opening the PostgreSQL store", () => {
       expect(message).not.toContain(database.url);
     } finally {
       await rows(database.url, "DELETE FROM drizzle.__drizzle_migrations WHERE hash = 'from-the-future'");
+    }
+  });
+
+  it("compresses documents' text with lz4, the server having it", async () => {
+    const store = await open(database.url);
+    try {
+      const text = "a document that repeats itself. ".repeat(400);
+      await store.transaction((tx) =>
+        tx.resources.writeAll([{ ...resource("doc"), contentText: text }], null, "2026-11-26T00:00:00.000Z"),
+      );
+      const stored = await rows<{ method: string | null; text: string }>(
+        database.url,
+        "SELECT pg_column_compression(content_text) AS method, content_text AS text FROM resources WHERE key = 'doc'",
+      );
+      expect(stored).toEqual([{ method: "lz4", text }]);
+    } finally {
+      await store.close();
     }
   });
 
