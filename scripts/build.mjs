@@ -14,6 +14,24 @@ import { build } from "esbuild";
 
 const OUT = "dist";
 
+/**
+ * zod re-exports its ~60 translations of its messages as `z.locales`, which esbuild cannot drop
+ * from a namespace used as a value: about 360 kB parsed by every process that validates anything.
+ * Nothing here switches language (English is zod's own default, imported on its own), so that
+ * re-export is built empty: about 20 ms less CPU for each command's start-up.
+ */
+const zodEnglishOnly = {
+  name: "zod-english-only",
+  setup(b) {
+    b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes("/node_modules/zod/")
+        ? { path: "zod-locales", namespace: "zod-locales" }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: "zod-locales" }, () => ({ contents: "export {};", loader: "js" }));
+  },
+};
+
 // Hashed chunk names change with their contents: clear what an earlier build left.
 rmSync(OUT, { recursive: true, force: true });
 await build({
@@ -31,6 +49,7 @@ await build({
     js: "import { createRequire as __syncmirrorRequire } from 'node:module'; const require = __syncmirrorRequire(import.meta.url);",
   },
   sourcemap: "linked",
+  plugins: [zodEnglishOnly],
   logLevel: "warning",
 });
 cpSync("src/http/console", `${OUT}/console`, { recursive: true });
