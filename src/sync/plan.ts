@@ -26,14 +26,25 @@ export function lagMs(pair: Pair, newest: string | null): number {
   return Date.parse(newest) - Date.parse(pair.watermark ?? pair.firstSeenAt);
 }
 
-/** The pairs not retired, split by whether they lag the newest watermark by more than the grace. */
+/**
+ * Whether the pair still counts: not retired, and its user not skipped as having left the project
+ * by the latest trigger that listed it. A user who left loses their access only at the next full
+ * snapshot, but stops holding `since` back at once; running again (back in the project) clears it.
+ */
+function pairInPlay(p: Pair): boolean {
+  return p.retiredAt === null && p.skipReason !== LEFT_PROJECT;
+}
+
+const LEFT_PROJECT = "not_a_project_user";
+
+/** The pairs in play, split by whether they lag the newest watermark by more than the grace. */
 function splitByLag(pairs: readonly Pair[], mirror: MirrorConfig): { current: Pair[]; stale: Pair[] } {
   const newest = newestWatermark(pairs);
   const graceMs = mirror.inaccessibleGraceHours * 3_600_000;
   const current: Pair[] = [];
   const stale: Pair[] = [];
   for (const p of pairs) {
-    if (p.retiredAt !== null) continue;
+    if (!pairInPlay(p)) continue;
     (lagMs(p, newest) > graceMs ? stale : current).push(p);
   }
   return { current, stale };

@@ -3,16 +3,17 @@
  * mirror's status and gauges updated, and the summary `sync --json` prints built.
  */
 import type { StoreOps } from "../store/store.js";
-import type { PairRef, Run, Trigger } from "../store/types.js";
+import type { Pair, PairRef, Run, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { decideOutcome } from "./decide-outcome.js";
 import { passError } from "./fail-run.js";
 import { refreshMirrorGauges } from "./gauges.js";
+import { decideLeavers, type LeavingPair, skippedListComplete } from "./leavers.js";
 import { type Outcome, sourceSucceeded } from "./outcome.js";
 import { newlyStalePairs } from "./plan.js";
 import { recordSkippedPairs } from "./skipped-problems.js";
 import { type DryRunReport, emptySummary, type MirrorSummary } from "./summary.js";
-import { sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
+import { runFacts, sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
 
 export async function settle(
   pass: MirrorPass,
@@ -52,6 +53,7 @@ export async function settle(
   ]);
   // The pass moved watermarks: pairs it left too far behind await a baseline from now on.
   const newlyStale = newlyStalePairs(pairs, mirror);
+  const gone = extra.dryRun ? [] : goneFromTrigger(pass, trigger, read, pairs);
   const skipped = trigger.skipped ?? [];
   const summary = summaryOf(mirror.name, trigger, extra.resumed);
   let allSourcesSucceeded = runs.length > 0;
@@ -122,12 +124,54 @@ export async function settle(
             );
       await Promise.all([
         ...newlyStale.map((p) => tx.pairs.markAwaitingBaseline(p)),
+        ...gone.map((g) => tx.pairs.retire(g.pair, g.reason, at.toISOString())),
         ...skips,
         firstSeen === undefined ? undefined : recordSkippedPairs(tx, pass, trigger, at.toISOString()),
       ]);
     },
   });
+  for (const { pair, reason } of gone)
+    ctx.log.info(
+      { user_email: pair.userEmail, server_instance_id: pair.serverInstanceId, reason },
+      "pair retired: gone from the trigger, it no longer holds `since` back; it keeps its access until the next full snapshot",
+    );
   return summary;
+}
+
+/**
+ * Pairs an incremental's trigger shows gone without skipping them: their user is in none of its
+ * runs (left the project, or dropped from the sync config's users) or ran without their server
+ * (removed from the sync config). Retired now, they stop holding `since` back; their access is
+ * revoked at the next full snapshot, as every leaver's. Only a complete skipped list says who is
+ * absent (`leavers.ts`); a user it lists as having left is left to `plan.ts`, and stays reported.
+ */
+function goneFromTrigger(
+  { mirror }: MirrorPass,
+  trigger: Trigger,
+  read: TriggerRuns,
+  pairs: readonly Pair[],
+): LeavingPair[] {
+  if (trigger.mode !== "incremental" || !skippedListComplete(trigger.skipped, trigger.skippedCount))
+    return [];
+  const skippedUsers = new Set((trigger.skipped ?? []).map((s) => s.user_email));
+  const inPlay = new Set(
+    pairs.filter((p) => p.retiredAt === null).map((p) => `${p.userEmail}\n${p.serverInstanceId}`),
+  );
+  return decideLeavers({
+    mirror: mirror.name,
+    holding: [],
+    skipped: trigger.skipped,
+    skippedCount: trigger.skippedCount,
+    checked: null,
+    runs: runFacts(read),
+    pairs,
+    graceHours: mirror.inaccessibleGraceHours,
+  }).filter(
+    ({ pair, reason }) =>
+      reason !== "inaccessible" &&
+      !skippedUsers.has(pair.userEmail) &&
+      inPlay.has(`${pair.userEmail}\n${pair.serverInstanceId}`),
+  );
 }
 
 /**

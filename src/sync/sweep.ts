@@ -13,18 +13,12 @@ import type { ProblemKind, ProblemSighting } from "../store/console-types.js";
 import type { StoreOps } from "../store/store.js";
 import type { PairRef, RunSource, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
-import {
-  decideLeavers,
-  type LeaveReason,
-  type LeavingPair,
-  type RunFact,
-  skippedListComplete,
-} from "./leavers.js";
+import { decideLeavers, type LeaveReason, type LeavingPair, skippedListComplete } from "./leavers.js";
 import { sourceSucceeded } from "./outcome.js";
 import { problemSubject } from "./problem-subject.js";
 import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
 import { decideGuard, type GuardDecision } from "./sweep-approval.js";
-import { sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
+import { runFacts, sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
 
 export async function sweep(pass: MirrorPass, trigger: Trigger, read: TriggerRuns): Promise<void> {
   if (trigger.mode !== "full") return;
@@ -378,15 +372,7 @@ export async function findLeavingPairs(
       checked = "failed";
     }
   }
-  const runs: RunFact[] = read.runs.map((run) => {
-    const sources = run.ingest === "done" ? sourcesOfRun(read, run) : [];
-    return {
-      userEmail: run.userEmail,
-      read: run.ingest === "done",
-      servers: sources.map((s) => s.serverInstanceId),
-      succeededAt: sources.some((s) => sourceSucceeded(run, s)) ? run.createdAt : null,
-    };
-  });
+  const runs = runFacts(read);
   // Read at once: PostgreSQL answers them on two connections together.
   const [holding, pairs] = await Promise.all([
     store.access.pairsWithAccess(mirror.name),

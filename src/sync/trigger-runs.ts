@@ -6,6 +6,8 @@
  */
 import type { Store } from "../store/store.js";
 import type { Run, RunSource } from "../store/types.js";
+import type { RunFact } from "./leavers.js";
+import { sourceSucceeded } from "./outcome.js";
 
 export interface TriggerRuns {
   runs: Run[];
@@ -23,4 +25,17 @@ export async function readTriggerRuns(store: Store, triggerRowId: number): Promi
 /** The run's sources (none before its first page was saved). */
 export function sourcesOfRun(read: TriggerRuns, run: Run): RunSource[] {
   return read.sources.get(run.syncId) ?? [];
+}
+
+/** Each run as the leavers are decided from it: who ran, whether it was read, on which servers. */
+export function runFacts(read: TriggerRuns): RunFact[] {
+  return read.runs.map((run) => {
+    const sources = run.ingest === "done" ? sourcesOfRun(read, run) : [];
+    return {
+      userEmail: run.userEmail,
+      read: run.ingest === "done",
+      servers: sources.map((s) => s.serverInstanceId),
+      succeededAt: sources.some((s) => sourceSucceeded(run, s)) ? run.createdAt : null,
+    };
+  });
 }

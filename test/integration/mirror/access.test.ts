@@ -8,6 +8,7 @@ import {
   pairs,
   pickDoc,
   resourceRow,
+  runCreatedAtMs,
 } from "../../helpers/mirror-db.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
 
@@ -157,6 +158,63 @@ describe("users who left the project", () => {
     expect(full).toMatchObject({ outcome: "succeeded", counts: { held_revocations: 0 } });
     expect(visibleKeys(h, U2)).toEqual([]);
     for (const user of [U1, U3]) expect(visibleKeys(h, user)).toEqual(expectedKeys(h.sim, user));
+  });
+});
+
+describe("since once a pair is gone from the trigger", () => {
+  /** Two incrementals after `leave`, 30 minutes apart: the second's since, and the first's runs' time. */
+  async function twoIncrementals(
+    leave: () => void | Promise<void>,
+  ): Promise<{ since: number; firstMs: number }> {
+    await h.sync();
+    await leave();
+    h.sim.clock.advance(30 * 60_000);
+    const first = await h.sync();
+    expect(first).toMatchObject({ mode: "incremental", outcome: "succeeded" });
+    h.sim.clock.advance(30 * 60_000);
+    const second = await h.sync();
+    expect(second.mode).toBe("incremental");
+    return { since: Date.parse(second.since ?? ""), firstMs: runCreatedAtMs(h, first.trigger_id) };
+  }
+
+  it("stops holding since back for a user absent from an all-users trigger, who keeps access until the next full", async () => {
+    h = await createHarness({ sim: { docs: 30 }, defaults: { since_overlap_seconds: 60 } });
+    let held: string[] = [];
+    const { since, firstMs } = await twoIncrementals(() => {
+      held = visibleKeys(h, U3);
+      h.sim.people.leaveProject(U3);
+    });
+    expect(since).toBe(firstMs - 60_000);
+    expect(visibleKeys(h, U3)).toEqual(held);
+    await h.sync({ full: true });
+    expect(visibleKeys(h, U3)).toEqual([]);
+  });
+
+  it("stops holding since back for a user an explicit config skips as not_a_project_user, still reported as skipped", async () => {
+    const mirror: Record<string, unknown> = {};
+    h = await createHarness({ sim: { docs: 30 }, mirror, defaults: { since_overlap_seconds: 60 } });
+    mirror.sync_config_id = h.sim.configs.create({ userEmails: [U1, U2, U3] });
+    h.writeConfig();
+    const { since, firstMs } = await twoIncrementals(() => h.sim.people.leaveProject(U2));
+    expect(since).toBe(firstMs - 60_000);
+    const status = JSON.parse((await h.cli(["status", "--json"])).stdout).mirrors[0];
+    expect(status.skipped_pairs).toEqual(
+      h.sim.servers.map(() => expect.objectContaining({ user_email: U2, reason: "not_a_project_user" })),
+    );
+  });
+
+  it("stops holding since back for a server removed from the sync config", async () => {
+    const mirror: Record<string, unknown> = {};
+    h = await createHarness({ sim: { docs: 30 }, mirror, defaults: { since_overlap_seconds: 60 } });
+    const id = h.sim.configs.create({ userEmails: [U1, U2, U3] });
+    mirror.sync_config_id = id;
+    h.writeConfig();
+    const kept = h.sim.configs.get(id).server_instance_ids.slice(0, 1);
+    expect(kept).toHaveLength(1);
+    const { since, firstMs } = await twoIncrementals(() =>
+      editConfig(id, { server_instance_ids: kept, user_emails: [U1, U2, U3] }),
+    );
+    expect(since).toBe(firstMs - 60_000);
   });
 });
 
