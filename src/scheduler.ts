@@ -186,8 +186,23 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     started: (running: boolean) => void,
     resumeOnly: boolean,
   ): Promise<void> {
+    let ran = false;
+    const report = (running: boolean) => {
+      ran = running;
+      started(running);
+    };
     try {
-      await deps.runPass(mirror, controller.signal, started, { resumeOnly });
+      await deps.runPass(mirror, controller.signal, report, { resumeOnly });
+      // A pass the upstream failed (a rejected token, a service down) ends with its trigger kept in
+      // flight: it is owed again at once, and would be taken again at once, over and over.
+      if (ran && !controller.signal.aborted && (await store.triggers.findInFlight(mirror.name))) {
+        const retryInSeconds = backoff.failed(mirror.name) / 1000;
+        log.warn(
+          { mirror: mirror.name, retry_in_seconds: retryInSeconds },
+          `the pass ended with its trigger still in flight; this process resumes it in ${retryInSeconds} s`,
+        );
+        return;
+      }
       backoff.clear(mirror.name);
     } catch (err) {
       // Shutdown is not a failure: the trigger stays in flight and the next start resumes it.
@@ -234,10 +249,11 @@ const FIRST_RETRY_MS = 5_000;
 const LAST_RETRY_MS = 60_000;
 
 /**
- * A pass that failed (a database error ends a pass with its trigger kept in flight) leaves the
- * mirror owed: without a pause this process would take it again at once, and again, each time
- * reading the runs upstream. So it waits 5 s, doubling up to a minute while the passes keep
- * failing, before taking the mirror again; another replica may take it meanwhile.
+ * A pass that failed (a database error ends a pass with its trigger kept in flight, as does an
+ * upstream failure such as a rejected token) leaves the mirror owed: without a pause this process
+ * would take it again at once, and again, each time reading the runs upstream. So it waits 5 s,
+ * doubling up to a minute while the passes keep failing, before taking the mirror again; another
+ * replica may take it meanwhile.
  */
 function createFailureBackoff(now: () => Date, wake: () => void) {
   const waits = new Map<string, { until: number; ms: number }>();

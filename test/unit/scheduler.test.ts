@@ -208,6 +208,38 @@ describe("scheduler", () => {
     expect(fake.started).toEqual(["b", "c", "d", "a"]);
   });
 
+  it("waits before taking again a mirror whose pass ended with its trigger in flight, as an upstream failure ends one", async () => {
+    const s = openEmptyStore();
+    store = s;
+    await leftInFlight(s, "a");
+    await makeDue(s, "b", "2026-03-10T10:00:01.000Z");
+    const fake = fakePasses(s);
+    let passes = 0;
+    // The pass of `a` settles as failed (a rejected token) and returns, its trigger kept in flight.
+    const runPass: typeof fake.runPass = async (m, signal, report, options) => {
+      if (m.name !== "a") return fake.runPass(m, signal, report, options);
+      passes++;
+      report(true);
+    };
+    let clock = Date.parse("2026-03-10T11:00:00.000Z");
+    const sched = schedulerFor(s, ["a", "b"], 1, runPass, () => new Date(clock));
+    await sched.start();
+    await until(() => fake.started.includes("b"), "b to start");
+    fake.release.get("b")?.();
+    await until(() => sched.running() === 0, "b to end");
+    sched.wake();
+    await until(() => sched.running() === 0, "the next look");
+    expect(passes, "a is left alone for 5 s").toBe(1);
+
+    clock += 5_000;
+    sched.wake();
+    await until(() => passes === 2, "a to be taken again once its wait is over");
+    clock += 5_000;
+    sched.wake();
+    await until(() => sched.running() === 0, "the next look");
+    expect(passes, "the wait doubles while its passes keep ending in flight").toBe(2);
+  });
+
   it("stop aborts the running passes and resolves once they end", async () => {
     const s = openEmptyStore();
     store = s;
