@@ -8,18 +8,59 @@
 
 import type { ProblemSighting } from "../store/console-types.js";
 import type { StoreOps } from "../store/store.js";
-import type { Trigger } from "../store/types.js";
+import type { SkippedPairRecord, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { skippedListComplete } from "./leavers.js";
 import { problemSubject } from "./problem-subject.js";
 
 export async function recordSkippedPairs(
   tx: StoreOps,
-  { mirror }: MirrorPass,
+  pass: MirrorPass,
   trigger: Pick<Trigger, "skipped" | "skippedCount">,
   at: string,
 ): Promise<void> {
-  const sightings: ProblemSighting[] = (trigger.skipped ?? [])
+  const { mirror } = pass;
+  const sightings = skippedSightings(pass, trigger.skipped ?? [], at);
+  // Issued at once, in this order (one round trip on PostgreSQL): neither needs the other's answer.
+  await Promise.all([
+    tx.problems.record(sightings),
+    skippedListComplete(trigger.skipped, trigger.skippedCount)
+      ? tx.problems.clearKindExcept(
+          mirror.name,
+          "skipped_pair",
+          sightings.map((s) => s.subject),
+        )
+      : undefined,
+  ]);
+}
+
+/**
+ * Skipped pairs the trigger did not list (the access check found them): each pair marked skipped
+ * and a problem, as a listed one is when its pass settles.
+ */
+export async function recordSkips(
+  tx: StoreOps,
+  pass: MirrorPass,
+  skips: readonly SkippedPairRecord[],
+  at: string,
+): Promise<void> {
+  await Promise.all([
+    ...skips.map((s) =>
+      tx.pairs.skipped(
+        { mirror: pass.mirror.name, userEmail: s.user_email, serverInstanceId: s.server_instance_id },
+        { reason: s.reason, authStatus: s.auth_status ?? null, seenAt: at },
+      ),
+    ),
+    tx.problems.record(skippedSightings(pass, skips, at)),
+  ]);
+}
+
+function skippedSightings(
+  { mirror }: MirrorPass,
+  skips: readonly SkippedPairRecord[],
+  at: string,
+): ProblemSighting[] {
+  return skips
     .filter((s) => s.reason !== "not_a_project_user")
     .map((s) => ({
       mirror: mirror.name,
@@ -34,15 +75,4 @@ export async function recordSkippedPairs(
       count: null,
       at,
     }));
-  // Issued at once, in this order (one round trip on PostgreSQL): neither needs the other's answer.
-  await Promise.all([
-    tx.problems.record(sightings),
-    skippedListComplete(trigger.skipped, trigger.skippedCount)
-      ? tx.problems.clearKindExcept(
-          mirror.name,
-          "skipped_pair",
-          sightings.map((s) => s.subject),
-        )
-      : undefined,
-  ]);
 }

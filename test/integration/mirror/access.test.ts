@@ -339,6 +339,23 @@ describe("more than 100 skipped pairs", () => {
     for (const u of users.slice(51)) expect(visibleKeys(h, u)).toEqual(expectedKeys(h.sim, u));
   });
 
+  it("reports a pair skipped as not_accessible that only the access check shows, and keeps its access", async () => {
+    await createExplicit();
+    const notion = h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id ?? "";
+    const locked = users[54] ?? "";
+    const held = visibleKeys(h, locked);
+    h.sim.people.setAuth(locked, notion, "not_authenticated");
+    const full = await h.sync({ full: true });
+    expect(full).toMatchObject({ skipped_total: 103, skipped: { not_a_project_user: 100 } });
+    expect(visibleKeys(h, locked)).toEqual(held);
+    const status = JSON.parse((await h.cli(["status", "--json"])).stdout).mirrors[0];
+    expect(status.skipped_pairs).toEqual([
+      expect.objectContaining({ user_email: locked, server_instance_id: notion, reason: "not_accessible" }),
+    ]);
+    const problems = JSON.parse((await h.cli(["problems", "--json"])).stdout);
+    expect(JSON.stringify(problems)).toContain("not_accessible (not_authenticated)");
+  });
+
   it("takes the access of a server removed from the sync config, as the access check no longer lists it", async () => {
     // 101 leavers on the one server left in the config: the trigger lists only 100 of them.
     const many = Array.from({ length: 105 }, (_, i) => `user${i + 1}@example.com`);
