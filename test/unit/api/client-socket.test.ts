@@ -80,10 +80,10 @@ describe("api client on a real socket", () => {
 
   it("times out a server that never answers, and retries a read", async () => {
     const { baseUrl, requests } = await listen(() => {});
-    const { api } = client(baseUrl, 50, 2);
+    const { api } = client(baseUrl, 250, 2);
     const error = await api.getRun("r1").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnavailableError);
-    expect((error as UnavailableError).message).toContain("timeout after 50 ms");
+    expect((error as UnavailableError).message).toContain("timeout after 250 ms");
     expect(requests).toHaveLength(2);
   });
 });
