@@ -6,7 +6,13 @@ import { readFileSync } from "node:fs";
 import { parseDocument } from "yaml";
 import { z } from "zod";
 import { cronExpression } from "./config-cron.js";
-import { type DatabaseConfig, DatabaseSection, envName, freezeDatabase } from "./config-database.js";
+import {
+  type DatabaseConfig,
+  DatabaseSection,
+  envName,
+  freezeDatabase,
+  requireDatabaseUrl,
+} from "./config-database.js";
 import { freezeHttp, HTTP_LISTEN_ENV, type HttpConfig, HttpSection } from "./config-http.js";
 import { findPlaceholders } from "./config-placeholders.js";
 import { DEFAULT_TOKEN_ENV, findSecrets, formatPath } from "./config-secrets.js";
@@ -387,6 +393,15 @@ export function requireToken(config: Config): string {
       message: `environment variable ${config.api.tokenEnv} ${state}: export the platform access token in it`,
     },
   ]);
+}
+
+/**
+ * Everything the config takes from the environment at startup (the API token, and the PostgreSQL
+ * URL when it names one), or the ConfigError of the first missing: checked before anything starts.
+ */
+export function requireEnvironment(config: Config): void {
+  requireToken(config);
+  if (config.database.kind === "postgres") requireDatabaseUrl(config, config.database);
 }
 
 /** The token before any config file exists (`init`): `$SYNCMIRROR_API_TOKEN`, or a UsageError naming it. */

@@ -1,6 +1,6 @@
 /**
- * The composition root of `syncmirror run`: HTTP first (so probes answer while the database is
- * opened), then the database, metrics restored from it, the resumption of triggers a previous
+ * The composition root of `syncmirror run`: the environment the config needs checked first (a
+ * config error starts nothing), then HTTP (so probes answer while the database is opened), then the database, metrics restored from it, the resumption of triggers a previous
  * process (or a replica that died) left in flight, and the schedules. `stop()` releases
  * everything last-opened-first.
  *
@@ -14,7 +14,7 @@
 import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Registry } from "prom-client";
 import type { CommandIo } from "./commands/command.js";
-import type { Config } from "./config.js";
+import { type Config, requireEnvironment } from "./config.js";
 import { startHistoryPruning } from "./console/prune-history.js";
 import { createConsumerRoutes } from "./consumers/http-routes.js";
 import { DatabaseLockedError, DatabaseUnavailableError } from "./errors.js";
@@ -98,6 +98,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
 
   return {
     async start() {
+      requireEnvironment(config);
       const { port } = await http.listen(config.http.host, config.http.port, config.http.listenFrom);
       log.info(
         { host: config.http.host, port },

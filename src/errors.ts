@@ -209,7 +209,8 @@ export class DatabaseUnavailableError extends SyncmirrorError {
 
 /**
  * The database refuses this configuration (wrong user or password, no such database, not a
- * postgres:// URL): nothing will change by waiting, so the command exits 2 like a config error.
+ * postgres:// URL, a `database.path` file that is no SQLite database): nothing will change by
+ * waiting, so the command exits 2 like a config error.
  */
 export class DatabaseRefusedError extends SyncmirrorError {
   readonly code = "DB_REFUSED" as const;

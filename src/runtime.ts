@@ -12,6 +12,7 @@ import {
   readCrashAt,
   readLogLevel,
   readRetryEachTransaction,
+  requireEnvironment,
   requireToken,
 } from "./config.js";
 import { AbortedError } from "./errors.js";
@@ -57,7 +58,7 @@ export async function createRuntime(
 ): Promise<Runtime> {
   const log = options.log ?? createIoLogger(io);
   const metrics = options.metrics ?? createMetrics(new Registry());
-  requireToken(config);
+  requireEnvironment(config);
   const store = await openStore(config, {
     lock: options.lock,
     log,

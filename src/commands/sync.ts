@@ -139,9 +139,10 @@ function drawProgress(io: CommandIo, p: Progress): void {
   );
 }
 
+/** The named mirrors as a set, in the order first named: a repeated name is one pass, one trigger. */
 function selectMirrors(config: Config, names: string[]): MirrorConfig[] {
   if (names.length === 0) return [...config.mirrors];
-  return names.map((name) => {
+  return [...new Set(names)].map((name) => {
     const mirror = config.mirrors.find((m) => m.name === name);
     if (!mirror) {
       throw new UsageError(

@@ -5,9 +5,9 @@
 import Database from "better-sqlite3";
 import { DrizzleQueryError } from "drizzle-orm/errors";
 import { describe, expect, it } from "vitest";
-import { DatabaseError } from "../../src/errors.js";
+import { DatabaseError, DatabaseRefusedError } from "../../src/errors.js";
 import { createNaming, storeError } from "../../src/store/postgres/open.js";
-import { isSqliteBusy, sqliteStoreError } from "../../src/store/sqlite/sqlite-errors.js";
+import { isSqliteBusy, notADatabaseError, sqliteStoreError } from "../../src/store/sqlite/sqlite-errors.js";
 
 const RESUMES = /then run again: the mirror resumes where it stopped$/;
 const URL = "postgres://mirror:s3cret@db.internal:5432/mirror";
@@ -45,6 +45,21 @@ describe("SQLite errors", () => {
       expect(error.message).toMatch(expected);
       expect(error.cause).toBe(thrown);
     }
+  });
+
+  it("SQLITE_NOTADB at open is refused like a config error; mid-pass it stays a DatabaseError", () => {
+    const cause = new Database.SqliteError("file is not a database", "SQLITE_NOTADB");
+    for (const thrown of [cause, wrapped(cause)]) {
+      const refused = notADatabaseError("data/mirror.db", thrown);
+      expect(refused).toBeInstanceOf(DatabaseRefusedError);
+      expect(refused?.message).toBe(
+        "database.path: data/mirror.db is not a SQLite database (file is not a database): point database.path at the mirror's database, or move the file away so a new one is created",
+      );
+      expect(sqliteStoreError(thrown)).toBeInstanceOf(DatabaseError);
+    }
+    expect(
+      notADatabaseError("data/mirror.db", new Database.SqliteError("disk I/O error", "SQLITE_IOERR")),
+    ).toBe(undefined);
   });
 
   it("retries only a busy database (another connection held the write lock)", () => {

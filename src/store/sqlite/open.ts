@@ -10,6 +10,7 @@ import { migrationsDir, refuseNewerSchema } from "../migrations-dir.js";
 import { assertCreatableDatabasePath } from "./database-path.js";
 import { appliedMigrations } from "./migrations-applied.js";
 import * as schema from "./schema.js";
+import { notADatabaseError } from "./sqlite-errors.js";
 
 /** Drizzle over the connection; `$client` is the better-sqlite3 handle for hot-path statements. */
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
@@ -39,7 +40,10 @@ export function openDatabase(path: string, options: { lock?: boolean } = {}): Op
     } catch (cause) {
       sqlite.close();
       if (cause instanceof SchemaTooNewError) throw cause;
-      throw new DatabaseError(`cannot migrate database ${path}: ${(cause as Error).message}`, { cause });
+      throw (
+        notADatabaseError(path, cause) ??
+        new DatabaseError(`cannot migrate database ${path}: ${(cause as Error).message}`, { cause })
+      );
     }
     restrictSidecars(path);
     const db = drizzle(sqlite, { schema });
@@ -77,6 +81,9 @@ function openSqlite(path: string): Database.Database {
     sqlite.pragma("cache_size = -4000");
     return sqlite;
   } catch (cause) {
+    // The first read of the file (the journal mode) is where SQLite finds it is no database.
+    const notADatabase = notADatabaseError(path, cause);
+    if (notADatabase) throw notADatabase;
     throw new DatabaseError(
       `cannot open database ${path}: ${(cause as Error).message}. Check that the file and its directory exist and are writable by this user, and that the disk is not full.`,
       { cause },

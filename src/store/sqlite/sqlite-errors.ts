@@ -1,19 +1,36 @@
 /**
  * SQLite's errors as the store's: a DatabaseError whose message says what to do (free space, fix
- * the permissions) and that the mirror resumes where it stopped.
+ * the permissions) and that the mirror resumes where it stopped; at open, a file that is no
+ * SQLite database is the config's fault.
  */
-import { DatabaseError } from "../../errors.js";
+import { DatabaseError, DatabaseRefusedError } from "../../errors.js";
 import { driverError, errorCodes } from "../driver.js";
 
 export function sqliteStoreError(error: unknown): DatabaseError {
-  const own = driverError(error);
-  const message = own instanceof Error ? own.message : String(own);
-  return new DatabaseError(advice(errorCodes(own)[0], message), { cause: error });
+  return new DatabaseError(advice(errorCodes(driverError(error))[0], driverMessage(error)), { cause: error });
+}
+
+/**
+ * SQLITE_NOTADB while opening: `database.path` names some other file. Waiting or fixing
+ * permissions changes nothing, so it exits 2 like a config error; undefined for any other error.
+ */
+export function notADatabaseError(path: string, error: unknown): DatabaseRefusedError | undefined {
+  if (!errorCodes(error).includes("SQLITE_NOTADB")) return undefined;
+  return new DatabaseRefusedError(
+    `database.path: ${path} is not a SQLite database (${driverMessage(error)}): point database.path at the mirror's database, or move the file away so a new one is created`,
+    { cause: error },
+  );
 }
 
 /** SQLITE_BUSY: another connection held the write lock past the busy timeout. */
 export function isSqliteBusy(error: unknown): boolean {
   return errorCodes(error).some((code) => code.startsWith("SQLITE_BUSY"));
+}
+
+/** SQLite's own message, not drizzle's wrapper naming the statement. */
+function driverMessage(error: unknown): string {
+  const own = driverError(error);
+  return own instanceof Error ? own.message : String(own);
 }
 
 function advice(code: string | undefined, message: string): string {

@@ -94,6 +94,27 @@ describe("first-run problems, through the CLI", () => {
     }
   });
 
+  it("run with the API token or the database URL unset: exit 2 naming the variable, nothing listens first", async () => {
+    const h = await harness();
+    const cases: [Record<string, string | undefined>, string][] = [
+      [{ [TOKEN_ENV]: undefined }, `api.token_env: environment variable ${TOKEN_ENV} is not set`],
+      [
+        { FIRST_RUN_DATABASE_URL: undefined },
+        "database.url_env: environment variable FIRST_RUN_DATABASE_URL is not set",
+      ],
+    ];
+    for (const [unset, message] of cases) {
+      if ("FIRST_RUN_DATABASE_URL" in unset)
+        editConfig(h, (config) => {
+          config.database = { url_env: "FIRST_RUN_DATABASE_URL" };
+        });
+      const d = spawnCli(["run", "--config", h.configPath], { ...h.env, LOG_LEVEL: "info", ...unset });
+      expect((await d.exited).code, message).toBe(2);
+      expect(d.stderr()).toContain(message);
+      expect(d.stderr(), "logged before the refusal").not.toContain("http listening");
+    }
+  });
+
   it("sync with PostgreSQL unreachable: says what to do now, not that it keeps retrying", async () => {
     const h = await harness();
     const port = await freePort();

@@ -44,6 +44,14 @@ describe("sync --json", () => {
     expect(JSON.parse(stdout).mirrors[0]).toMatchObject({ outcome: "partial", runs: { failed: 1 } });
   });
 
+  it("runs a mirror named twice once: one trigger, one summary", async () => {
+    h = await createHarness({ sim: { docs: 10 } });
+    const { code, stdout, stderr } = await h.cli(["sync", "--mirror", "main", "--mirror", "main", "--json"]);
+    expect(code, stderr).toBe(0);
+    expect(JSON.parse(stdout).mirrors.map((m: { mirror: string }) => m.mirror)).toEqual(["main"]);
+    expect(h.sim.requests.filter((r) => r.method === "POST" && r.route === "/sync-task")).toHaveLength(1);
+  });
+
   it("exits 2 for an unknown mirror name and for --dry-run without --full", async () => {
     h = await createHarness({ sim: { docs: 10 } });
     const unknown = await h.cli(["sync", "--mirror", "nope", "--json"]);

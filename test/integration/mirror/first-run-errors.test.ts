@@ -3,7 +3,7 @@
  * a port already in use (run's http.listen, simulate's --port), a base URL without its /api/v1 prefix, a closed port. And `status`
  * before anything has synced, which reports and creates nothing.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { spawnCli } from "../../helpers/daemon.js";
@@ -103,6 +103,24 @@ describe("first-run errors", () => {
       });
       expect(r.stderr).toContain(`no mirror database at ${h.dbPath} yet`);
       expect(existsSync(h.dbPath)).toBe(false);
+    },
+  );
+
+  it.skipIf(TEST_DIALECT === "postgres")(
+    "database.path naming a file that is no SQLite database: status, history, sync and run exit 2 saying so, the file untouched",
+    async () => {
+      h = await createHarness();
+      const text = "notes kept next to the mirror\n".repeat(40);
+      writeFileSync(h.dbPath, text);
+      for (const command of [["status"], ["history"], ["sync"], ["run"]]) {
+        const r = await h.cli(command);
+        expect(r.code, command.join(" ")).toBe(2);
+        expect(r.stderr).toBe(
+          `syncmirror: database.path: ${h.dbPath} is not a SQLite database (file is not a database): point database.path at the mirror's database, or move the file away so a new one is created\n`,
+        );
+      }
+      expect(readFileSync(h.dbPath, "utf8")).toBe(text);
+      expect(h.sim.requests).toEqual([]);
     },
   );
 });
