@@ -222,6 +222,8 @@ export interface DryRunRepo {
    * pair's sweep would revoke, for the mass-delete guard).
    */
   collectPair(triggerRowId: number, p: PairRef & { threshold: number }): Promise<number>;
+  /** Unmarks the pair's keys: the mass-delete guard would hold its sweep, so nothing of it is revoked. */
+  forgetPair(triggerRowId: number, p: PairRef): Promise<void>;
   /** Marks every key the pair holds (a user who left, a pair removed or past its grace). */
   collectWholePair(triggerRowId: number, p: PairRef): Promise<void>;
   /**

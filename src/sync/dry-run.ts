@@ -3,8 +3,9 @@
  * keys each user saw are compared with the mirror to print what the sweep would revoke and delete.
  * Watermarks, resources, access and changes stay as they were. Pairs that would lose all their
  * access (users who left, pairs past their grace) are included, as the real sweep revokes them.
- * The totals ignore the mass-delete guard (what `--allow-mass-delete` would do); the pairs whose
- * sweep the real pass would hold are listed beside them, decided as the real sweep decides.
+ * The pairs whose sweep the real pass would hold, decided as the real sweep decides, are listed
+ * and left out of the totals, as the real pass revokes nothing of them (nor deletes a key they keep
+ * seeing); the outcome is the real pass's, so a held sweep makes the dry run `partial` too.
  */
 import { Resource } from "../api/schemas.js";
 import type { Run, Trigger } from "../store/types.js";
@@ -46,6 +47,7 @@ export async function dryRunSweep(
         ctx.store.approvals.allowance(null, pair),
       ]);
       if (guardSweep(pass, trigger, { total, revocable, approved }).apply) continue;
+      await ctx.store.dryRun.forgetPair(trigger.id, pair);
       heldSweeps.push({
         user_email: pair.userEmail,
         server_instance_id: pair.serverInstanceId,

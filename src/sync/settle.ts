@@ -94,7 +94,8 @@ export async function settle(
     ingest,
     allSourcesSucceeded,
     timedOut: extra.timedOut,
-    held: trigger.held,
+    // A dry run's outcome is the real pass's: the revocations the guard would hold.
+    held: extra.dryRun ? extra.dryRun.held_sweeps.reduce((n, h) => n + h.would_revoke, 0) : trigger.held,
     leaversUnknown: trigger.leaversUnknown,
     runs: runs.length,
   });
@@ -102,7 +103,8 @@ export async function settle(
   summary.message = message;
   if (extra.dryRun) {
     summary.dry_run = extra.dryRun;
-    summary.message = `dry run: the sweep would revoke ${extra.dryRun.would_revoke} access row(s) and delete ${extra.dryRun.would_delete} resource(s); nothing was written`;
+    const real = outcome === "succeeded" ? "" : `; the real pass would be ${outcome}: ${message}`;
+    summary.message = `dry run: the sweep would revoke ${extra.dryRun.would_revoke} access row(s) and delete ${extra.dryRun.would_delete} resource(s)${real}; nothing was written`;
   }
   const at = ctx.now();
   summary.duration_seconds = Math.max(0, (at.getTime() - extra.startedAtMs) / 1000);

@@ -58,7 +58,7 @@ export interface MirrorSummary {
 /**
  * What a full pass's sweep would do (`sync --full --dry-run`): the totals, the first access rows
  * and keys of each (`DRY_RUN_LIST_LIMIT`), and the pairs whose sweep the mass-delete guard would
- * hold (counted in the totals all the same: they are what the sweep would do once applied).
+ * hold (left out of the totals, as the real pass revokes nothing of them).
  */
 export type DryRunReport = DryRunTotals & {
   held_sweeps: {

@@ -32,6 +32,13 @@ export function createDryRunRepo({ db }: Conn): DryRunRepo {
       return rowCount ?? 0;
     },
 
+    async forgetPair(t, p) {
+      await db.execute(sql`DELETE FROM dry_run_revoke
+        WHERE trigger_row_id = ${t} AND mirror = ${p.mirror} AND user_email = ${p.userEmail} AND key IN (SELECT a.key
+          FROM resource_access a WHERE a.mirror = ${p.mirror} AND a.user_email = ${p.userEmail}
+            AND a.server_instance_id = ${p.serverInstanceId})`);
+    },
+
     async collectWholePair(t, p) {
       await db.execute(sql`INSERT INTO dry_run_revoke (trigger_row_id, mirror, user_email, key)
         SELECT ${t}, a.mirror, a.user_email, a.key FROM resource_access a

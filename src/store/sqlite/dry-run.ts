@@ -21,6 +21,9 @@ export function createDryRunRepo(db: Db): Sync<DryRunRepo> {
     sqlite.prepare(`INSERT OR IGNORE INTO dry_run_revoke (trigger_row_id, mirror, user_email, key)
     SELECT @t, a.mirror, a.user_email, a.key FROM resource_access a
     WHERE a.mirror = @mirror AND a.user_email = @userEmail AND a.server_instance_id = @serverInstanceId`);
+  const forget = sqlite.prepare(`DELETE FROM dry_run_revoke
+    WHERE trigger_row_id = @t AND mirror = @mirror AND user_email = @userEmail AND key IN (SELECT a.key
+      FROM resource_access a WHERE a.mirror = @mirror AND a.user_email = @userEmail AND a.server_instance_id = @serverInstanceId)`);
   // Keys the marks take the last live access from: the sweep would tombstone them.
   const deletable = `FROM dry_run_revoke d
     JOIN resources r ON r.key = d.key AND r.deleted_at IS NULL
@@ -54,6 +57,9 @@ export function createDryRunRepo(db: Db): Sync<DryRunRepo> {
         serverInstanceId: p.serverInstanceId,
         threshold: p.threshold,
       }).changes;
+    },
+    forgetPair(t, p) {
+      forget.run({ t, mirror: p.mirror, userEmail: p.userEmail, serverInstanceId: p.serverInstanceId });
     },
     collectWholePair(t, p) {
       collectAll.run({ t, mirror: p.mirror, userEmail: p.userEmail, serverInstanceId: p.serverInstanceId });

@@ -157,9 +157,9 @@ describe("approve-sweep", () => {
     const notion = notionOf(h);
     const pending = (await json<ProblemsJson>(["problems"])).pending_sweep_approvals;
 
-    // The approved pairs would be applied; user1's, which nobody approved, would be held.
+    // The approved pairs would be applied; user1's, which nobody approved, would be held (exit 1).
     const dry = await h.cli(["sync", "--full", "--dry-run", "--json"]);
-    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.code, dry.stderr).toBe(1);
     const held = JSON.parse(dry.stdout).mirrors[0].dry_run.held_sweeps;
     expect(held).toEqual([
       expect.objectContaining({

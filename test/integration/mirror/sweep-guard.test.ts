@@ -67,13 +67,14 @@ describe("mass-delete guard", () => {
     }));
     removeServerDocs(h, notion);
 
+    // Every notion sweep held: partial, exit 1, as the real pass.
     const json = await h.cli(["sync", "--full", "--dry-run", "--json"]);
-    expect(json.code, json.stderr).toBe(0);
+    expect(json.code, json.stderr).toBe(1);
     const dry = JSON.parse(json.stdout).mirrors[0];
-    expect(dry.outcome).toBe("succeeded");
+    expect(dry.outcome).toBe("partial");
     expect(dry.dry_run.held_sweeps).toEqual(expected);
     const text = await h.cli(["sync", "--full", "--dry-run"]);
-    expect(text.code, text.stderr).toBe(0);
+    expect(text.code, text.stderr).toBe(1);
     const heldLines = text.stdout.split("\n").filter((l) => l.includes("mass-delete guard would hold"));
     expect(heldLines).toEqual(
       expected.map(
@@ -81,19 +82,26 @@ describe("mass-delete guard", () => {
           `  the mass-delete guard would hold the sweep of ${e.user_email} on ${notion} (${e.would_revoke} of the pair's ${e.pair_keys} access rows): a real sync --full holds it, then \`syncmirror approve-sweep\` or \`sync --full --allow-mass-delete\` applies it`,
       ),
     );
-    // More than the table shows: the first 20, then how many more.
-    expect(dry.dry_run.would_revoke).toBeGreaterThan(20);
-    expect(text.stdout).toContain(
-      `    ... and ${dry.dry_run.would_revoke - 20} more (sync --full --dry-run --json lists up to 1000)`,
-    );
-    expect(text.stdout.match(/^ {4}user\d+@example\.com {2}\S+$/gm)).toHaveLength(20);
+    // What the held sweeps would revoke is left out of the totals.
+    expect(dry.dry_run).toMatchObject({ would_revoke: 0, would_delete: 0, revoke: [], delete: [] });
 
-    // The real pass holds exactly those; with --allow-mass-delete the dry run holds nothing.
+    // With --allow-mass-delete the dry run holds nothing, and counts more than the table shows:
+    // the first 20, then how many more.
+    const allowed = await h.cli(["sync", "--full", "--dry-run", "--allow-mass-delete", "--json"]);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    const allowedDry = JSON.parse(allowed.stdout).mirrors[0].dry_run;
+    expect(allowedDry.held_sweeps).toEqual([]);
+    expect(allowedDry.would_revoke).toBe(expected.reduce((n, e) => n + e.would_revoke, 0));
+    const allowedText = await h.cli(["sync", "--full", "--dry-run", "--allow-mass-delete"]);
+    expect(allowedText.stdout).toContain(
+      `    ... and ${allowedDry.would_revoke - 20} more (sync --full --dry-run --json lists up to 1000)`,
+    );
+    expect(allowedText.stdout.match(/^ {4}user\d+@example\.com {2}\S+$/gm)).toHaveLength(20);
+
+    // The real pass holds exactly those.
     const held = await h.sync({ full: true });
     expect(held.counts.sweeps_held).toBe(expected.length);
     expect(held.counts.held_revocations).toBe(expected.reduce((n, e) => n + e.would_revoke, 0));
-    const allowed = await h.cli(["sync", "--full", "--dry-run", "--allow-mass-delete", "--json"]);
-    expect(JSON.parse(allowed.stdout).mirrors[0].dry_run.held_sweeps).toEqual([]);
   });
 
   it("applies a sweep of 10 keys or fewer even when it is most of the pair's keys", async () => {

@@ -282,6 +282,33 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     expect(await counts()).toEqual({ would_revoke: 0, would_delete: 0 });
   });
 
+  it("leaves a held pair's marks out of what a dry-run sweep would revoke and delete", async () => {
+    const mirror = `m-${uid()}`;
+    const ann: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
+    const annElsewhere: PairRef = { ...ann, serverInstanceId: "srv-2" };
+    const bo: PairRef = { ...ann, userEmail: "bo@example.test" };
+    const [shared, annOnly, other] = [`s-${uid()}`, `a-${uid()}`, `o-${uid()}`];
+    for (const key of [shared, annOnly, other])
+      await opened.store.resources.writeAll([resource(key)], null, T1);
+    await opened.store.access.seeAll([
+      { ...ann, key: shared, source: "docs", seenAt: T1 },
+      { ...ann, key: annOnly, source: "docs", seenAt: T1 },
+      { ...annElsewhere, key: other, source: "docs", seenAt: T1 },
+      { ...bo, key: shared, source: "docs", seenAt: T1 },
+    ]);
+    const trigger = await intent(mirror, { intentAt: T2 });
+    for (const p of [ann, annElsewhere, bo])
+      await opened.store.dryRun.collectPair(trigger.id, { ...p, threshold: 1 });
+    // Ann's sweep on srv-1 held: her srv-2 key and Bo's go; shared stays (Ann still sees it).
+    await opened.store.dryRun.forgetPair(trigger.id, ann);
+    const t = await opened.store.dryRun.totals(trigger.id, 1000);
+    expect({ would_revoke: t.would_revoke, would_delete: t.would_delete, delete: t.delete }).toEqual({
+      would_revoke: 2,
+      would_delete: 1,
+      delete: [other],
+    });
+  });
+
   it("lists what a dry-run sweep would revoke and delete, sorted, up to the limit", async () => {
     const mirror = `m-${uid()}`;
     const ann: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
