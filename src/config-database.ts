@@ -86,3 +86,11 @@ export function requireDatabaseUrl(
     },
   ]);
 }
+
+/** The database URL's variable, when the config names one: a ConfigError when it is unset. */
+export function requireDatabaseEnvironment(config: {
+  readonly file: string;
+  readonly database: DatabaseConfig;
+}): void {
+  if (config.database.kind === "postgres") requireDatabaseUrl(config, config.database);
+}

@@ -11,7 +11,7 @@ import {
   DatabaseSection,
   envName,
   freezeDatabase,
-  requireDatabaseUrl,
+  requireDatabaseEnvironment,
 } from "./config-database.js";
 import { freezeHttp, HTTP_LISTEN_ENV, type HttpConfig, HttpSection } from "./config-http.js";
 import { findPlaceholders } from "./config-placeholders.js";
@@ -401,7 +401,7 @@ export function requireToken(config: Config): string {
  */
 export function requireEnvironment(config: Config): void {
   requireToken(config);
-  if (config.database.kind === "postgres") requireDatabaseUrl(config, config.database);
+  requireDatabaseEnvironment(config);
 }
 
 /** The token before any config file exists (`init`): `$SYNCMIRROR_API_TOKEN`, or a UsageError naming it. */
