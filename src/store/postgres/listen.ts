@@ -3,7 +3,8 @@
  * transaction that records changes NOTIFYs (`changes.ts`), so a replica that did not run the pass
  * wakes its long polls too. Connected on the first subscription, kept until the store closes; a
  * lost connection is reopened and its listeners woken once, since a notification may have been
- * missed meanwhile (a waiter then reads again, which costs one query).
+ * missed meanwhile (a waiter then reads again, which costs one query); so is a new one, once
+ * its LISTEN is in place.
  */
 import type pg from "pg";
 import type { Logger } from "../../log.js";
@@ -50,8 +51,14 @@ export function createChangeListener(o: {
     c.on("notification", (n) => {
       if (n.channel === CHANGES_CHANNEL) wake();
     });
+    // Listening only from the LISTEN on: a commit between a waiter's read and then notified no one
+    // (a `changes --follow` that started as a pass committed waited for the next commit), so the
+    // waiters are woken once to read again.
     c.connect()
       .then(() => c.query(`LISTEN ${CHANGES_CHANNEL}`))
+      .then(() => {
+        if (client === c) wake();
+      })
       .catch((error: Error) => lost(error));
   };
 
