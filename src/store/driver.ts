@@ -82,8 +82,11 @@ export interface StoreDriver<C extends object> {
    * that cannot be told: a waiter for changes polls it. Absent when `watchCommits` tells.
    */
   changeVersion?(): number;
-  /** Calls `wake` whenever another process commits changes (PostgreSQL LISTEN); idempotent. */
-  watchCommits?(wake: () => void): void;
+  /**
+   * Calls `wake` whenever another process commits changes (PostgreSQL LISTEN), and `listening`
+   * each time it starts hearing them (a commit before then told no one); idempotent.
+   */
+  watchCommits?(wake: () => void, listening: () => void): void;
   /** Throws when the database cannot be reached (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

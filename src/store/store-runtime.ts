@@ -168,10 +168,25 @@ export function createStore<C extends object>(
     outside,
   );
   const onCommit = (listener: () => void) => {
-    driver.watchCommits?.(wake);
+    driver.watchCommits?.(wake, heard);
     listeners.add(listener);
     return () => {
       listeners.delete(listener);
+    };
+  };
+  // The feed's waiters also wake when the driver starts hearing other processes' commits: one
+  // that committed between a waiter's read and then told no one (`changes --follow` started as a
+  // pass committed waited for the next commit, up to the 30 s backstop).
+  const feedWaiters = new Set<() => void>();
+  const heard = () => {
+    for (const waiter of [...feedWaiters]) waiter();
+  };
+  const onFeedChange = (listener: () => void) => {
+    feedWaiters.add(listener);
+    const off = onCommit(listener);
+    return () => {
+      off();
+      feedWaiters.delete(listener);
     };
   };
   const changeVersion = driver.changeVersion?.bind(driver);
@@ -179,7 +194,7 @@ export function createStore<C extends object>(
     ...root,
     feed: {
       readChanges: (q) => outside(() => driver.readChanges(q)),
-      waitForChange: (signal) => waitForChange({ onCommit, changeVersion }, signal),
+      waitForChange: (signal) => waitForChange({ onCommit: onFeedChange, changeVersion }, signal),
     },
     search: {
       apply: (enabled) => outside(() => driver.search.apply(enabled)),

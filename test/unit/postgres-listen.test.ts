@@ -1,6 +1,7 @@
 /**
- * The PostgreSQL change listener wakes its waiters once its LISTEN is in place: a commit between a
- * waiter's read and that moment notified no one, so the waiter must read again.
+ * The PostgreSQL change listener says when its LISTEN is in place (the feed's waiters read again
+ * then: a commit between a waiter's read and that moment notified no one), and wakes on each
+ * notification.
  */
 import { EventEmitter } from "node:events";
 import type pg from "pg";
@@ -28,7 +29,7 @@ function fakeClient() {
 }
 
 describe("the PostgreSQL change listener", () => {
-  it("wakes its waiters once its LISTEN is in place, and on each notification after", async () => {
+  it("says when its LISTEN is in place, and wakes on each notification after", async () => {
     const fake = fakeClient();
     const listener = createChangeListener({
       connect: () => fake.client,
@@ -36,16 +37,20 @@ describe("the PostgreSQL change listener", () => {
       naming: createNaming("postgres://db.example/mirror", "SYNCMIRROR_DATABASE_URL"),
     });
     let wakes = 0;
-    listener.ensure(() => wakes++);
+    let listening = 0;
+    listener.ensure(
+      () => wakes++,
+      () => listening++,
+    );
     await new Promise((resolve) => setImmediate(resolve));
     expect(fake.queries).toEqual(["LISTEN syncmirror_changes"]);
-    expect(wakes, "not before the LISTEN is answered").toBe(0);
+    expect(listening, "not before the LISTEN is answered").toBe(0);
 
     fake.listened();
     await new Promise((resolve) => setImmediate(resolve));
-    expect(wakes).toBe(1);
+    expect([listening, wakes]).toEqual([1, 0]);
     (fake.client as unknown as EventEmitter).emit("notification", { channel: "syncmirror_changes" });
-    expect(wakes).toBe(2);
+    expect([listening, wakes]).toEqual([1, 1]);
     await listener.close();
   });
 });

@@ -3,8 +3,8 @@
  * transaction that records changes NOTIFYs (`changes.ts`), so a replica that did not run the pass
  * wakes its long polls too. Connected on the first subscription, kept until the store closes; a
  * lost connection is reopened and its listeners woken once, since a notification may have been
- * missed meanwhile (a waiter then reads again, which costs one query); so is a new one, once
- * its LISTEN is in place.
+ * missed meanwhile (a waiter then reads again, which costs one query). Each LISTEN in place is
+ * reported too: the feed's waiters read again then, since a commit before it notified no one.
  */
 import type pg from "pg";
 import type { Logger } from "../../log.js";
@@ -14,8 +14,11 @@ import type { Naming } from "./open.js";
 const RECONNECT_MS = 1000;
 
 export interface ChangeListener {
-  /** Starts listening if not yet; `wake` is called on every notification. */
-  ensure(wake: () => void): void;
+  /**
+   * Starts listening if not yet; `wake` is called on every notification (and when a lost
+   * connection may have missed some), `listening` once each LISTEN is in place.
+   */
+  ensure(wake: () => void, listening: () => void): void;
   close(): Promise<void>;
 }
 
@@ -28,6 +31,7 @@ export function createChangeListener(o: {
   let retry: NodeJS.Timeout | undefined;
   let closed = false;
   let wake = () => {};
+  let listening = () => {};
 
   const open = () => {
     if (closed || client) return;
@@ -51,20 +55,18 @@ export function createChangeListener(o: {
     c.on("notification", (n) => {
       if (n.channel === CHANGES_CHANNEL) wake();
     });
-    // Listening only from the LISTEN on: a commit between a waiter's read and then notified no one
-    // (a `changes --follow` that started as a pass committed waited for the next commit), so the
-    // waiters are woken once to read again.
     c.connect()
       .then(() => c.query(`LISTEN ${CHANGES_CHANNEL}`))
       .then(() => {
-        if (client === c) wake();
+        if (client === c) listening();
       })
       .catch((error: Error) => lost(error));
   };
 
   return {
-    ensure(onNotified) {
+    ensure(onNotified, onListening) {
       wake = onNotified;
+      listening = onListening;
       open();
     },
     async close() {

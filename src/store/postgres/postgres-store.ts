@@ -160,7 +160,7 @@ function createPostgresDriver(
       };
     },
     // This process's commits wake at once; other processes' through LISTEN (a second wake-up is harmless).
-    watchCommits: (wake) => notifications.ensure(wake),
+    watchCommits: (wake, listening) => notifications.ensure(wake, listening),
     async ping() {
       try {
         await pool.query("SELECT 1");
