@@ -60,6 +60,11 @@ async function ingestNextPage(
   // Before the transaction, which runs one at a time: the rows' checks (most of a page's CPU)
   // overlap the other runs' transactions' waits on the database.
   const rows = await checkRows(pass, run, page);
+  // A stop ends the run before its next transaction, not only before its next page: a SIGTERM
+  // raised while the page before was written is handled by the event loop only after that page
+  // committed, and this page may have been taken by then (its rows' check is the first turn).
+  await setImmediate();
+  pass.ctx.signal.throwIfAborted();
   // Over HTTP, so before the last page's transaction: the text of its failed sources.
   const serviceErrors = page.page.next_offset === null ? await readSourceErrors(pass, run, page) : new Map();
   const applied = await pass.ctx.store.transaction((tx) =>
