@@ -22,3 +22,15 @@ export async function queryOne<R extends pg.QueryResultRow>(
   const result = await client.query<R>(query);
   return result.rows[0];
 }
+
+/**
+ * A drizzle prepared statement built on its first call and reused by every later one on this
+ * connection: a statement each run or page sends is not rebuilt by drizzle each time.
+ */
+export function onFirstUse<T>(build: () => T): () => T {
+  let built: T | undefined;
+  return () => {
+    built ??= build();
+    return built;
+  };
+}

@@ -7,11 +7,28 @@ import { and, asc, eq, inArray, isNotNull, isNull, lt, notInArray, or, sql } fro
 import type { ProblemRepo } from "../console-repos.js";
 import type { Problem, ProblemKind } from "../console-types.js";
 import { configErrorProblem } from "../history-rows.js";
-import type { Conn } from "./connection.js";
+import { p } from "../placeholders.js";
+import { type Conn, onFirstUse } from "./connection.js";
 import { pgText } from "./pg-values.js";
 import { managedSyncConfigs, problems, resourceAccess } from "./schema.js";
 
 export function createProblemRepo({ db }: Conn): ProblemRepo {
+  // Each run's last page runs it.
+  const clearRows = onFirstUse(() =>
+    db
+      .delete(problems)
+      .where(
+        and(
+          eq(problems.mirror, p("mirror")),
+          eq(problems.userEmail, p("userEmail")),
+          eq(problems.kind, "rejected_row"),
+          sql`exists (SELECT 1 FROM ${resourceAccess} a WHERE a.mirror = ${problems.mirror}
+              AND a.user_email = ${problems.userEmail} AND a.key = ${problems.key}
+              AND a.last_seen_at >= ${p("since")}::timestamptz)`,
+        ),
+      )
+      .prepare("syncmirror_problems_clear_rows_seen"),
+  );
   const configErrors = async (mirror: string | undefined) =>
     (
       await db
@@ -72,16 +89,7 @@ export function createProblemRepo({ db }: Conn): ProblemRepo {
     },
 
     async clearRowsSeen(mirror, userEmail, since) {
-      await db.delete(problems).where(
-        and(
-          eq(problems.mirror, mirror),
-          eq(problems.userEmail, userEmail),
-          eq(problems.kind, "rejected_row"),
-          sql`exists (SELECT 1 FROM ${resourceAccess} a WHERE a.mirror = ${problems.mirror}
-              AND a.user_email = ${problems.userEmail} AND a.key = ${problems.key}
-              AND a.last_seen_at >= ${since}::timestamptz)`,
-        ),
-      );
+      await clearRows().execute({ mirror, userEmail, since });
     },
 
     async clearKindExcept(mirror, kind, keep) {

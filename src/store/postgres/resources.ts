@@ -6,7 +6,7 @@ import type { ResourceRepo } from "../store.js";
 import { RESOURCE_COLUMNS, type ResourceWrite, type StoredResourceState } from "../types.js";
 import { type Conn, queryOne } from "./connection.js";
 import { pgJson, pgText, pgTime } from "./pg-values.js";
-import { resources, toIso } from "./schema.js";
+import { resources } from "./schema.js";
 
 const JSON_COLUMNS = new Set(["fields", "metadata", "relations", "attachments", "provenance"]);
 const TIME_COLUMNS = new Set(["modified_at", "fetched_at", "updated_at"]);
@@ -16,10 +16,14 @@ const WRITTEN = [...RESOURCE_COLUMNS, "engine_version", "updated_at"] as const;
 // The statements every exported row runs are named prepared statements: parsed and planned once
 // per connection, then only bound and executed.
 const FIND_STATE = "syncmirror_resources_find_state";
-const FIND_STATE_SQL = "SELECT content_hash, deleted_at, updated_at FROM resources WHERE key = $1";
+// Times as the ISO text the sync compares (toISOString's form), written by the server: the client
+// would parse each into a Date only to print it again, twice a row of every page.
+const isoText = (column: string) =>
+  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
+const STATE_COLUMNS = `content_hash, ${isoText("deleted_at")}, ${isoText("updated_at")}`;
+const FIND_STATE_SQL = `SELECT ${STATE_COLUMNS} FROM resources WHERE key = $1`;
 const FIND_STATES = "syncmirror_resources_find_states";
-const FIND_STATES_SQL =
-  "SELECT key, content_hash, deleted_at, updated_at FROM resources WHERE key = ANY($1::text[])";
+const FIND_STATES_SQL = `SELECT key, ${STATE_COLUMNS} FROM resources WHERE key = ANY($1::text[])`;
 // A page's writes in one statement, a column per array; ON CONFLICT cannot touch a row twice in
 // one statement, so a key written twice in the batch is sent once, with its last write.
 const UPSERT_ALL = "syncmirror_resources_upsert_all";
@@ -33,14 +37,14 @@ const UPSERT_ALL_SQL = `INSERT INTO resources (${WRITTEN.join(", ")}, deleted_at
 
 interface StateRow {
   content_hash: string;
-  deleted_at: Date | null;
-  updated_at: Date;
+  deleted_at: string | null;
+  updated_at: string;
 }
 
 const toState = (row: StateRow): StoredResourceState => ({
   contentHash: row.content_hash,
-  deletedAt: row.deleted_at === null ? null : toIso(row.deleted_at),
-  updatedAt: toIso(row.updated_at),
+  deletedAt: row.deleted_at,
+  updatedAt: row.updated_at,
 });
 
 export function createResourceRepo({ db, client }: Conn): ResourceRepo {

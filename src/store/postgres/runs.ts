@@ -2,10 +2,11 @@
  * A trigger's runs with their export checkpoints, and each run's sources.
  */
 import { and, asc, eq, getTableColumns, max, sql } from "drizzle-orm";
+import { p, value } from "../placeholders.js";
 import { found, groupBySyncId, keepJson, toRun as mapRun } from "../rows.js";
 import type { RunRepo } from "../store.js";
 import type { Run } from "../types.js";
-import type { Conn } from "./connection.js";
+import { type Conn, onFirstUse } from "./connection.js";
 import { runSources, runs } from "./schema.js";
 
 /** A run source as `sourcesOf` returns it: its export counts stay in the table. */
@@ -22,6 +23,34 @@ const CHECKPOINT_SQL = `UPDATE runs SET next_offset = $2, upserted = upserted + 
 const toRun = (row: RunRow): Run => mapRun(row, keepJson);
 
 export function createRunRepo({ db, client }: Conn): RunRepo {
+  // Each poll of a trigger's runs, and each run's first and last pages, run these.
+  const bySyncId = eq(runs.syncId, p("syncId"));
+  const getRun = onFirstUse(() => db.select().from(runs).where(bySyncId).prepare("syncmirror_runs_get"));
+  // A listing that lacks the run's creation time keeps the one already known.
+  const setStatus = onFirstUse(() =>
+    db
+      .update(runs)
+      .set({
+        status: value("status"),
+        createdAt: sql`coalesce(${p("createdAt")}::timestamptz, ${runs.createdAt})`,
+      })
+      .where(bySyncId)
+      .prepare("syncmirror_runs_set_status"),
+  );
+  const sourcesOfRun = onFirstUse(() =>
+    db
+      .select(sourceColumns)
+      .from(runSources)
+      .where(eq(runSources.syncId, p("syncId")))
+      .prepare("syncmirror_runs_sources_of"),
+  );
+  const setSwept = onFirstUse(() =>
+    db
+      .update(runSources)
+      .set({ swept: value("swept") })
+      .where(and(eq(runSources.syncId, p("syncId")), eq(runSources.source, p("source"))))
+      .prepare("syncmirror_runs_set_swept"),
+  );
   return {
     async newestCreatedAt(mirror) {
       const [row] = await db
@@ -54,15 +83,12 @@ export function createRunRepo({ db, client }: Conn): RunRepo {
     },
 
     async get(syncId) {
-      const [row] = await db.select().from(runs).where(eq(runs.syncId, syncId));
+      const [row] = await getRun().execute({ syncId });
       return toRun(found(row, `run ${syncId}`));
     },
 
     async updateStatus(syncId, status, createdAt) {
-      await db
-        .update(runs)
-        .set({ status, ...(createdAt ? { createdAt } : {}) })
-        .where(eq(runs.syncId, syncId));
+      await setStatus().execute({ syncId, status, createdAt: createdAt || null });
     },
 
     async setIngest(syncId, ingest, error = null) {
@@ -130,7 +156,7 @@ export function createRunRepo({ db, client }: Conn): RunRepo {
     },
 
     async sourcesOf(syncId) {
-      return db.select(sourceColumns).from(runSources).where(eq(runSources.syncId, syncId));
+      return sourcesOfRun().execute({ syncId });
     },
 
     async sourcesOfTrigger(triggerRowId) {
@@ -144,10 +170,7 @@ export function createRunRepo({ db, client }: Conn): RunRepo {
     },
 
     markSwept: async (syncId, source, swept) => {
-      await db
-        .update(runSources)
-        .set({ swept })
-        .where(and(eq(runSources.syncId, syncId), eq(runSources.source, source)));
+      await setSwept().execute({ syncId, source, swept });
     },
   };
 }

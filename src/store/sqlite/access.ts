@@ -2,11 +2,12 @@
  * The public `resource_access` table: which user may see which key through which mirror.
  */
 import { and, count, eq, gte, lt, sql } from "drizzle-orm";
+import { p } from "../placeholders.js";
 import type { AccessRepo } from "../store.js";
 import type { PairRef, SeenRow } from "../types.js";
 import type { Db } from "./open.js";
 import { resourceAccess } from "./schema.js";
-import { p, type Sync } from "./sync-repo.js";
+import type { Sync } from "./sync-repo.js";
 
 export function createAccessRepo(db: Db): Sync<AccessRepo> {
   const pairWhere = and(

@@ -3,11 +3,12 @@
  */
 import { and, count, eq, type Placeholder, sql } from "drizzle-orm";
 import { awaitingBaselineOf } from "../awaiting-baseline.js";
+import { p } from "../placeholders.js";
 import type { PairRepo } from "../store.js";
 import type { PairRef } from "../types.js";
 import type { Db } from "./open.js";
 import { pairs } from "./schema.js";
-import { p, type Sync } from "./sync-repo.js";
+import type { Sync } from "./sync-repo.js";
 
 /** The pair's row, by its values or by placeholders of a prepared statement. */
 const pairWhere = (pair: { [K in keyof PairRef]: string | Placeholder }) =>

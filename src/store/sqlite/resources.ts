@@ -2,11 +2,12 @@
  * The public `resources` table: content deduplicated by key, tombstones for keys nobody can see.
  */
 import { eq } from "drizzle-orm";
+import { p, value } from "../placeholders.js";
 import type { ResourceRepo } from "../store.js";
 import { RESOURCE_COLUMNS, type ResourceWrite, type StoredResourceState } from "../types.js";
 import type { Db } from "./open.js";
 import { resources } from "./schema.js";
-import { p, type Sync, value } from "./sync-repo.js";
+import type { Sync } from "./sync-repo.js";
 
 /** Every column `writeAll` sets, in the order of its parameters. */
 const WRITTEN = [...RESOURCE_COLUMNS, "engine_version", "updated_at"] as const;

@@ -2,12 +2,13 @@
  * A trigger's runs with their export checkpoints, and each run's sources.
  */
 import { and, asc, eq, getTableColumns, max, sql } from "drizzle-orm";
+import { p, value } from "../placeholders.js";
 import { found, groupBySyncId, toRun as mapRun, parseJsonText } from "../rows.js";
 import type { RunRepo } from "../store.js";
 import type { Run } from "../types.js";
 import type { Db } from "./open.js";
 import { runSources, runs } from "./schema.js";
-import { p, plus, type Sync, value } from "./sync-repo.js";
+import { plus, type Sync } from "./sync-repo.js";
 
 type RunRow = typeof runs.$inferSelect;
 

@@ -2,19 +2,13 @@
  * better-sqlite3 is synchronous: each SQLite repository is written as plain functions, which the
  * store runtime turns into the async interface the sync code sees.
  */
-import { type Placeholder, type SQL, sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import type { AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 
 /** The synchronous twin of an async repository interface. */
 export type Sync<T> = {
   [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? (...args: A) => R : never;
 };
-
-/** A prepared statement's named parameter. */
-export const p = (name: string): Placeholder => sql.placeholder(name);
-
-/** A named parameter as an update's or upsert's value: drizzle's `set` takes SQL, not placeholders. */
-export const value = (name: string): SQL => sql`${sql.placeholder(name)}`;
 
 /** `column + :name`, for counters a prepared update adds to. */
 export const plus = (column: AnySQLiteColumn, name: string): SQL => sql`${column} + ${sql.placeholder(name)}`;

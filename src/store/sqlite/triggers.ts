@@ -2,12 +2,13 @@
  * Triggers, from intent to settled; rows are mapped to `Trigger` here, the skipped list parsed once.
  */
 import { and, asc, desc, eq, inArray, max } from "drizzle-orm";
+import { p } from "../placeholders.js";
 import { found, toTrigger as mapTrigger, parseJsonText } from "../rows.js";
 import type { TriggerRepo } from "../store.js";
 import type { ActiveTrigger, Trigger } from "../types.js";
 import type { Db } from "./open.js";
 import { triggers } from "./schema.js";
-import { p, plus, type Sync } from "./sync-repo.js";
+import { plus, type Sync } from "./sync-repo.js";
 
 type TriggerRow = typeof triggers.$inferSelect;
 
