@@ -35,9 +35,17 @@ export const CREATE_PENDING_SQL = `CREATE TEMPORARY TABLE IF NOT EXISTS ${PENDIN
 // transaction: `pending`), then one statement that removes those the page replaces and appends
 // the page's new ones in its order.
 const PRIORS = "syncmirror_changes_priors";
+/**
+ * A key's committed change in a run, looked up through `changes_run_key` for each key asked
+ * (OFFSET 0 keeps the planner from turning the lookups back into a join). As a join, the plan a
+ * prepared statement settles on read every change the run had recorded so far, once per page:
+ * quadratic in the run's size (64 ms of a page's 67 ms at 43,500 changes, 100,000 rows).
+ */
+const PRIOR_OF = (syncId: string, key: string) =>
+  `SELECT seq, op FROM changes WHERE sync_id = ${syncId} AND key = ${key} OFFSET 0`;
 const PRIORS_SQL = `WITH asked AS (SELECT DISTINCT s, k FROM unnest($1::text[], $2::text[]) AS t(s, k))
-  SELECT c.seq AS id, false AS pending, c.op, c.sync_id, c.key
-    FROM changes c JOIN asked ON c.sync_id = asked.s AND c.key = asked.k
+  SELECT c.seq AS id, false AS pending, c.op, asked.s AS sync_id, asked.k AS key
+    FROM asked CROSS JOIN LATERAL (${PRIOR_OF("asked.s", "asked.k")}) c
   UNION ALL
   SELECT p.n, true, p.op, p.sync_id, p.key
     FROM ${PENDING} p JOIN asked ON p.sync_id = asked.s AND p.key = asked.k`;
@@ -71,7 +79,7 @@ const RECORD_SEEN_SQL = `WITH seen AS (
       LEFT JOIN seen ON seen.mirror = t.m AND seen.user_email = t.u AND seen.key = t.k
      WHERE t.w OR seen.inserted
   ), prior AS (
-    SELECT c.seq AS id, false AS pending, c.op, w.n FROM wanted w JOIN changes c ON c.sync_id = $10 AND c.key = w.k
+    SELECT c.seq AS id, false AS pending, c.op, w.n FROM wanted w CROSS JOIN LATERAL (${PRIOR_OF("$10", "w.k")}) c
     UNION ALL
     SELECT p.n, true, p.op, w.n FROM wanted w JOIN ${PENDING} p ON p.sync_id = $10 AND p.key = w.k
   ), kept AS (
