@@ -98,6 +98,18 @@ export async function withErrors(io: CommandIo, body: () => Promise<number>): Pr
   }
 }
 
+/**
+ * The `error` a `--json` command prints when it stops on an error of ours, so a script reading
+ * stdout still gets its one JSON document; null when it prints none: bad usage or config (exit 2,
+ * before any output), an error that is not ours, or stdout's reader gone. The one-line message on
+ * stderr and the exit code stay `withErrors`'s.
+ */
+export function jsonFailure(io: CommandIo, error: unknown): { code: string; message: string } | null {
+  if (!(error instanceof SyncmirrorError) || isSetupError(error) || stoppedByClosedOutput(io, error))
+    return null;
+  return { code: error.code, message: error.message };
+}
+
 function stoppedByClosedOutput(io: CommandIo, error: unknown): boolean {
   return (
     io.signal.reason instanceof OutputClosedError &&

@@ -167,7 +167,11 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
   plan: {
     summary: "compare the sync configs declared in the file with the service; changes nothing",
     usage: "syncmirror plan [--json] [--config FILE]",
-    flags: [["--json", "print one JSON object for scripts (default: a diff)"], CONFIG_FLAG, HELP_FLAG],
+    flags: [
+      ["--json", "print one JSON object for scripts, also when no plan could be made (default: a diff)"],
+      CONFIG_FLAG,
+      HELP_FLAG,
+    ],
     exit: "0 nothing to change; 3 changes pending; 1 problems (a config to adopt, a config two mirrors share, the API unreachable); 2 bad usage or config (an unknown or ambiguous server or project)",
     example: "syncmirror plan --json",
   },

@@ -3,16 +3,18 @@
  * succeeded, 1 when any failed or was partial, 2 for bad usage or config.
  */
 import type { Config, MirrorConfig } from "../config.js";
-import { SyncConfigNotAppliedError, SyncmirrorError, UsageError } from "../errors.js";
+import { passErrorJson } from "../console/history.js";
+import { SyncConfigNotAppliedError, UsageError } from "../errors.js";
 import { createLeaseHolder } from "../lease-holder.js";
 import { withMirrorLease } from "../mirror-lease.js";
 import { createRuntime } from "../runtime.js";
 import type { PassOptions, Progress } from "../sync/context.js";
 import { DRY_RUN_LIST_LIMIT } from "../sync/dry-run.js";
+import { passError } from "../sync/fail-run.js";
 import { exitCodeFor } from "../sync/outcome.js";
 import {
   type DryRunReport,
-  leaseBusySummary,
+  leaseBusyMessage,
   type MirrorSummary,
   notStartedSummary,
 } from "../sync/summary.js";
@@ -20,7 +22,7 @@ import { APPLY_HELD_SWEEP } from "../sync/sweep.js";
 import { syncMirror } from "../sync/sync-mirror.js";
 import { bindMirror, checkBindings } from "../sync-configs/bind.js";
 import type { Command, CommandIo } from "./command.js";
-import { isSetupError, loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
+import { jsonFailure, loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
 export const sync: Command = (args, io) =>
   withErrors(io, async () => {
@@ -46,10 +48,9 @@ export const sync: Command = (args, io) =>
       await runPasses(config, mirrors, options, { io, json, summaries });
     } catch (error) {
       // A script reading --json gets an object for every exit 1, the lock held included.
-      if (!json || !(error instanceof SyncmirrorError) || isSetupError(error)) throw error;
-      printJson(io, summaries, { code: error.code, message: error.message });
-      io.stderr.write(`syncmirror: ${error.message}\n`);
-      return 1;
+      const failure = json ? jsonFailure(io, error) : null;
+      if (failure) printJson(io, summaries, failure);
+      throw error;
     }
     if (io.isTty && !json) io.stdout.write("\r\x1b[K");
     // Stopped before every mirror had its pass: not "all succeeded", whatever the ones that ran did.
@@ -78,6 +79,15 @@ async function runPasses(
   try {
     await checkBindings(config, runtime.store);
     const holder = createLeaseHolder();
+    const mode = options.full ? "full" : "incremental";
+    // A pass that never started is `failed` with its reason as its one error, like a pass that
+    // failed as a whole; no trigger row was written, so the history has no entry for it.
+    const notStarted = (mirror: string, message: string) =>
+      notStartedSummary(
+        mirror,
+        mode,
+        passErrorJson(passError(runtime.syncContext(io.signal, undefined, holder), message)),
+      );
     for (const mirror of mirrors) {
       if (io.signal.aborted) break;
       // The same per-mirror lease as a replica's, so this may run beside daemons on PostgreSQL.
@@ -94,21 +104,18 @@ async function runPasses(
         async (signal, fence) => {
           const ctx = runtime.syncContext(signal, fence, holder);
           if (io.isTty && !out.json) ctx.onProgress = (p) => drawProgress(io, p);
-          const mode = options.full ? "full" : "incremental";
           try {
             return await syncMirror(await bindMirror(mirror, runtime.store), ctx, options);
           } catch (error) {
             if (!(error instanceof SyncConfigNotAppliedError)) throw error;
-            return notStartedSummary(mirror.name, mode, error.message);
+            return notStarted(mirror.name, error.message);
           }
         },
       );
       if (leased.taken) out.summaries.push(leased.value);
       else {
         const busy = (await runtime.store.leases.holders()).get(mirror.name);
-        out.summaries.push(
-          leaseBusySummary(mirror.name, options.full ? "full" : "incremental", busy?.holderName ?? null),
-        );
+        out.summaries.push(notStarted(mirror.name, leaseBusyMessage(busy?.holderName ?? null)));
       }
     }
   } finally {

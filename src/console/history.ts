@@ -3,7 +3,7 @@
  * met across its attempts, and the cursor of the next page. Read-only.
  */
 
-import type { PassRecord } from "../store/console-types.js";
+import type { PassError, PassRecord } from "../store/console-types.js";
 import type { Store } from "../store/store.js";
 import type { MirrorSummary } from "../sync/summary.js";
 import type { HistoryParams } from "./params.js";
@@ -154,13 +154,18 @@ function passJson(r: PassRecord): PassJson {
     skipped,
     skipped_total: t.adopted ? null : t.skippedCount,
     sweep_approval: a === null ? null : { pairs: a.pairs, up_to: a.upTo, used: a.used, by: a.by, at: a.at },
-    errors: r.errors.map((e) => ({
-      at: e.at,
-      sync_id: e.syncId,
-      user_email: e.userEmail,
-      source: e.source,
-      error: e.error,
-      replica: e.replica,
-    })),
+    errors: r.errors.map(passErrorJson),
+  };
+}
+
+/** An error a pass met, as the history lists it and `sync --json` prints it. */
+export function passErrorJson(e: PassError): PassErrorJson {
+  return {
+    at: e.at,
+    sync_id: e.syncId,
+    user_email: e.userEmail,
+    source: e.source,
+    error: e.error,
+    replica: e.replica,
   };
 }

@@ -16,6 +16,8 @@ import type { PairRef } from "./types.js";
 export interface HistoryRepo {
   /** Appends errors a pass met to its trigger's history, in order. */
   addErrors(triggerRowId: number, errors: readonly PassError[]): Promise<void>;
+  /** The errors kept for one trigger, in the order they were added: what `list` gives that pass. */
+  errors(triggerRowId: number): Promise<PassError[]>;
   /** Passes newest first by trigger row id (below `before` when given), each with its errors and its runs' totals. */
   list(q: { mirror?: string | undefined; before?: number | undefined; limit: number }): Promise<PassRecord[]>;
   /**

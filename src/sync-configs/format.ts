@@ -45,6 +45,15 @@ export function planJson(entries: readonly PlanEntry[]) {
   };
 }
 
+/**
+ * `plan --json` when no plan could be made (the API or the database unreachable): `pending` and
+ * `problems` are null, not false and 0, so a script that reads only them cannot take it for a
+ * clean plan; `error` says why, as in `sync --json`.
+ */
+export function planFailedJson(error: { code: string; message: string }) {
+  return { pending: null, problems: null, error, mirrors: [] };
+}
+
 export function formatApply(results: readonly ApplyResult[]): string {
   const lines = results.map(
     (r) => `mirror ${r.mirror}: ${r.done === "refused" ? `REFUSED ${r.message}` : r.message}`,

@@ -2,6 +2,7 @@
  * Settling a trigger: skipped pairs recorded, the outcome decided, the trigger closed, the
  * mirror's status and gauges updated, and the summary `sync --json` prints built.
  */
+import { passErrorJson } from "../console/history.js";
 import type { StoreOps } from "../store/store.js";
 import type { Pair, PairRef, Run, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
@@ -46,16 +47,19 @@ export async function settle(
     .filter((c): c is string => c !== null)
     .sort()[0];
   // Read at once: PostgreSQL answers them on two connections together.
-  const [trigger, keys, pairs] = await Promise.all([
+  const [trigger, keys, pairs, errors] = await Promise.all([
     extra.trigger ?? store.triggers.get(triggerRowId),
     countKeys(pass, runs, [...pairsRead.values()], firstSeen),
     extra.dryRun ? [] : store.pairs.listForMirror(mirror.name),
+    // Each was written with what it concerns (a page, a run given up on, an attempt): all are in.
+    store.history.errors(triggerRowId),
   ]);
   // The pass moved watermarks: pairs it left too far behind await a baseline from now on.
   const newlyStale = newlyStalePairs(pairs, mirror);
   const gone = extra.dryRun ? [] : goneFromTrigger(pass, trigger, read, pairs);
   const skipped = trigger.skipped ?? [];
   const summary = summaryOf(mirror.name, trigger, extra.resumed);
+  summary.errors = errors.map(passErrorJson);
   let allSourcesSucceeded = runs.length > 0;
   let anyRead = false;
   const ingest = { rows: 0, runsWritten: 0, runsUnread: 0 };
@@ -70,8 +74,6 @@ export async function settle(
     if (run.ingest !== "done") {
       ingest.runsUnread++;
       allSourcesSucceeded = false;
-      if (run.error)
-        summary.errors.push({ sync_id: run.syncId, user_email: run.userEmail, error: run.error });
       continue;
     }
     anyRead = true;
@@ -215,11 +217,11 @@ export async function settleWithoutRuns(
   const summary = summaryOf(mirror.name, trigger, r.resumed);
   summary.outcome = r.outcome;
   summary.message = r.message;
-  summary.errors.push({ sync_id: null, user_email: null, error: r.message });
   const at = ctx.now();
   summary.duration_seconds = Math.max(0, (at.getTime() - r.startedAtMs) / 1000);
   // Kept with the trigger, so a trigger resumed after several failed attempts shows each of them.
   const attempt = passError(ctx, r.message, undefined, at);
+  summary.errors = [...(await ctx.store.history.errors(trigger.id)), attempt].map(passErrorJson);
   await closeTrigger(pass, trigger, summary, {
     at,
     keepInFlight: r.keepInFlight,

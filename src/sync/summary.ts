@@ -1,3 +1,4 @@
+import type { PassErrorJson } from "../console/history.js";
 import type { DryRunTotals } from "../store/store.js";
 import type { Mode } from "../store/types.js";
 import type { Outcome } from "./outcome.js";
@@ -39,10 +40,10 @@ export interface MirrorSummary {
   skipped_total: number | null;
   pairs_awaiting_baseline: number;
   /**
-   * What went wrong: runs whose export could not be read (with their `sync_id` and `user_email`),
-   * or, for a pass that failed or was refused as a whole, one entry with both null.
+   * Every error the pass met, across its attempts, as its entry in the history lists them: the
+   * history is where they are kept, so a script sees the same errors from either.
    */
-  errors: { sync_id: string | null; user_email: string | null; error: string }[];
+  errors: PassErrorJson[];
   outcome: Outcome;
   message: string;
   duration_seconds: number;
@@ -102,19 +103,15 @@ export function emptySummary(mirror: string, mode: Mode): MirrorSummary {
   };
 }
 
-/** The pass did not run: another process holds the mirror's lease (docs/scaling-out.md). */
-export function leaseBusySummary(mirror: string, mode: Mode, holder: string | null): MirrorSummary {
-  return {
-    ...emptySummary(mirror, mode),
-    message: `another syncmirror process (${holder ?? "unknown"}) is running this mirror's pass; nothing was done: run sync again once it finishes`,
-  };
+/** Why the pass did not run: another process holds the mirror's lease (docs/scaling-out.md). */
+export function leaseBusyMessage(holder: string | null): string {
+  return `another syncmirror process (${holder ?? "unknown"}) is running this mirror's pass; nothing was done: run sync again once it finishes`;
 }
 
-/** The pass could not start (a declared sync config never applied): `failed`, with the reason as its error. */
-export function notStartedSummary(mirror: string, mode: Mode, message: string): MirrorSummary {
-  return {
-    ...emptySummary(mirror, mode),
-    message,
-    errors: [{ sync_id: null, user_email: null, error: message }],
-  };
+/**
+ * The pass could not start (another process runs it, a declared sync config never applied):
+ * `failed`, with the reason as its error.
+ */
+export function notStartedSummary(mirror: string, mode: Mode, error: PassErrorJson): MirrorSummary {
+  return { ...emptySummary(mirror, mode), message: error.error, errors: [error] };
 }

@@ -5,6 +5,7 @@
  * with a signal and collect what it wrote. The one way the suites start the CLI.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import type { Harness } from "./mirror-harness.js";
 
@@ -200,4 +201,13 @@ export function sumSeries(text: string, name: string, labels: Record<string, str
   return parseMetrics(text)
     .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
     .reduce((sum, s) => sum + s.value, 0);
+}
+
+/** A loopback port nothing listens on now: connecting is refused at once; binding it works. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

@@ -39,6 +39,15 @@ export function createHistoryRepo({ db, client }: Conn): HistoryRepo {
       await db.insert(passErrors).values(errors.map((e) => ({ triggerRowId, ...e, error: pgText(e.error) })));
     },
 
+    async errors(triggerRowId) {
+      const { id: _id, triggerRowId: _t, ...errorColumns } = getTableColumns(passErrors);
+      return await db
+        .select(errorColumns)
+        .from(passErrors)
+        .where(eq(passErrors.triggerRowId, triggerRowId))
+        .orderBy(asc(passErrors.id));
+    },
+
     async list({ mirror, before, limit }) {
       const rows = await db
         .select()

@@ -40,6 +40,16 @@ export function createHistoryRepo(db: Db): Sync<HistoryRepo> {
           .run();
     },
 
+    errors(triggerRowId) {
+      const { id: _id, triggerRowId: _t, ...errorColumns } = getTableColumns(passErrors);
+      return db
+        .select(errorColumns)
+        .from(passErrors)
+        .where(eq(passErrors.triggerRowId, triggerRowId))
+        .orderBy(asc(passErrors.id))
+        .all();
+    },
+
     list({ mirror, before, limit }) {
       const rows = db
         .select()

@@ -5,10 +5,9 @@
  * for a one-shot command, `status` after a rejected token, and the log line of a wrong base URL.
  */
 import { mkdirSync, readdirSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { parseLogLines, spawnCli, startDaemon } from "../../helpers/daemon.js";
+import { freePort, parseLogLines, spawnCli, startDaemon } from "../../helpers/daemon.js";
 import { createHarness, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
 import { buildOnce, editConfig } from "./setup.js";
 
@@ -24,14 +23,6 @@ const STACK = /\n\s+at |node:internal|Error: write/;
 async function harness(options: Parameters<typeof createHarness>[0] = {}): Promise<Harness> {
   h = await createHarness(options);
   return h;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe("first-run problems, through the CLI", () => {

@@ -5,6 +5,7 @@
  * to no server or to several, pruning, a create whose answer was lost, and the mirror sharing rule.
  */
 import { describe, expect, it } from "vitest";
+import { freePort } from "../../helpers/daemon.js";
 import {
   declaredSuite,
   managedRow,
@@ -14,6 +15,7 @@ import {
   writeMirrors,
 } from "../../helpers/declared-configs.js";
 import type { Harness } from "../../helpers/mirror-harness.js";
+import { editConfig } from "../daemon/setup.js";
 
 const declaredHarness = declaredSuite();
 let h: Harness;
@@ -158,6 +160,32 @@ describe("declared sync configs: plan and apply", () => {
     expect(h.sim.configs.list()).toHaveLength(1);
     writeMirrors(h, { main: wiki({ servers: [github] }) });
     expect((await h.cli(["plan"])).code).toBe(3);
+  });
+
+  it("plan --json with the API unreachable prints a document that says so, not empty output (exit 1)", async () => {
+    h = await declaredHarness();
+    const port = await freePort();
+    editConfig(h, (config) => {
+      config.api = {
+        ...(config.api as object),
+        base_url: `http://127.0.0.1:${port}/api/v1`,
+        max_attempts: 1,
+      };
+    });
+    const r = await h.cli(["plan", "--json"]);
+    expect(r.code).toBe(1);
+    const [line, ...more] = r.stderr.trim().split("\n");
+    expect(more).toEqual([]);
+    expect(line).toMatch(new RegExp(`^syncmirror: .*nothing answers at http://127\\.0\\.0\\.1:${port}`));
+    expect(JSON.parse(r.stdout)).toEqual({
+      pending: null,
+      problems: null,
+      error: { code: "API_UNAVAILABLE", message: line?.replace(/^syncmirror: /, "") },
+      mirrors: [],
+    });
+    const text = await h.cli(["plan"]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toBe("");
   });
 
   it("keeps a config no mirror declares any more until --prune deletes it", async () => {

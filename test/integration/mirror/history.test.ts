@@ -4,10 +4,9 @@
  * from the run's detail, each failed attempt of a trigger resumed until it succeeded (a rejected
  * token, a closed port, a wrong base URL), and pages that follow the `before` cursor.
  */
-import { createServer } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { HistoryJson } from "../../../src/console/history.js";
-import { spawnCli, until } from "../../helpers/daemon.js";
+import { freePort, spawnCli, until } from "../../helpers/daemon.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { buildOnce, editConfig } from "../daemon/setup.js";
 
@@ -32,20 +31,11 @@ function setBaseUrl(baseUrl: string): void {
   });
 }
 
-/** A loopback port nothing listens on: connecting is refused at once. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /** The three failures of the issue, each in a pass of its own, through the real CLI. */
 async function failThreeWays(): Promise<void> {
   const wrongToken = await h.cli(["sync"], { SYNCMIRROR_TEST_TOKEN: "not-the-token" });
   expect(wrongToken.code).toBe(1);
-  setBaseUrl(`http://127.0.0.1:${await closedPort()}/api/v1`);
+  setBaseUrl(`http://127.0.0.1:${await freePort()}/api/v1`);
   expect((await h.cli(["sync"])).code).toBe(1);
   setBaseUrl(h.sim.baseUrl.replace(/\/api\/v1$/, "/nowhere/api/v1"));
   expect((await h.cli(["sync"])).code).toBe(1);

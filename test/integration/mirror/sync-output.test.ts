@@ -98,7 +98,45 @@ describe("sync output", () => {
     expect(out.outcome).toBe("not_all_succeeded");
     const [mirror] = out.mirrors;
     expect(mirror.outcome).toBe("failed");
-    expect(mirror.errors).toEqual([{ sync_id: null, user_email: null, error: mirror.message }]);
+    expect(mirror.errors).toEqual([
+      {
+        at: expect.any(String),
+        sync_id: null,
+        user_email: null,
+        source: null,
+        error: mirror.message,
+        replica: expect.stringMatching(/:\d+$/),
+      },
+    ]);
+  });
+
+  it("--json lists a FAILED or INCOMPLETE source's error, as history lists it for the same pass", async () => {
+    h = await createHarness({ sim: { docs: 20 } });
+    const notion = h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id as string;
+    h.sim.setOutcome(
+      { user: "user1@example.com", server_instance_id: notion },
+      { task: "FAILED", error: "Notion answered 502", times: 1 },
+    );
+    h.sim.setOutcome(
+      { user: "user2@example.com", server_instance_id: notion },
+      { task: "INCOMPLETE", times: 1 },
+    );
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code).toBe(1);
+    const [mirror] = JSON.parse(r.stdout).mirrors;
+    expect(mirror.outcome).toBe("partial");
+    const errors = mirror.errors as { user_email: string; source: string; error: string }[];
+    expect(errors.map((e) => [e.user_email, e.source, e.error.split(":")[0]]).sort()).toEqual([
+      ["user1@example.com", "notion", "FAILED"],
+      ["user2@example.com", "notion", "INCOMPLETE"],
+    ]);
+    expect(errors.find((e) => e.user_email === "user1@example.com")?.error).toBe(
+      "FAILED: Notion answered 502",
+    );
+    const history = await h.cli(["history", "--json"]);
+    const [pass] = JSON.parse(history.stdout).passes;
+    expect(pass.trigger_id).toBe(mirror.trigger_id);
+    expect(errors).toEqual(pass.errors);
   });
 
   // The SQLite writer lock; on PostgreSQL many processes share the database (leases, not a lock).

@@ -43,6 +43,12 @@ describe.skipIf(onPostgres)("SQLite only (the file's writer lock): two processes
     expect(second.code).toBe(1);
     expect(second.stderr).toMatch(/database .*mirror\.db is in use by another syncmirror process/);
     expect(second.stderr).toMatch(/stop it first, or point this one at another database\.path/);
+    const json = await hurt.cli(["sync", "--json"]);
+    expect(json.code).toBe(1);
+    const [busy] = JSON.parse(json.stdout).mirrors;
+    expect(busy).toMatchObject({ outcome: "failed", trigger_id: null });
+    // Like any pass that failed as a whole, its reason is its one error.
+    expect(busy.errors).toEqual([expect.objectContaining({ sync_id: null, error: busy.message })]);
     expect(triggerPosts(hurt)).toBe(1);
 
     hurt.sim.runs.release();
@@ -94,6 +100,12 @@ describe.runIf(onPostgres)("two processes on one PostgreSQL database (the mirror
     expect(second.stdout).toMatch(
       /another syncmirror process .* is running this mirror's pass; nothing was done/,
     );
+    const json = await hurt.cli(["sync", "--json"]);
+    expect(json.code).toBe(1);
+    const [busy] = JSON.parse(json.stdout).mirrors;
+    expect(busy).toMatchObject({ outcome: "failed", trigger_id: null });
+    // Like any pass that failed as a whole, its reason is its one error.
+    expect(busy.errors).toEqual([expect.objectContaining({ sync_id: null, error: busy.message })]);
     expect(triggerPosts(hurt)).toBe(1);
 
     hurt.sim.runs.release();
@@ -122,6 +134,12 @@ describe.runIf(onPostgres)("two processes on one PostgreSQL database (the mirror
         ).toBeGreaterThan(0),
       { timeout: 30_000, interval: 50 },
     );
+    const json = await hurt.cli(["sync", "--json"]);
+    expect(json.code).toBe(1);
+    const [busy] = JSON.parse(json.stdout).mirrors;
+    expect(busy).toMatchObject({ outcome: "failed", trigger_id: null });
+    // Like any pass that failed as a whole, its reason is its one error.
+    expect(busy.errors).toEqual([expect.objectContaining({ sync_id: null, error: busy.message })]);
     expect(triggerPosts(hurt)).toBe(1);
 
     hurt.sim.runs.release();

@@ -111,6 +111,9 @@ describe("things that vanish upstream", () => {
         sync_id: gone?.sync_id,
         user_email: "user2@example.com",
         error: "the run no longer exists upstream (404)",
+        at: expect.any(String),
+        source: null,
+        replica: null,
       },
     ]);
     expect(

@@ -156,6 +156,9 @@ describe.each(await storeDialects())("store contract, console: $name", (dialect)
       "404 everywhere",
     ]);
     expect(older?.errors[0]).toEqual(failure("API_UNAUTHORIZED: token rejected"));
+    // What a pass's own summary reads when it settles: the same errors, of that trigger only.
+    expect(await store.history.errors(first.id)).toEqual(older?.errors);
+    expect(await store.history.errors(second.id)).toEqual([]);
 
     const page = await store.history.list({ mirror, limit: 1, before: second.id });
     expect(page.map((p) => p.trigger.id)).toEqual([first.id]);
