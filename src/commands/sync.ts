@@ -3,7 +3,6 @@
  * succeeded, 1 when any failed or was partial, 2 for bad usage or config.
  */
 import type { Config, MirrorConfig } from "../config.js";
-import { passErrorJson } from "../console/history.js";
 import { SyncConfigNotAppliedError, UsageError } from "../errors.js";
 import { createLeaseHolder } from "../lease-holder.js";
 import { withMirrorLease } from "../mirror-lease.js";
@@ -12,6 +11,7 @@ import type { PassOptions, Progress } from "../sync/context.js";
 import { DRY_RUN_LIST_LIMIT } from "../sync/dry-run.js";
 import { passError } from "../sync/fail-run.js";
 import { exitCodeFor } from "../sync/outcome.js";
+import { passErrorJson } from "../sync/pass-error-json.js";
 import {
   type DryRunReport,
   leaseBusyMessage,

@@ -5,21 +5,9 @@
 
 import type { PassError, PassRecord } from "../store/console-types.js";
 import type { Store } from "../store/store.js";
+import { type PassErrorJson, passErrorJson } from "../sync/pass-error-json.js";
 import type { MirrorSummary } from "../sync/summary.js";
 import type { HistoryParams } from "./params.js";
-
-export interface PassErrorJson {
-  at: string;
-  /** Null for the failure of a whole attempt (the trigger refused, the token rejected...). */
-  sync_id: string | null;
-  user_email: string | null;
-  /** The source label, for a source that did not succeed. */
-  source: string | null;
-  /** The service's own text where it gave one. */
-  error: string;
-  /** `hostname:pid` of the process that met it. */
-  replica: string | null;
-}
 
 export interface PassJson {
   /** The pass's trigger row id: `before` pages from it. */
@@ -155,17 +143,5 @@ function passJson(r: PassRecord): PassJson {
     skipped_total: t.adopted ? null : t.skippedCount,
     sweep_approval: a === null ? null : { pairs: a.pairs, up_to: a.upTo, used: a.used, by: a.by, at: a.at },
     errors: r.errors.map(passErrorJson),
-  };
-}
-
-/** An error a pass met, as the history lists it and `sync --json` prints it. */
-export function passErrorJson(e: PassError): PassErrorJson {
-  return {
-    at: e.at,
-    sync_id: e.syncId,
-    user_email: e.userEmail,
-    source: e.source,
-    error: e.error,
-    replica: e.replica,
   };
 }

@@ -2,7 +2,7 @@
  * Settling a trigger: skipped pairs recorded, the outcome decided, the trigger closed, the
  * mirror's status and gauges updated, and the summary `sync --json` prints built.
  */
-import { passErrorJson } from "../console/history.js";
+
 import type { StoreOps } from "../store/store.js";
 import type { Pair, PairRef, Run, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
@@ -11,6 +11,7 @@ import { passError } from "./fail-run.js";
 import { refreshMirrorGauges } from "./gauges.js";
 import { decideLeavers, type LeavingPair, skippedListComplete } from "./leavers.js";
 import { type Outcome, sourceSucceeded } from "./outcome.js";
+import { passErrorJson } from "./pass-error-json.js";
 import { newlyStalePairs } from "./plan.js";
 import { recordSkippedPairs } from "./skipped-problems.js";
 import { type DryRunReport, emptySummary, type MirrorSummary } from "./summary.js";

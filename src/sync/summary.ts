@@ -1,7 +1,7 @@
-import type { PassErrorJson } from "../console/history.js";
 import type { DryRunTotals } from "../store/store.js";
 import type { Mode } from "../store/types.js";
 import type { Outcome } from "./outcome.js";
+import type { PassErrorJson } from "./pass-error-json.js";
 
 /** One mirror's pass, as `sync --json` prints it and the trigger row keeps it. */
 export interface MirrorSummary {
