@@ -43,6 +43,8 @@ describe("syncmirror check", () => {
     for (const user of h.sim.users) expect(stdout).toMatch(new RegExp(`${user}\\s+yes\\s+ok`));
     expect(problems(stdout)).toEqual([]);
     expect(stdout).toContain("no problems found");
+    // check changes nothing upstream: no config written, no trigger (so no run created).
+    expect(h.sim.requests.map((r) => r.method).filter((m) => m !== "GET")).toEqual([]);
   });
 
   it("flags a sync config that does not exist upstream, exit 1", async () => {
