@@ -2,7 +2,8 @@
  * `syncmirror check`: validates the config, reaches the API, resolves each mirror's remote
  * config and prints the user x server access matrix with its problems; a declared sync config
  * that differs from the service (drift) is a problem too. Exit 0 ok, 1 problems found, 2 config
- * invalid (a declared server or project the service does not know included).
+ * invalid (a declared server or project the service does not know included, a database that
+ * refuses the configuration: every other command stops on it with exit 2).
  */
 import { isBaseUrlWrong, WRONG_BASE_URL_ADVICE } from "../api/base-url.js";
 import type { ApiClient } from "../api/client.js";
@@ -25,8 +26,8 @@ export const check: Command = (args, io) =>
     io.stdout.write(`config ${config.file}: ok (${config.mirrors.length} mirror(s))\n`);
     try {
       const database = await checkStore(config, silentLogger());
-      io.stdout.write(`${database.ok ? "" : "PROBLEM "}${database.message}\n`);
-      let problems = database.ok ? 0 : 1;
+      io.stdout.write(`${database.status === "ok" ? "" : "PROBLEM "}${database.message}\n`);
+      let problems = database.status === "ok" ? 0 : 1;
       const plan = await planDeclared(config, api, io, log).catch((error: unknown) => {
         if (!(error instanceof SyncmirrorError) || error instanceof ConfigError) throw error;
         io.stdout.write(`PROBLEM the declared sync configs could not be compared: ${error.message}\n`);
@@ -38,6 +39,7 @@ export const check: Command = (args, io) =>
         problems += await checkMirror(mirror, entry, api, io);
       }
       io.stdout.write(problems === 0 ? "no problems found\n" : `${problems} problem(s) found\n`);
+      if (database.status === "refused") return 2;
       return problems === 0 ? 0 : 1;
     } finally {
       await api.close();

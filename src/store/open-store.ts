@@ -5,8 +5,9 @@
  */
 import { existsSync } from "node:fs";
 import { type Config, requireDatabaseUrl } from "../config.js";
+import { DatabaseRefusedError } from "../errors.js";
 import type { Logger } from "../log.js";
-import { findDatabasePathProblem } from "./sqlite/database-path.js";
+import { findDatabasePathProblem, findNotADatabase } from "./sqlite/database-path.js";
 import { openSqliteStore } from "./sqlite/sqlite-store.js";
 import type { Store } from "./store.js";
 
@@ -59,24 +60,34 @@ export async function openStoreForReading(config: Config, log: Logger): Promise<
 
 /**
  * `check`'s look at the database, leaving nothing behind: a SQLite file can be created or opened;
- * a PostgreSQL server answers and its schema is current (or is brought up to date).
+ * a PostgreSQL server answers and its schema is current (or is brought up to date). `refused`:
+ * the database refuses this configuration (DatabaseRefusedError), which every other command
+ * stops on with exit 2.
  */
-export async function checkStore(config: Config, log: Logger): Promise<{ ok: boolean; message: string }> {
+export async function checkStore(
+  config: Config,
+  log: Logger,
+): Promise<{ status: "ok" | "problem" | "refused"; message: string }> {
   const db = config.database;
   if (db.kind === "sqlite") {
+    const refused = findNotADatabase(db.path);
+    if (refused) return { status: "refused", message: refused.message };
     const problem = findDatabasePathProblem(db.path);
     return problem === undefined
-      ? { ok: true, message: `database ${db.path}: can be opened` }
+      ? { status: "ok", message: `database ${db.path}: can be opened` }
       : {
-          ok: false,
+          status: "problem",
           message: `database ${db.path} cannot be opened: ${problem}; fix database.path or the permissions`,
         };
   }
   try {
     const store = await openStore(config, { lock: false, log });
     await store.close();
-    return { ok: true, message: `database $${db.urlEnv}: reachable, schema current` };
+    return { status: "ok", message: `database $${db.urlEnv}: reachable, schema current` };
   } catch (error) {
-    return { ok: false, message: `database $${db.urlEnv}: ${(error as Error).message}` };
+    return {
+      status: error instanceof DatabaseRefusedError ? "refused" : "problem",
+      message: `database $${db.urlEnv}: ${(error as Error).message}`,
+    };
   }
 }

@@ -6,10 +6,11 @@ import { accessSync, closeSync, constants, mkdtempSync, openSync, rmdirSync, sta
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { createMissingDirectories, isDirectory, missingDirectories } from "../../create-directories.js";
-import { DatabasePathError, SchemaTooNewError } from "../../errors.js";
+import { DatabasePathError, type DatabaseRefusedError, SchemaTooNewError } from "../../errors.js";
 import { describeFsError as describe } from "../../fs-errors.js";
 import { refuseNewerSchema } from "../migrations-dir.js";
 import { appliedMigrations } from "./migrations-applied.js";
+import { notADatabaseError } from "./sqlite-errors.js";
 
 const OWNER_ONLY_FILE = 0o600;
 const OWNER_ONLY_DIR = 0o700;
@@ -17,13 +18,18 @@ const OWNER_ONLY_DIR = 0o700;
 /**
  * Creates the missing directories above `path` one level at a time (0700), then opens (creating
  * them empty, 0600) the database file and its `.lock` sidecar, and checks that the directory
- * takes the `-wal` / `-shm` files. Throws DatabasePathError naming the path and the reason.
+ * takes the `-wal` / `-shm` files. Throws DatabasePathError naming the path and the reason, and
+ * DatabaseRefusedError for an existing file that is no SQLite database.
  */
 export function assertCreatableDatabasePath(path: string): void {
   if (path === ":memory:") return;
   const absolute = resolve(path);
   const fail = (reason: string, cause?: unknown) => new DatabasePathError(path, reason, { cause });
   createMissingDirectories(absolute, fail, OWNER_ONLY_DIR);
+  // Before the lock file is created beside it and its mode made owner-only: a file syncmirror
+  // refuses is someone else's, and is left exactly as it was.
+  const refused = findNotADatabase(path);
+  if (refused) throw refused;
   for (const file of [absolute, `${absolute}.lock`]) {
     if (isDirectory(file)) throw fail(`${file} is a directory, not a file`);
     try {
@@ -39,6 +45,25 @@ export function assertCreatableDatabasePath(path: string): void {
       `directory ${dirname(absolute)} is not writable, so SQLite cannot create its -wal file (${describe(cause)})`,
       cause,
     );
+  }
+}
+
+/**
+ * The refusal of an existing file SQLite says is no database (a text file, another program's
+ * data); undefined for a database, an empty or missing file, or one that cannot be read (the
+ * other checks name why).
+ */
+export function findNotADatabase(path: string): DatabaseRefusedError | undefined {
+  if (path === ":memory:") return undefined;
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    db.pragma("schema_version");
+    return undefined;
+  } catch (error) {
+    return notADatabaseError(path, error);
+  } finally {
+    db?.close();
   }
 }
 

@@ -1,10 +1,11 @@
 /**
  * `syncmirror check` as a child process: the access matrix, each kind of problem it flags, and its
- * exit codes (0 clean, 1 problems, 2 invalid config). It never prints the token.
+ * exit codes (0 clean, 1 problems, 2 invalid config or a database that refuses it). It never prints the token.
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { TEST_DIALECT } from "../../helpers/dialect.js";
+import { createHarness, DATABASE_URL_ENV, type Harness } from "../../helpers/mirror-harness.js";
 import { buildOnce, editConfig } from "./setup.js";
 
 let h: Harness | undefined;
@@ -42,6 +43,8 @@ describe("syncmirror check", () => {
     for (const user of h.sim.users) expect(stdout).toMatch(new RegExp(`${user}\\s+yes\\s+ok`));
     expect(problems(stdout)).toEqual([]);
     expect(stdout).toContain("no problems found");
+    // check changes nothing upstream: no config written, no trigger (so no run created).
+    expect(h.sim.requests.map((r) => r.method).filter((m) => m !== "GET")).toEqual([]);
   });
 
   it("flags a sync config that does not exist upstream, exit 1", async () => {
@@ -115,4 +118,19 @@ describe("syncmirror check", () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("base_url");
   });
+
+  it.skipIf(TEST_DIALECT !== "postgres")(
+    "exits 2 when the database refuses the configuration (no such database), as sync does, after its report",
+    async () => {
+      h = await createHarness();
+      const url = new URL(h.databaseUrl ?? "");
+      url.pathname = `/syncmirror_missing_${randomUUID().replaceAll("-", "")}`;
+      const { code, stdout } = await h.cli(["check"], { [DATABASE_URL_ENV]: url.toString() });
+      expect(code).toBe(2);
+      expect(problems(stdout)).toContainEqual(
+        expect.stringMatching(/does not exist.*create it \(createdb\)/),
+      );
+      expect(stdout).toContain(`-> sync config ${h.sim.syncConfigId}`);
+    },
+  );
 });

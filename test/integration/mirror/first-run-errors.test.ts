@@ -1,9 +1,10 @@
 /**
  * Errors a first-time user meets, each one line that says what to do next (never a stack):
  * a port already in use (run's http.listen, simulate's --port), a base URL without its /api/v1 prefix, a closed port. And `status`
- * before anything has synced, which reports and creates nothing.
+ * before anything has synced, which reports and creates nothing; a database.path naming someone
+ * else's file, refused by every command (check too) and left as it was.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { spawnCli } from "../../helpers/daemon.js";
@@ -107,20 +108,32 @@ describe("first-run errors", () => {
   );
 
   it.skipIf(TEST_DIALECT === "postgres")(
-    "database.path naming a file that is no SQLite database: status, history, sync and run exit 2 saying so, the file untouched",
+    "database.path naming a file that is no SQLite database: status, history, sync, run and check exit 2 saying so, the file untouched",
     async () => {
       h = await createHarness();
+      const { dbPath } = h;
       const text = "notes kept next to the mirror\n".repeat(40);
-      writeFileSync(h.dbPath, text);
+      writeFileSync(dbPath, text);
+      chmodSync(dbPath, 0o644);
+      // Someone else's file: never made owner-only, no lock file created beside it.
+      const expectUntouched = (after: string) => {
+        expect(readFileSync(dbPath, "utf8"), after).toBe(text);
+        expect(statSync(dbPath).mode & 0o777, after).toBe(0o644);
+        expect(existsSync(`${dbPath}.lock`), after).toBe(false);
+      };
+      const refusal = `database.path: ${dbPath} is not a SQLite database (file is not a database): point database.path at the mirror's database, or move the file away so a new one is created`;
       for (const command of [["status"], ["history"], ["sync"], ["run"]]) {
         const r = await h.cli(command);
         expect(r.code, command.join(" ")).toBe(2);
-        expect(r.stderr).toBe(
-          `syncmirror: database.path: ${h.dbPath} is not a SQLite database (file is not a database): point database.path at the mirror's database, or move the file away so a new one is created\n`,
-        );
+        expect(r.stderr).toBe(`syncmirror: ${refusal}\n`);
+        expectUntouched(command.join(" "));
       }
-      expect(readFileSync(h.dbPath, "utf8")).toBe(text);
       expect(h.sim.requests).toEqual([]);
+      // check goes on to the API (one report of everything), then exits 2 as the others do.
+      const checked = await h.cli(["check"]);
+      expect(checked.code).toBe(2);
+      expect(checked.stdout).toContain(`PROBLEM ${refusal}\n`);
+      expectUntouched("check");
     },
   );
 });
