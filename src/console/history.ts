@@ -3,7 +3,7 @@
  * met across its attempts, and the cursor of the next page. Read-only.
  */
 
-import type { PassError, PassRecord } from "../store/console-types.js";
+import type { PassRecord } from "../store/console-types.js";
 import type { Store } from "../store/store.js";
 import { type PassErrorJson, passErrorJson } from "../sync/pass-error-json.js";
 import type { MirrorSummary } from "../sync/summary.js";
