@@ -11,7 +11,8 @@
  *   (as `sim.docs.remove`), so the next full snapshot misses their keys. Answers `{removed, live}`.
  * - `POST /_sim/outcomes` `{task, error?, user?, server_instance_id?, times?}`: how matching sources
  *   finish from now on, as `sim.setOutcome` does (`task` COMPLETED, INCOMPLETE or FAILED; `error` the
- *   text a FAILED source carries). Answers `{outcomes}`, the rules set so far.
+ *   text the run detail gives the source: a FAILED one's cause, an INCOMPLETE one's reason).
+ *   Answers `{outcomes}`, the rules set so far.
  * - `GET /_sim/requests`: the request log, oldest first, as `sim.requests` holds it: `{entries}`.
  * - `DELETE /_sim/requests`: clears the request log (204).
  */

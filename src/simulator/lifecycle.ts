@@ -41,7 +41,9 @@ function finishSource(state: SimState, run: RunRecord, source: SourceRecord): vo
     source.snapshot = null;
     return;
   }
-  source.error = null;
+  // A source that did not fail may still carry the service's text (why it stopped early): the run
+  // detail serves whatever the outcome said, so a test can give an INCOMPLETE source its words.
+  source.error = outcome.error ?? null;
   const fraction = outcome.task === "INCOMPLETE" ? (outcome.includeFraction ?? DEFAULT_INCLUDE_FRACTION) : 1;
   source.snapshot = collectSnapshot(state, run, source, fraction, at);
 }
@@ -68,6 +70,7 @@ export function continueRun(state: SimState, run: RunRecord, body: unknown): voi
   for (const source of targets) {
     source.status = "RUNNING";
     source.completedAtMs = null;
+    source.error = null;
     source.snapshot = null;
     source.forcedExportStatus = null;
     source.continues.push({ message, atMs: at });

@@ -19,6 +19,7 @@ export interface OutcomeMatch {
 export interface Outcome {
   task: "COMPLETED" | "INCOMPLETE" | "FAILED";
   exportStatus?: ExportStatus;
+  /** The source's `error` in the run detail (FAILED without one: a default text). */
   error?: string;
   /** INCOMPLETE only: the share of the visible documents collected (default 0.5). */
   includeFraction?: number;

@@ -1,8 +1,9 @@
 /**
  * docs/console-history.md, history: through the real CLI on the suite's store, one entry per pass,
- * newest first, with every error it met in the service's own words: a failed source's text read
- * from the run's detail, each failed attempt of a trigger resumed until it succeeded (a rejected
- * token, a closed port, a wrong base URL), and pages that follow the `before` cursor.
+ * newest first, with every error it met in the service's own words: a failed or incomplete
+ * source's text read from the run's detail, each failed attempt of a trigger resumed until it
+ * succeeded (a rejected token, a closed port, a wrong base URL), and pages that follow the
+ * `before` cursor.
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { HistoryJson } from "../../../src/console/history.js";
@@ -80,6 +81,24 @@ describe("history", () => {
     const text = await h.cli(["history"]);
     expect(text.stdout).toContain(`error `);
     expect(text.stdout).toContain(SERVICE_TEXT);
+  });
+
+  it("lists an INCOMPLETE source with the service's own text, and problems gives the same reason", async () => {
+    h = await createHarness({ sim: { docs: 20 } });
+    const notion = h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id as string;
+    const said = "Stopped at the iteration limit (100) with 7 pages left unread";
+    h.sim.setOutcome({ user: U1, server_instance_id: notion }, { task: "INCOMPLETE", error: said, times: 1 });
+    expect((await h.cli(["sync"])).code).toBe(1);
+
+    const [pass] = (await history()).passes;
+    expect(pass?.errors).toEqual([
+      expect.objectContaining({ user_email: U1, source: "notion", error: `INCOMPLETE: ${said}` }),
+    ]);
+    const problems = await h.cli(["problems", "--json"]);
+    expect(problems.code, problems.stderr).toBe(0);
+    expect(JSON.parse(problems.stdout).problems).toEqual([
+      expect.objectContaining({ kind: "incomplete_source", user_email: U1, reason: `INCOMPLETE: ${said}` }),
+    ]);
   });
 
   it("keeps every attempt's error on a trigger resumed until it succeeds: rejected token, closed port, wrong base URL", async () => {

@@ -108,6 +108,23 @@ describe("source outcomes", () => {
     expect(all[0].resources.every((r: { source: string }) => r.source === "notion")).toBe(true);
   });
 
+  it("INCOMPLETE sources carry the outcome's error in the run detail until continued", async () => {
+    const { sim, api, notion } = await manualRun();
+    const said = "Stopped at the iteration limit with pages left unread.";
+    sim.setOutcome({ server_instance_id: notion }, { task: "INCOMPLETE", error: said, times: 1 });
+    const syncId = (await trigger(api, sim.syncConfigId)).runs[0].sync_id;
+    sim.runs.finishAll();
+    const detail = (await api.get(`/sync-task/${syncId}`)).body;
+    expect(detail.sources[0]).toMatchObject({ status: "INCOMPLETE", error: said });
+    expect(detail.sources[1]).toMatchObject({ status: "COMPLETED", error: null });
+
+    expect((await api.post(`/sync-task/${syncId}/continue`, { message: "go on" })).status).toBe(200);
+    expect((await api.get(`/sync-task/${syncId}`)).body.sources[0]).toMatchObject({
+      status: "RUNNING",
+      error: null,
+    });
+  });
+
   it("forces export statuses authentication_required, degraded and config_stale", async () => {
     const { sim, api } = await manualRun({ users: 3 });
     const forced = ["authentication_required", "degraded", "config_stale"] as const;
