@@ -43,12 +43,14 @@ describe.skipIf(onPostgres)("SQLite only (the file's writer lock): two processes
     expect(second.code).toBe(1);
     expect(second.stderr).toMatch(/database .*mirror\.db is in use by another syncmirror process/);
     expect(second.stderr).toMatch(/stop it first, or point this one at another database\.path/);
+    // The lock is the whole database's: the command stops before any mirror's pass.
     const json = await hurt.cli(["sync", "--json"]);
     expect(json.code).toBe(1);
-    const [busy] = JSON.parse(json.stdout).mirrors;
-    expect(busy).toMatchObject({ outcome: "failed", trigger_id: null });
-    // Like any pass that failed as a whole, its reason is its one error.
-    expect(busy.errors).toEqual([expect.objectContaining({ sync_id: null, error: busy.message })]);
+    expect(JSON.parse(json.stdout)).toEqual({
+      outcome: "not_all_succeeded",
+      error: { code: "DB_LOCKED", message: json.stderr.trim().replace(/^syncmirror: /, "") },
+      mirrors: [],
+    });
     expect(triggerPosts(hurt)).toBe(1);
 
     hurt.sim.runs.release();
