@@ -16,7 +16,7 @@ export const plan: Command = (args, io) =>
     const config = loadCommandConfig(values.config, io);
     const json = values.json ?? false;
     const log = createIoLogger(io);
-    const api = createConfiguredApi(config, log);
+    const api = createConfiguredApi(config, log, { retriedBy: "operator" });
     try {
       // A script reading --json gets a document that says the plan is unknown, not empty output.
       return await withJsonFailure(

@@ -74,7 +74,7 @@ async function runPasses(
   out: { io: CommandIo; json: boolean; summaries: MirrorSummary[] },
 ): Promise<void> {
   const { io } = out;
-  const runtime = await createRuntime(config, io, { lock: true });
+  const runtime = await createRuntime(config, io, { lock: true, retriedBy: "next pass" });
   const onStop = () =>
     runtime.log.warn(
       { reason: io.signal.reason instanceof Error ? io.signal.reason.message : "stop requested" },

@@ -66,7 +66,7 @@ async function runHere(
 ): Promise<{ summary?: MirrorSummary; note: string }> {
   let runtime: Awaited<ReturnType<typeof createRuntime>>;
   try {
-    runtime = await createRuntime(parsed.config, io, { lock: true });
+    runtime = await createRuntime(parsed.config, io, { lock: true, retriedBy: "next pass" });
   } catch (error) {
     if (!(error instanceof DatabaseLockedError)) throw error;
     return { note: LOCKED_NOTE };
