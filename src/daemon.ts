@@ -200,7 +200,7 @@ async function openWhenFree(
   for (;;) {
     let waitMs = LOCK_RETRY_MS;
     try {
-      return await createRuntime(config, io, { lock: true, log, metrics });
+      return await createRuntime(config, io, { lock: true, retriedBy: "next pass", log, metrics });
     } catch (error) {
       if (error instanceof DatabaseLockedError) {
         log.warn({ err: error.message }, "database locked by another process; waiting (not ready)");

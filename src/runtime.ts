@@ -5,6 +5,7 @@
 import { setTimeout as sleepTimer } from "node:timers/promises";
 import { Registry } from "prom-client";
 import { type ApiClient, createApiClient } from "./api/client.js";
+import type { RetriedBy } from "./api/transport.js";
 import type { CommandIo } from "./commands/command.js";
 import {
   type Config,
@@ -47,6 +48,8 @@ export interface Runtime {
 export interface RuntimeOptions {
   /** Take the single-writer lock (every command that writes). */
   lock: boolean;
+  /** The API client's: whether a pass or the operator tries a failed call again. */
+  retriedBy: RetriedBy;
   log?: Logger;
   metrics?: Metrics;
 }
@@ -65,7 +68,7 @@ export async function createRuntime(
     retryEachTransaction: readRetryEachTransaction(io.env),
   });
   await applySearch(store, config.search.enabled, log);
-  const api = createConfiguredApi(config, log, { metrics });
+  const api = createConfiguredApi(config, log, { retriedBy: options.retriedBy, metrics });
   const crashPoint = createCrashPoint(io.env);
   return {
     config,
@@ -102,7 +105,7 @@ export async function createRuntime(
 export function createConfiguredApi(
   config: Config,
   log: Logger,
-  options: { metrics?: Metrics; maxAttempts?: number } = {},
+  options: { retriedBy: RetriedBy; metrics?: Metrics; maxAttempts?: number },
 ): ApiClient {
   const { metrics } = options;
   return createApiClient({
@@ -111,6 +114,7 @@ export function createConfiguredApi(
     tokenEnv: config.api.tokenEnv,
     timeoutMs: config.api.timeoutSeconds * 1000,
     maxAttempts: options.maxAttempts ?? config.api.maxAttempts,
+    retriedBy: options.retriedBy,
     log,
     ...(metrics && {
       onRequest: (r) => {

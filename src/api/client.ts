@@ -11,7 +11,7 @@ import { DEFAULT_BACKOFF, isRefusedBeforeWork, isRetryableStatus } from "./retry
 import { routes } from "./routes.js";
 import * as S from "./schemas.js";
 import { createSyncConfigApi, type SyncConfigApi } from "./sync-config-api.js";
-import { createTransport, type UnsafeCall } from "./transport.js";
+import { createTransport, type RetriedBy, type UnsafeCall } from "./transport.js";
 
 export interface ApiClientOptions {
   /** Includes the `/api/v1` prefix. */
@@ -23,6 +23,8 @@ export interface ApiClientOptions {
   timeoutMs: number;
   /** Total attempts per request, with backoff on 429 / 5xx / network errors / timeouts. */
   maxAttempts: number;
+  /** Who tries again after the last attempt failed: the next pass, or the operator (a one-shot command). */
+  retriedBy: RetriedBy;
   log: Logger;
   /** Called once per HTTP attempt, for metrics: route is templated, never with ids; code is the status or "error". */
   onRequest?: (r: { method: string; route: string; code: string; durationSeconds: number }) => void;
@@ -114,6 +116,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     tokenEnv: options.tokenEnv ?? "SYNCMIRROR_API_TOKEN",
     timeoutMs: options.timeoutMs,
     maxAttempts: Math.max(1, Math.floor(options.maxAttempts)),
+    retriedBy: options.retriedBy,
     log: options.log,
     onRequest: options.onRequest,
     backoff: {

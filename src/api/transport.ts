@@ -31,12 +31,25 @@ import { fillRoute, queryString, type Route } from "./routes.js";
 import { ErrorBody } from "./schemas.js";
 import { describeDetail, errorForStatus } from "./status-errors.js";
 
+/**
+ * Who tries a call again once all its attempts failed, which API_UNAVAILABLE's message ends with: a
+ * pass (the daemon's, `sync`'s, the one `trigger` runs) leaves it to the next pass; a one-shot
+ * command (`plan`, `apply`, `check`, `init`) has no next pass, so the operator runs it again.
+ */
+export type RetriedBy = "next pass" | "operator";
+
+const TRY_AGAIN: Readonly<Record<RetriedBy, string>> = {
+  "next pass": "the next pass tries again",
+  operator: "run the command again once the service answers",
+};
+
 export interface TransportOptions {
   baseUrl: string;
   token: string;
   tokenEnv: string;
   timeoutMs: number;
   maxAttempts: number;
+  retriedBy: RetriedBy;
   log: Logger;
   onRequest?: (r: { method: string; route: string; code: string; durationSeconds: number }) => void;
   backoff: BackoffOptions;
@@ -287,10 +300,11 @@ export function createTransport(options: TransportOptions): Transport {
   function unavailable(call: Call<unknown>, attempts: number, failure: Failure): UnavailableError {
     const described = describeDetail(failure.detail);
     // No connection at all is not weather: more attempts will not help, a wrong address will not heal.
+    const again = TRY_AGAIN[options.retriedBy];
     const advice =
       failure.status === undefined && classifyTransportError(failure.cause, false) === "not-sent"
-        ? `nothing answers at ${new URL(baseUrl).origin}: check api.base_url (${baseUrl}) and that the service is reachable from this host; the next pass tries again`
-        : "the service is unavailable or rate-limiting; the next pass tries again. Check the service's status, or raise api.max_attempts / api.timeout_seconds";
+        ? `nothing answers at ${new URL(baseUrl).origin}: check api.base_url (${baseUrl}) and that the service is reachable from this host; ${again}`
+        : `the service is unavailable or rate-limiting; ${again}. Check the service's status, or raise api.max_attempts / api.timeout_seconds`;
     return new UnavailableError(
       `${call.method} ${call.route} still failed after ${attempts} attempt${attempts === 1 ? "" : "s"} (last: ${failure.label}${described ? `: ${described}` : ""}): ${advice}`,
       { method: call.method, route: call.route, status: failure.status, detail: failure.detail },

@@ -23,7 +23,7 @@ export const apply: Command = (args, io) =>
     });
     const config = loadCommandConfig(values.config, io);
     const flags = { adopt: values.adopt ?? false, prune: values.prune ?? false };
-    const runtime = await createRuntime(config, io, { lock: true });
+    const runtime = await createRuntime(config, io, { lock: true, retriedBy: "operator" });
     try {
       const entries = await planSyncConfigs(config, {
         api: runtime.api,

@@ -7,7 +7,7 @@ import { hostname, userInfo } from "node:os";
 import { approveSweep as approve } from "../console/approve-sweep.js";
 import { parseApproveParams } from "../console/params.js";
 import type { Command } from "./command.js";
-import { loadCommandConfig, parseCommandArgs, withErrors, withStoreUnlocked } from "./common.js";
+import { loadCommandConfig, parseCommandArgs, printFromStore, withErrors } from "./common.js";
 
 export const approveSweep: Command = (args, io) =>
   withErrors(io, async () => {
@@ -21,10 +21,14 @@ export const approveSweep: Command = (args, io) =>
       config.mirrors.map((m) => m.name),
       { mirror: "--mirror" },
     );
-    const approval = await withStoreUnlocked(config, (store) =>
-      approve(store, mirror, operator(), new Date()),
+    // Nothing held (exit 1) included: a script reading --json gets `error.code` NOTHING_HELD.
+    await printFromStore(
+      io,
+      config,
+      values.json ?? false,
+      (store) => approve(store, mirror, operator(), new Date()),
+      (approval) => `${approval.message}\n`,
     );
-    io.stdout.write(values.json ? `${JSON.stringify(approval, null, 2)}\n` : `${approval.message}\n`);
     return 0;
   });
 

@@ -22,7 +22,10 @@ export const check: Command = (args, io) =>
     const { values } = parseCommandArgs("check", args, {});
     const config = loadCommandConfig(values.config, io);
     const log = createIoLogger(io);
-    const api = createConfiguredApi(config, log, { maxAttempts: Math.min(config.api.maxAttempts, 3) });
+    const api = createConfiguredApi(config, log, {
+      retriedBy: "operator",
+      maxAttempts: Math.min(config.api.maxAttempts, 3),
+    });
     io.stdout.write(`config ${config.file}: ok (${config.mirrors.length} mirror(s))\n`);
     try {
       const database = await checkStore(config, silentLogger());

@@ -79,35 +79,57 @@ export async function withErrors(io: CommandIo, body: () => Promise<number>): Pr
     return await body();
   } catch (error) {
     if (stoppedByClosedOutput(io, error)) return 0;
-    if (error instanceof DatabaseUnavailableError) {
-      // The daemon waits and retries (see daemon.ts); a one-shot command stops here, having changed nothing.
-      io.stderr.write(
-        `syncmirror: ${error.message}; nothing was changed: run the command again once the database answers\n`,
-      );
-      return 1;
-    }
     if (isSetupError(error)) {
       io.stderr.write(`syncmirror: ${(error as Error).message}\n`);
       return 2;
     }
     if (error instanceof SyncmirrorError) {
-      io.stderr.write(`syncmirror: ${error.message}\n`);
+      io.stderr.write(`syncmirror: ${failureMessage(error)}\n`);
       return 1;
     }
     throw error;
   }
 }
 
+/** What a command that stops on `error` (exit 1) says, on stderr and as its `--json` document's `error.message`. */
+function failureMessage(error: SyncmirrorError): string {
+  // The daemon waits and retries (see daemon.ts); a one-shot command stops here, having changed nothing.
+  if (error instanceof DatabaseUnavailableError)
+    return `${error.message}; nothing was changed: run the command again once the database answers`;
+  return error.message;
+}
+
+/** The `error` of a `--json` command's document when the command stopped on an error (exit 1). */
+export interface JsonFailure {
+  code: string;
+  message: string;
+}
+
+/** One JSON document on stdout, as every `--json` command prints it. */
+export function writeJson(io: CommandIo, document: unknown): void {
+  io.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+}
+
 /**
- * The `error` a `--json` command prints when it stops on an error of ours, so a script reading
- * stdout still gets its one JSON document; null when it prints none: bad usage or config (exit 2,
- * before any output), an error that is not ours, or stdout's reader gone. The one-line message on
- * stderr and the exit code stay `withErrors`'s.
+ * Runs the part of a `--json` command that can fail once its flags and config are good: when it
+ * stops on an error that exits 1, stdout still gets the command's one JSON document,
+ * `document(failure)` (by default `{ error: { code, message } }`), so a script reading stdout never
+ * gets empty input. The message is the stderr line's, which `withErrors` prints with the exit code.
+ * Bad usage or config (exit 2), an error that is not ours, or stdout's reader gone print nothing.
  */
-export function jsonFailure(io: CommandIo, error: unknown): { code: string; message: string } | null {
-  if (!(error instanceof SyncmirrorError) || isSetupError(error) || stoppedByClosedOutput(io, error))
-    return null;
-  return { code: error.code, message: error.message };
+export async function withJsonFailure<T>(
+  io: CommandIo,
+  json: boolean,
+  body: () => Promise<T>,
+  document: (failure: JsonFailure) => unknown = (failure) => ({ error: failure }),
+): Promise<T> {
+  try {
+    return await body();
+  } catch (error) {
+    if (json && error instanceof SyncmirrorError && !isSetupError(error) && !stoppedByClosedOutput(io, error))
+      writeJson(io, document({ code: error.code, message: failureMessage(error) }));
+    throw error;
+  }
 }
 
 function stoppedByClosedOutput(io: CommandIo, error: unknown): boolean {
@@ -129,6 +151,23 @@ export function isSetupError(error: unknown): boolean {
     error instanceof DatabaseRefusedError ||
     error instanceof SchemaTooNewError
   );
+}
+
+/**
+ * What `status`, `history`, `problems` and `approve-sweep` do: `read` on the store without the
+ * lock, its result printed as JSON with `--json`, else as `text` says; under `--json` an error
+ * that stops it prints its JSON document (`withJsonFailure`).
+ */
+export async function printFromStore<T>(
+  io: CommandIo,
+  config: Config,
+  json: boolean,
+  read: (store: Store) => Promise<T>,
+  text: (value: T) => string,
+): Promise<void> {
+  const value = await withJsonFailure(io, json, () => withStoreUnlocked(config, read));
+  if (json) writeJson(io, value);
+  else io.stdout.write(text(value));
 }
 
 /**

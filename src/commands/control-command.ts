@@ -11,7 +11,7 @@ import { openStore } from "../store/open-store.js";
 import type { Store } from "../store/store.js";
 import type { Mode } from "../store/types.js";
 import type { CommandIo } from "./command.js";
-import { loadCommandConfig, parseCommandArgs } from "./common.js";
+import { loadCommandConfig, parseCommandArgs, writeJson } from "./common.js";
 import type { CommandName } from "./help.js";
 
 export interface ParsedControl {
@@ -90,5 +90,6 @@ export async function withControl<T>(
 }
 
 export function printReply<R extends { message: string }>(io: CommandIo, json: boolean, reply: R): void {
-  io.stdout.write(json ? `${JSON.stringify(reply, null, 2)}\n` : `${reply.message}\n`);
+  if (json) writeJson(io, reply);
+  else io.stdout.write(`${reply.message}\n`);
 }

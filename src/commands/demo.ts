@@ -55,7 +55,11 @@ export const demo: Command = (args, io) =>
     const config = loadConfig(configPath, env);
     const [configured] = config.mirrors;
     if (!configured) throw new Error("demo config has no mirror");
-    const runtime = await createRuntime(config, { ...io, env }, { lock: true, log: silentLogger() });
+    const runtime = await createRuntime(
+      config,
+      { ...io, env },
+      { lock: true, retriedBy: "next pass", log: silentLogger() },
+    );
     const mirror = await bindMirror(configured, runtime.store);
     const pass = async (title: string, full: boolean): Promise<MirrorSummary> => {
       io.signal.throwIfAborted();

@@ -7,7 +7,7 @@ import { formatHistory } from "../console/format.js";
 import { buildHistory } from "../console/history.js";
 import { parseHistoryParams } from "../console/params.js";
 import type { Command } from "./command.js";
-import { loadCommandConfig, parseCommandArgs, withErrors, withStoreUnlocked } from "./common.js";
+import { loadCommandConfig, parseCommandArgs, printFromStore, withErrors } from "./common.js";
 
 export const history: Command = (args, io) =>
   withErrors(io, async () => {
@@ -24,7 +24,6 @@ export const history: Command = (args, io) =>
       mirrors,
       { mirror: "--mirror", limit: "--limit", before: "--before" },
     );
-    const page = await withStoreUnlocked(config, (store) => buildHistory(store, mirrors, params));
     const next = (before: number) =>
       [
         "syncmirror history",
@@ -34,6 +33,12 @@ export const history: Command = (args, io) =>
       ]
         .filter((part) => part)
         .join(" ");
-    io.stdout.write(values.json ? `${JSON.stringify(page, null, 2)}\n` : formatHistory(page, next));
+    await printFromStore(
+      io,
+      config,
+      values.json ?? false,
+      (store) => buildHistory(store, mirrors, params),
+      (page) => formatHistory(page, next),
+    );
     return 0;
   });

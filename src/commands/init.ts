@@ -91,7 +91,14 @@ function placeholderConfig(): Written {
 async function simulatorConfig(url: string, io: CommandIo): Promise<Written> {
   const baseUrl = simulatorBaseUrl(url);
   const token = requireDefaultToken(io.env, "the token syncmirror simulate printed");
-  const api = createApiClient({ baseUrl, token, timeoutMs: 10_000, maxAttempts: 2, log: createIoLogger(io) });
+  const api = createApiClient({
+    baseUrl,
+    token,
+    timeoutMs: 10_000,
+    maxAttempts: 2,
+    retriedBy: "operator",
+    log: createIoLogger(io),
+  });
   let found: { project: string; configs: SyncConfig[] } | undefined;
   try {
     const [project] = await api.listProjects(io.signal);

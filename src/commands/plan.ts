@@ -8,30 +8,33 @@ import { openStoreForReading } from "../store/open-store.js";
 import { formatPlan, planFailedJson, planJson } from "../sync-configs/format.js";
 import { planExitCode, planSyncConfigs } from "../sync-configs/plan.js";
 import type { Command } from "./command.js";
-import { jsonFailure, loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
+import { loadCommandConfig, parseCommandArgs, withErrors, withJsonFailure, writeJson } from "./common.js";
 
 export const plan: Command = (args, io) =>
   withErrors(io, async () => {
     const { values } = parseCommandArgs("plan", args, { json: { type: "boolean", default: false } });
     const config = loadCommandConfig(values.config, io);
-    const print = (json: object) => io.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+    const json = values.json ?? false;
     const log = createIoLogger(io);
-    const api = createConfiguredApi(config, log);
+    const api = createConfiguredApi(config, log, { retriedBy: "operator" });
     try {
-      const store = await openStoreForReading(config, log);
-      try {
-        const entries = await planSyncConfigs(config, { api, store, signal: io.signal });
-        if (values.json) print(planJson(entries));
-        else io.stdout.write(formatPlan(entries));
-        return planExitCode(entries);
-      } finally {
-        await store.close();
-      }
-    } catch (error) {
       // A script reading --json gets a document that says the plan is unknown, not empty output.
-      const failure = values.json ? jsonFailure(io, error) : null;
-      if (failure) print(planFailedJson(failure));
-      throw error;
+      return await withJsonFailure(
+        io,
+        json,
+        async () => {
+          const store = await openStoreForReading(config, log);
+          try {
+            const entries = await planSyncConfigs(config, { api, store, signal: io.signal });
+            if (json) writeJson(io, planJson(entries));
+            else io.stdout.write(formatPlan(entries));
+            return planExitCode(entries);
+          } finally {
+            await store.close();
+          }
+        },
+        planFailedJson,
+      );
     } finally {
       await api.close();
     }

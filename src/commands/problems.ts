@@ -7,7 +7,7 @@ import { formatProblems } from "../console/format.js";
 import { parseProblemParams } from "../console/params.js";
 import { buildProblems } from "../console/problems.js";
 import type { Command } from "./command.js";
-import { loadCommandConfig, parseCommandArgs, withErrors, withStoreUnlocked } from "./common.js";
+import { loadCommandConfig, parseCommandArgs, printFromStore, withErrors } from "./common.js";
 
 export const problems: Command = (args, io) =>
   withErrors(io, async () => {
@@ -22,7 +22,12 @@ export const problems: Command = (args, io) =>
       mirror: "--mirror",
       limit: "--limit",
     });
-    const open = await withStoreUnlocked(config, (store) => buildProblems(store, mirrors, params));
-    io.stdout.write(values.json ? `${JSON.stringify(open, null, 2)}\n` : formatProblems(open));
+    await printFromStore(
+      io,
+      config,
+      values.json ?? false,
+      (store) => buildProblems(store, mirrors, params),
+      formatProblems,
+    );
     return 0;
   });

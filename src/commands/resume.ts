@@ -3,12 +3,14 @@
  * scheduled time. Exit 0; 2 bad usage, unknown mirror.
  */
 import type { Command } from "./command.js";
-import { withErrors } from "./common.js";
+import { withErrors, withJsonFailure } from "./common.js";
 import { parseControlArgs, printReply, withControl } from "./control-command.js";
 
 export const resume: Command = (args, io) =>
   withErrors(io, async () => {
     const parsed = parseControlArgs("resume", args, io);
-    await withControl(parsed, "resume", async (reply) => printReply(io, parsed.json, reply));
+    await withJsonFailure(io, parsed.json, () =>
+      withControl(parsed, "resume", async (reply) => printReply(io, parsed.json, reply)),
+    );
     return 0;
   });

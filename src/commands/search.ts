@@ -10,7 +10,7 @@ import { createLogger } from "../log.js";
 import type { SearchHit } from "../store/consumer-types.js";
 import { openStore } from "../store/open-store.js";
 import type { Command } from "./command.js";
-import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
+import { loadCommandConfig, parseCommandArgs, withErrors, withJsonFailure, writeJson } from "./common.js";
 
 export const search: Command = (args, io) =>
   withErrors(io, async () => {
@@ -36,26 +36,29 @@ export const search: Command = (args, io) =>
       throw new UsageError(
         `search is not enabled: set search.enabled: true in ${config.file}, then run syncmirror reindex`,
       );
-    const store = await openStore(config, {
-      lock: false,
-      log: createLogger({ level: "warn", name: "syncmirror" }),
+    const json = values.json ?? false;
+    return withJsonFailure(io, json, async () => {
+      const store = await openStore(config, {
+        lock: false,
+        log: createLogger({ level: "warn", name: "syncmirror" }),
+      });
+      try {
+        const found = await searchAsUser(store, params, mirrors);
+        const hint = found.unknownUser ? unknownUserHint(params, found.knownUsers) : undefined;
+        if (json) {
+          writeJson(io, searchJson(found.hits));
+          if (hint) io.stderr.write(`syncmirror: ${hint}\n`);
+        } else io.stdout.write(hint ? `no results: ${hint}\n` : formatHits(found.hits));
+        return 0;
+      } catch (error) {
+        // Both are the caller's to fix (the query, the config): exit 2 like any bad usage.
+        if (error instanceof SearchQueryError || error instanceof SearchUnavailableError)
+          throw new UsageError(error.message, { cause: error });
+        throw error;
+      } finally {
+        await store.close();
+      }
     });
-    try {
-      const found = await searchAsUser(store, params, mirrors);
-      const hint = found.unknownUser ? unknownUserHint(params, found.knownUsers) : undefined;
-      if (values.json) {
-        io.stdout.write(`${JSON.stringify(searchJson(found.hits), null, 2)}\n`);
-        if (hint) io.stderr.write(`syncmirror: ${hint}\n`);
-      } else io.stdout.write(hint ? `no results: ${hint}\n` : formatHits(found.hits));
-      return 0;
-    } catch (error) {
-      // Both are the caller's to fix (the query, the config): exit 2 like any bad usage.
-      if (error instanceof SearchQueryError || error instanceof SearchUnavailableError)
-        throw new UsageError(error.message, { cause: error });
-      throw error;
-    } finally {
-      await store.close();
-    }
   });
 
 /** The CLI's names for the parameters /v1/search shares with it. */

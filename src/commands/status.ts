@@ -5,7 +5,7 @@
 import { missingDatabaseFile } from "../store/open-store.js";
 import { buildStatus, type MirrorStatus, type ReplicaStatus } from "../sync/status-report.js";
 import type { Command } from "./command.js";
-import { loadCommandConfig, parseCommandArgs, withErrors, withStoreUnlocked } from "./common.js";
+import { loadCommandConfig, parseCommandArgs, printFromStore, withErrors } from "./common.js";
 
 export const status: Command = (args, io) =>
   withErrors(io, async () => {
@@ -17,11 +17,12 @@ export const status: Command = (args, io) =>
         `no mirror database at ${missing} yet: nothing has synced; \`syncmirror sync\` creates it\n`,
       );
     }
-    const report = await withStoreUnlocked(config, (store) => buildStatus(store, config.mirrors));
-    io.stdout.write(
-      values.json
-        ? `${JSON.stringify(report, null, 2)}\n`
-        : `${report.mirrors.map(formatMirror).join("\n")}\n${formatReplicas(report.replicas)}`,
+    await printFromStore(
+      io,
+      config,
+      values.json ?? false,
+      (store) => buildStatus(store, config.mirrors),
+      (report) => `${report.mirrors.map(formatMirror).join("\n")}\n${formatReplicas(report.replicas)}`,
     );
     return 0;
   });

@@ -22,7 +22,14 @@ import { APPLY_HELD_SWEEP } from "../sync/sweep.js";
 import { syncMirror } from "../sync/sync-mirror.js";
 import { bindMirror, checkBindings } from "../sync-configs/bind.js";
 import type { Command, CommandIo } from "./command.js";
-import { jsonFailure, loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
+import {
+  type JsonFailure,
+  loadCommandConfig,
+  parseCommandArgs,
+  withErrors,
+  withJsonFailure,
+  writeJson,
+} from "./common.js";
 
 export const sync: Command = (args, io) =>
   withErrors(io, async () => {
@@ -44,18 +51,17 @@ export const sync: Command = (args, io) =>
       dryRun: values["dry-run"] ?? false,
     };
     const summaries: MirrorSummary[] = [];
-    try {
-      await runPasses(config, mirrors, options, { io, json, summaries });
-    } catch (error) {
-      // A script reading --json gets an object for every exit 1, the lock held included.
-      const failure = json ? jsonFailure(io, error) : null;
-      if (failure) printJson(io, summaries, failure);
-      throw error;
-    }
+    // Stopped early (the lock held, the database gone): the passes that ended, and why.
+    await withJsonFailure(
+      io,
+      json,
+      () => runPasses(config, mirrors, options, { io, json, summaries }),
+      (failure) => syncJson(io, summaries, failure),
+    );
     if (io.isTty && !json) io.stdout.write("\r\x1b[K");
     // Stopped before every mirror had its pass: not "all succeeded", whatever the ones that ran did.
     const code = io.signal.aborted ? 1 : exitCodeFor(summaries.map((s) => s.outcome));
-    if (json) printJson(io, summaries);
+    if (json) writeJson(io, syncJson(io, summaries));
     else io.stdout.write(formatTable(summaries));
     return code;
   });
@@ -68,7 +74,7 @@ async function runPasses(
   out: { io: CommandIo; json: boolean; summaries: MirrorSummary[] },
 ): Promise<void> {
   const { io } = out;
-  const runtime = await createRuntime(config, io, { lock: true });
+  const runtime = await createRuntime(config, io, { lock: true, retriedBy: "next pass" });
   const onStop = () =>
     runtime.log.warn(
       { reason: io.signal.reason instanceof Error ? io.signal.reason.message : "stop requested" },
@@ -128,16 +134,10 @@ async function runPasses(
  * `outcome` is `succeeded` when every selected mirror succeeded, else `not_all_succeeded`; `error`
  * is there when the command stopped before finishing its mirrors (the database in use, a signal).
  */
-function printJson(
-  io: CommandIo,
-  summaries: MirrorSummary[],
-  error?: { code: string; message: string },
-): void {
+function syncJson(io: CommandIo, summaries: MirrorSummary[], error?: JsonFailure): object {
   const allSucceeded = !error && !io.signal.aborted && exitCodeFor(summaries.map((s) => s.outcome)) === 0;
   const outcome = allSucceeded ? "succeeded" : "not_all_succeeded";
-  io.stdout.write(
-    `${JSON.stringify({ outcome, ...(error ? { error } : {}), mirrors: summaries }, null, 2)}\n`,
-  );
+  return { outcome, ...(error ? { error } : {}), mirrors: summaries };
 }
 
 function drawProgress(io: CommandIo, p: Progress): void {

@@ -15,41 +15,46 @@ import { createRuntime } from "../runtime.js";
 import type { Replica } from "../store/types.js";
 import type { MirrorSummary } from "../sync/summary.js";
 import type { Command, CommandIo } from "./command.js";
-import { withErrors } from "./common.js";
+import { withErrors, withJsonFailure } from "./common.js";
 import { type ParsedControl, parseControlArgs, printReply, withControl } from "./control-command.js";
 import { formatTable } from "./sync.js";
 
 export const trigger: Command = (args, io) =>
   withErrors(io, async () => {
     const parsed = parseControlArgs("trigger", args, io, true);
-    let daemons: Replica[] = [];
-    const { reply, heldElsewhere } = await withControl(
-      parsed,
-      "trigger",
-      async (r, _store, held) => ({ reply: r, heldElsewhere: held }),
-      {
-        mode: parsed.full ? "full" : "incremental",
-        tryLock: true,
-        before: async (store, held) => {
-          daemons = await store.replicas.live();
-          // This process will run the pass: a token it lacks fails before the request is recorded,
-          // not after, leaving a pass due that nobody runs.
-          if (daemons.length === 0 && !held) requireToken(parsed.config);
-        },
-      },
-    );
-    if (daemons.length > 0 || heldElsewhere) {
-      const names = daemons.map((d) => d.name).join(", ");
-      const who = names ? `Daemons alive: ${names}.` : LOCKED_NOTE;
-      printReply(io, parsed.json, { ...reply, pass: null, message: `${reply.message} ${who}` });
-      return 0;
-    }
-    const ran = await runHere(parsed, io);
-    const message = `${reply.message.replace(/: the first replica with a free slot starts it\./, ".")} ${ran.note}`;
-    printReply(io, parsed.json, { ...reply, pass: ran.summary ?? null, message });
-    if (!parsed.json && ran.summary) io.stdout.write(formatTable([ran.summary]));
+    await withJsonFailure(io, parsed.json, () => requestPass(parsed, io));
     return 0;
   });
+
+/** Records the request; with no daemon alive and the database free, runs the pass here. */
+async function requestPass(parsed: ParsedControl, io: CommandIo): Promise<void> {
+  let daemons: Replica[] = [];
+  const { reply, heldElsewhere } = await withControl(
+    parsed,
+    "trigger",
+    async (r, _store, held) => ({ reply: r, heldElsewhere: held }),
+    {
+      mode: parsed.full ? "full" : "incremental",
+      tryLock: true,
+      before: async (store, held) => {
+        daemons = await store.replicas.live();
+        // This process will run the pass: a token it lacks fails before the request is recorded,
+        // not after, leaving a pass due that nobody runs.
+        if (daemons.length === 0 && !held) requireToken(parsed.config);
+      },
+    },
+  );
+  if (daemons.length > 0 || heldElsewhere) {
+    const names = daemons.map((d) => d.name).join(", ");
+    const who = names ? `Daemons alive: ${names}.` : LOCKED_NOTE;
+    printReply(io, parsed.json, { ...reply, pass: null, message: `${reply.message} ${who}` });
+    return;
+  }
+  const ran = await runHere(parsed, io);
+  const message = `${reply.message.replace(/: the first replica with a free slot starts it\./, ".")} ${ran.note}`;
+  printReply(io, parsed.json, { ...reply, pass: ran.summary ?? null, message });
+  if (!parsed.json && ran.summary) io.stdout.write(formatTable([ran.summary]));
+}
 
 const LOCKED_NOTE =
   "Another syncmirror process holds the database: a daemon there takes it; a one-shot `sync` does not, and the pass stays due for the next daemon or trigger.";
@@ -61,7 +66,7 @@ async function runHere(
 ): Promise<{ summary?: MirrorSummary; note: string }> {
   let runtime: Awaited<ReturnType<typeof createRuntime>>;
   try {
-    runtime = await createRuntime(parsed.config, io, { lock: true });
+    runtime = await createRuntime(parsed.config, io, { lock: true, retriedBy: "next pass" });
   } catch (error) {
     if (!(error instanceof DatabaseLockedError)) throw error;
     return { note: LOCKED_NOTE };

@@ -129,6 +129,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       const config = loadConfig(configPath, env);
       const runtime = await createRuntime(config, io, {
         lock: true,
+        retriedBy: "next pass",
         log: seams.log ?? silentLogger(),
         metrics,
       });

@@ -105,6 +105,7 @@ describe("the API client's logs and errors", () => {
       token: TOKEN,
       timeoutMs: 5000,
       maxAttempts: 5,
+      retriedBy: "next pass",
       log,
       random: () => 0,
       sleep: async () => {},

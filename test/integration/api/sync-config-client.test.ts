@@ -24,6 +24,7 @@ async function setup(): Promise<{ sim: Simulator; api: ApiClient; fields: SyncCo
     token: sim.token,
     timeoutMs: 10_000,
     maxAttempts: 3,
+    retriedBy: "operator",
     log: silentLogger(),
     backoff: { baseMs: 1, maxMs: 5 },
   });

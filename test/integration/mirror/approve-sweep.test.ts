@@ -181,11 +181,17 @@ describe("approve-sweep", () => {
     const none = await h.cli(["approve-sweep", "--mirror", "main"]);
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/no held sweep .*nothing was approved/);
+    const noneJson = await h.cli(["approve-sweep", "--mirror", "main", "--json"]);
+    expect(noneJson.code).toBe(1);
+    expect(JSON.parse(noneJson.stdout)).toEqual({
+      error: { code: "NOTHING_HELD", message: none.stderr.trim().replace(/^syncmirror: /, "") },
+    });
     expect((await json<ProblemsJson>(["problems"])).pending_sweep_approvals).toEqual([]);
     for (const bad of [[], ["--mirror", "nope"], ["--mirror", "main", "--full"]]) {
-      const r = await h.cli(["approve-sweep", ...bad]);
+      const r = await h.cli(["approve-sweep", ...bad, "--json"]);
       expect(r.code, bad.join(" ")).toBe(2);
       expect(r.stderr).toMatch(/--mirror|--full/);
+      expect(r.stdout).toBe("");
     }
   });
 });

@@ -177,6 +177,9 @@ describe("declared sync configs: plan and apply", () => {
     const [line, ...more] = r.stderr.trim().split("\n");
     expect(more).toEqual([]);
     expect(line).toMatch(new RegExp(`^syncmirror: .*nothing answers at http://127\\.0\\.0\\.1:${port}`));
+    // plan is a one-shot command: no next pass will try again for it.
+    expect(line).toMatch(/; run the command again once the service answers$/);
+    expect(line).not.toContain("next pass");
     expect(JSON.parse(r.stdout)).toEqual({
       pending: null,
       problems: null,

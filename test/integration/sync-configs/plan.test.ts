@@ -22,6 +22,7 @@ async function setup() {
     token: sim.token,
     timeoutMs: 5000,
     maxAttempts: 1,
+    retriedBy: "operator",
     log: silentLogger(),
   });
   const store = openEmptyStore();

@@ -40,6 +40,7 @@ function client(baseUrl: string, timeoutMs = 5000, maxAttempts = 3): { api: ApiC
     token: "tok-socket-test",
     timeoutMs,
     maxAttempts,
+    retriedBy: "next pass",
     log: silentLogger(),
     sleep: async () => {},
     onRequest: (r) => codes.push(r.code),

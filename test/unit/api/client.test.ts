@@ -47,6 +47,7 @@ function setup(overrides: Partial<ApiClientOptions> = {}): Harness {
     tokenEnv: "SYNCMIRROR_API_TOKEN",
     timeoutMs: 30_000,
     maxAttempts: 4,
+    retriedBy: "next pass",
     log: silentLogger(),
     random: () => 0.5,
     sleep: async (ms) => {
@@ -285,6 +286,24 @@ describe("api client: retries", () => {
     expect(error.status).toBeUndefined();
     expect(error.message).toContain("ECONNREFUSED");
     expect((error.cause as { code?: string }).code).toBe("ECONNREFUSED");
+  });
+
+  // A pass's failure waits for the next pass; a one-shot command (plan, apply, check) has none.
+  it.each([
+    { retriedBy: "next pass", next: "the next pass tries again" },
+    { retriedBy: "operator", next: "run the command again once the service answers" },
+  ] as const)("ends API_UNAVAILABLE with who tries again: $retriedBy", async ({ retriedBy, next }) => {
+    const { pool, client } = setup({ maxAttempts: 1, retriedBy });
+    pool.intercept({ path: at(`/api/v1/sync-task/${SYNC_ID}`) }).reply(503, { detail: "maintenance" });
+    pool.intercept({ path: at(`/api/v1/sync-task/${SYNC_ID}`) }).replyWithError(networkError("ECONNREFUSED"));
+    const busy = (await caught(client.getRun(SYNC_ID))) as UnavailableError;
+    const closed = (await caught(client.getRun(SYNC_ID))) as UnavailableError;
+    expect(busy.message).toMatch(/the service is unavailable or rate-limiting; /);
+    expect(closed.message).toMatch(/nothing answers at /);
+    for (const { message } of [busy, closed]) {
+      expect(message).toContain(next);
+      expect(message.match(/tries again|run the command again/g)).toHaveLength(1);
+    }
   });
 
   it("retries an attempt that times out", async () => {
@@ -586,6 +605,7 @@ describe("api client: abort and metrics", () => {
       token: TOKEN,
       timeoutMs: 1000,
       maxAttempts: 1,
+      retriedBy: "operator",
       log: silentLogger(),
     });
     await client.close();
