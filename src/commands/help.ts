@@ -70,7 +70,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     summary: "per-mirror state from the database (no token, no lock: works beside a daemon)",
     usage: "syncmirror status [--json] [--config FILE]",
     flags: [["--json", "print the JSON object /status serves (default: text)"], CONFIG_FLAG, HELP_FLAG],
-    exit: "0; 2 bad usage or config",
+    exit: "0; 1 the database does not answer (--json: a JSON error document); 2 bad usage or config",
     example: "syncmirror status --json",
   },
   check: {
@@ -140,7 +140,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       CONFIG_FLAG,
       HELP_FLAG,
     ],
-    exit: "0; 2 bad usage or config",
+    exit: "0; 1 the database does not answer; 2 bad usage or config",
     example: "syncmirror changes --after 1200 --limit 500",
   },
   search: {
@@ -154,7 +154,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       CONFIG_FLAG,
       HELP_FLAG,
     ],
-    exit: "0 (no results included); 2 bad usage or config, a query syntax error, search disabled",
+    exit: "0 (no results included); 1 the database does not answer (--json: a JSON error document); 2 bad usage or config, a query syntax error, search disabled",
     example: 'syncmirror search --user ana@example.com "release notes"',
   },
   reindex: {
@@ -214,7 +214,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       CONFIG_FLAG,
       HELP_FLAG,
     ],
-    exit: "0 (also when already paused); 2 bad usage or config, an unknown mirror",
+    exit: "0 (also when already paused); 1 the database does not answer (--json: a JSON error document); 2 bad usage or config, an unknown mirror",
     example: "syncmirror pause --mirror eng-wiki",
   },
   resume: {
@@ -226,7 +226,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       CONFIG_FLAG,
       HELP_FLAG,
     ],
-    exit: "0 (also when not paused); 2 bad usage or config, an unknown mirror",
+    exit: "0 (also when not paused); 1 the database does not answer (--json: a JSON error document); 2 bad usage or config, an unknown mirror",
     example: "syncmirror resume --mirror eng-wiki",
   },
   trigger: {
@@ -242,7 +242,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       CONFIG_FLAG,
       HELP_FLAG,
     ],
-    exit: "0 once the pass is due (when this process ran it, its outcome is printed: use sync for an exit code that follows it); 2 bad usage or config, an unknown mirror, or no token to run the pass here (nothing is recorded)",
+    exit: "0 once the pass is due (when this process ran it, its outcome is printed: use sync for an exit code that follows it); 1 the database does not answer (--json: a JSON error document); 2 bad usage or config, an unknown mirror, or no token to run the pass here (nothing is recorded)",
     example: "syncmirror trigger --mirror eng-wiki --full",
   },
   history: {
@@ -256,7 +256,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       CONFIG_FLAG,
       HELP_FLAG,
     ],
-    exit: "0; 2 bad usage or config",
+    exit: "0; 1 the database does not answer (--json: a JSON error document); 2 bad usage or config",
     example: "syncmirror history --mirror eng-wiki --limit 5",
   },
   problems: {
@@ -270,7 +270,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       CONFIG_FLAG,
       HELP_FLAG,
     ],
-    exit: "0; 2 bad usage or config",
+    exit: "0; 1 the database does not answer (--json: a JSON error document); 2 bad usage or config",
     example: "syncmirror problems --json",
   },
   "approve-sweep": {
