@@ -92,7 +92,7 @@ async function runPasses(
       notStartedSummary(
         mirror,
         mode,
-        passErrorJson(passError(runtime.syncContext(io.signal, undefined, holder), message)),
+        passErrorJson(passError({ now: () => new Date(), replica: holder }, message)),
       );
     for (const mirror of mirrors) {
       if (io.signal.aborted) break;
