@@ -32,6 +32,35 @@ const zodEnglishOnly = {
   },
 };
 
+/**
+ * undici's index loads all of undici (fetch, WebSocket, EventSource, caches, cookies, mocks,
+ * proxies), and its cookies module wakes Node's own copy of undici too: about 30 ms of every
+ * process's start-up. syncmirror uses an Agent and `Dispatcher#request` only, so in the bundle
+ * "undici" is those two modules of the same package, wired as undici's index wires them. Tests
+ * run the sources against the whole package.
+ */
+const undiciAgentOnly = {
+  name: "undici-agent-only",
+  setup(b) {
+    b.onResolve({ filter: /^undici$/ }, (args) =>
+      args.importer.includes("/node_modules/")
+        ? undefined
+        : { path: "undici-agent", namespace: "undici-agent" },
+    );
+    b.onLoad({ filter: /.*/, namespace: "undici-agent" }, () => ({
+      contents: [
+        'import Agent from "undici/lib/dispatcher/agent.js";',
+        'import Dispatcher from "undici/lib/dispatcher/dispatcher.js";',
+        'import api from "undici/lib/api/index.js";',
+        "Object.assign(Dispatcher.prototype, api);",
+        "export { Agent };",
+      ].join("\n"),
+      loader: "js",
+      resolveDir: process.cwd(),
+    }));
+  },
+};
+
 // Hashed chunk names change with their contents: clear what an earlier build left.
 rmSync(OUT, { recursive: true, force: true });
 await build({
@@ -49,7 +78,7 @@ await build({
     js: "import { createRequire as __syncmirrorRequire } from 'node:module'; const require = __syncmirrorRequire(import.meta.url);",
   },
   sourcemap: "linked",
-  plugins: [zodEnglishOnly],
+  plugins: [zodEnglishOnly, undiciAgentOnly],
   logLevel: "warning",
 });
 cpSync("src/http/console", `${OUT}/console`, { recursive: true });

@@ -60,7 +60,9 @@ export async function createRuntime(
   options: RuntimeOptions,
 ): Promise<Runtime> {
   const log = options.log ?? createIoLogger(io);
-  const metrics = options.metrics ?? createMetrics(new Registry());
+  // A one-shot command's registry is never scraped: prom-client's process metrics would only add a
+  // GC observer and an event-loop timer to its pass.
+  const metrics = options.metrics ?? createMetrics(new Registry(), { defaultMetrics: false });
   requireEnvironment(config);
   const store = await openStore(config, {
     lock: options.lock,

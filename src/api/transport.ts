@@ -8,7 +8,7 @@
  * drops the last response's body (the `detail` our errors keep); it also cannot tell "POST refused
  * with 429" (safe to repeat) from "POST reset after sending" (not safe) without rebuilding this.
  */
-import { Agent, type Dispatcher, request as undiciRequest } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import type { z } from "zod";
 import {
   AbortedError,
@@ -125,8 +125,10 @@ export function createTransport(options: TransportOptions): Transport {
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: "application/json" };
     if (call.body !== undefined) headers["content-type"] = "application/json";
     try {
-      const response = await undiciRequest(url, {
-        dispatcher,
+      const { origin, pathname, search } = new URL(url);
+      const response = await dispatcher.request({
+        origin,
+        path: `${pathname}${search}`,
         method: call.method,
         headers,
         body: call.body === undefined ? null : JSON.stringify(call.body),

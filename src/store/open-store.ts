@@ -7,9 +7,15 @@ import { existsSync } from "node:fs";
 import { type Config, requireDatabaseUrl } from "../config.js";
 import { DatabaseRefusedError } from "../errors.js";
 import type { Logger } from "../log.js";
-import { findDatabasePathProblem, findNotADatabase } from "./sqlite/database-path.js";
-import { openSqliteStore } from "./sqlite/sqlite-store.js";
 import type { Store } from "./store.js";
+
+/**
+ * Each dialect is loaded only when configured: better-sqlite3 and drizzle's SQLite core cost a
+ * PostgreSQL process ~20 ms of start-up, pg and its drizzle driver a SQLite one ~0.1 s (the
+ * default store, and every `sync` the scheduler would run).
+ */
+const sqlite = () => import("./sqlite/sqlite-store.js");
+const sqlitePath = () => import("./sqlite/database-path.js");
 
 export interface OpenStoreOptions {
   /** SQLite: take the single-writer lock (every command that writes). */
@@ -21,9 +27,7 @@ export interface OpenStoreOptions {
 
 export async function openStore(config: Config, options: OpenStoreOptions): Promise<Store> {
   const db = config.database;
-  if (db.kind === "sqlite") return openSqliteStore(db.path, options);
-  // Loaded only when configured: pg and its drizzle driver cost every SQLite process ~0.1 s of
-  // start-up CPU (the default store, and every `sync` the scheduler would run).
+  if (db.kind === "sqlite") return (await sqlite()).openSqliteStore(db.path, options);
   const { openPostgresStore } = await import("./postgres/postgres-store.js");
   return openPostgresStore({
     url: requireDatabaseUrl(config, db),
@@ -46,8 +50,8 @@ export function missingDatabaseFile(config: Config): string | null {
 }
 
 /** A store with the current schema and nothing in it, kept in memory. */
-export function openEmptyStore(): Store {
-  return openSqliteStore(":memory:");
+export async function openEmptyStore(): Promise<Store> {
+  return (await sqlite()).openSqliteStore(":memory:");
 }
 
 /**
@@ -70,6 +74,7 @@ export async function checkStore(
 ): Promise<{ status: "ok" | "problem" | "refused"; message: string }> {
   const db = config.database;
   if (db.kind === "sqlite") {
+    const { findDatabasePathProblem, findNotADatabase } = await sqlitePath();
     const refused = findNotADatabase(db.path);
     if (refused) return { status: "refused", message: refused.message };
     const problem = findDatabasePathProblem(db.path);

@@ -105,7 +105,7 @@ function schedulerFor(
 
 describe("scheduler", () => {
   it("starts due passes while slots are free, oldest first; the rest stay due in the database until a slot frees", async () => {
-    const s = openEmptyStore();
+    const s = await openEmptyStore();
     store = s;
     await makeDue(s, "a", "2026-03-10T10:00:03.000Z");
     await makeDue(s, "b", "2026-03-10T10:00:01.000Z");
@@ -123,7 +123,7 @@ describe("scheduler", () => {
   });
 
   it("resumes a trigger left in flight before it starts due passes", async () => {
-    const s = openEmptyStore();
+    const s = await openEmptyStore();
     store = s;
     await makeDue(s, "a", "2026-03-10T09:00:00.000Z");
     await leftInFlight(s, "b");
@@ -133,7 +133,7 @@ describe("scheduler", () => {
   });
 
   it("resumes one trigger left in flight beyond its busy slots, only resuming it; due passes wait for a slot", async () => {
-    const s = openEmptyStore();
+    const s = await openEmptyStore();
     store = s;
     await makeDue(s, "a", T0);
     for (const name of ["b", "c", "d"]) await leftInFlight(s, name);
@@ -155,7 +155,7 @@ describe("scheduler", () => {
   });
 
   it("leaves a mirror whose lease another process holds to that process", async () => {
-    const s = openEmptyStore();
+    const s = await openEmptyStore();
     store = s;
     await makeDue(s, "a", T0);
     await s.leases.acquire("a", { id: "other", name: "web-2:1", scope: null }, 60);
@@ -167,7 +167,7 @@ describe("scheduler", () => {
   });
 
   it("waits before taking again a mirror whose pass failed, its trigger still in flight; other mirrors go first", async () => {
-    const s = openEmptyStore();
+    const s = await openEmptyStore();
     store = s;
     await leftInFlight(s, "a");
     await makeDue(s, "b", "2026-03-10T10:00:01.000Z");
@@ -209,7 +209,7 @@ describe("scheduler", () => {
   });
 
   it("waits before taking again a mirror whose pass ended with its trigger in flight, as an upstream failure ends one", async () => {
-    const s = openEmptyStore();
+    const s = await openEmptyStore();
     store = s;
     await leftInFlight(s, "a");
     await makeDue(s, "b", "2026-03-10T10:00:01.000Z");
@@ -241,7 +241,7 @@ describe("scheduler", () => {
   });
 
   it("stop aborts the running passes and resolves once they end", async () => {
-    const s = openEmptyStore();
+    const s = await openEmptyStore();
     store = s;
     await makeDue(s, "a", T0);
     const fake = fakePasses(s);

@@ -40,7 +40,7 @@ async function skips(metrics: Metrics, reason: string): Promise<number> {
 
 describe("tick recorder", () => {
   it("after two days down, makes only the latest full due, once, and the incremental falls under it", async () => {
-    store = openEmptyStore();
+    store = await openEmptyStore();
     const m = mirror({ incrementalCron: "*/15 * * * *", fullCron: "0 3 * * *" });
     await recorder(m, store).rec.record(new Date("2026-03-10T10:00:30Z"));
     expect((await store.schedules.find("main"))?.due, "a mirror first seen owes nothing").toBeNull();
@@ -60,7 +60,7 @@ describe("tick recorder", () => {
   });
 
   it("records a time that fell while it ran as scheduled, however late its look", async () => {
-    store = openEmptyStore();
+    store = await openEmptyStore();
     const { rec } = recorder(mirror({ incrementalCron: "*/15 * * * *" }), store);
     await rec.record(new Date("2026-03-10T10:14:00Z"));
     await rec.record(new Date("2026-03-10T10:15:40Z"));
@@ -71,7 +71,7 @@ describe("tick recorder", () => {
   });
 
   it("owes a mirror first seen the full scheduled after its newest full pass on record", async () => {
-    store = openEmptyStore();
+    store = await openEmptyStore();
     await store.triggers.createIntent({
       mirror: "main",
       mode: "full",
@@ -90,7 +90,7 @@ describe("tick recorder", () => {
   });
 
   it("records a time once when two processes look at it", async () => {
-    store = openEmptyStore();
+    store = await openEmptyStore();
     const m = mirror({ incrementalCron: "*/15 * * * *" });
     const a = recorder(m, store);
     const b = recorder(m, store);
@@ -105,7 +105,7 @@ describe("tick recorder", () => {
   });
 
   it("names what a time coalesced into: a pass in flight (running, or a dead holder's trigger), or a pass waiting", async () => {
-    const s = openEmptyStore();
+    const s = await openEmptyStore();
     store = s;
     const { rec, metrics } = recorder(mirror({ incrementalCron: "*/15 * * * *" }), s);
     const tick = async (iso: string) => rec.record(new Date(iso));
@@ -133,7 +133,7 @@ describe("tick recorder", () => {
   });
 
   it("counts a time the database could not record once, and catches it up when the database answers", async () => {
-    const s = openEmptyStore();
+    const s = await openEmptyStore();
     store = s;
     let down = true;
     const flaky: Store = {

@@ -25,7 +25,7 @@ async function setup() {
     retriedBy: "operator",
     log: silentLogger(),
   });
-  const store = openEmptyStore();
+  const store = await openEmptyStore();
   onTestFinished(async () => {
     await api.close();
     await store.close();
