@@ -52,6 +52,33 @@ describe("config", () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  it("refuses poll_max_seconds below poll_initial_seconds, naming both keys where they are set", () => {
+    const inDefaults = issuesOf(`${base}defaults:\n  poll_initial_seconds: 10\n  poll_max_seconds: 5\n`);
+    expect(inDefaults).toEqual([
+      {
+        path: "defaults.poll_max_seconds",
+        message: expect.stringMatching(/5 is less than defaults\.poll_initial_seconds \(10\)/),
+      },
+    ]);
+    // A mirror's own poll_initial_seconds against the poll_max_seconds it inherits.
+    const inMirror = issuesOf(`${base}    poll_initial_seconds: 120\n`);
+    expect(inMirror).toEqual([
+      {
+        path: "mirrors[0].poll_initial_seconds",
+        message: expect.stringMatching(/120 is more than defaults\.poll_max_seconds \(60\)/),
+      },
+    ]);
+    const env = { SYNCMIRROR_API_TOKEN: "t0ken-value" };
+    const equal = parseConfig("cfg.yaml", `${base}    poll_initial_seconds: 60\n`, env);
+    expect(equal.mirrors[0]).toMatchObject({ pollInitialSeconds: 60, pollMaxSeconds: 60 });
+    const raised = parseConfig(
+      "cfg.yaml",
+      `${base}    poll_initial_seconds: 120\n    poll_max_seconds: 300\n`,
+      env,
+    );
+    expect(raised.mirrors[0]).toMatchObject({ pollInitialSeconds: 120, pollMaxSeconds: 300 });
+  });
+
   it("names the key path of wrong types, unknown keys and invalid crons", () => {
     const issues = issuesOf(
       `${base}    since_overlap_seconds: "soon"\n    full_cron: "every day"\n    colour: blue\n`,

@@ -92,6 +92,16 @@ const CASES: FuzzCase[] = [
     edit: (c) => (c.defaults.timezone = "Mars/Olympus"),
     says: ["defaults.timezone"],
   },
+  {
+    name: "poll_max_seconds below poll_initial_seconds",
+    edit: (c) => Object.assign(c.defaults, { poll_initial_seconds: 10, poll_max_seconds: 5 }),
+    says: ["defaults.poll_max_seconds", "defaults.poll_initial_seconds"],
+  },
+  {
+    name: "a mirror's poll_initial_seconds above the poll_max_seconds it inherits",
+    edit: (c) => (first(c).poll_initial_seconds = 120),
+    says: ["mirrors[0].poll_initial_seconds", "defaults.poll_max_seconds"],
+  },
   { name: "no mirrors", edit: (c) => (c.mirrors = []), says: ["mirrors", "at least one mirror"] },
   {
     name: "no base_url",
