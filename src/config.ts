@@ -379,12 +379,24 @@ export function parseConfig(file: string, text: string, env: Env): Config {
   if (placeholders.length > 0) throw new ConfigError(file, placeholders);
   const parsed = File.safeParse(raw);
   if (!parsed.success) {
-    throw new ConfigError(
-      file,
-      parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: issueMessage(i) })),
-    );
+    throw new ConfigError(file, parsed.error.issues.flatMap(configIssues));
   }
   return freeze(file, parsed.data, env);
+}
+
+/**
+ * zod reports the unknown keys of a section as one issue on the section ("defaults: Unrecognized
+ * keys: ..."); each is named here by its own path (`defaults.incremental_crn`), the key to find
+ * and fix in the file.
+ */
+function configIssues(issue: z.core.$ZodIssue): { path: string; message: string }[] {
+  if (issue.code === "unrecognized_keys")
+    return issue.keys.map((key) => ({
+      path: formatPath([...issue.path, key]),
+      message:
+        "is not a known key: check its spelling and section against docs/configuration.md, or remove it",
+    }));
+  return [{ path: formatPath(issue.path), message: issueMessage(issue) }];
 }
 
 /** zod says "Invalid input: expected string, received undefined" for a key left out. */

@@ -86,7 +86,21 @@ describe("config", () => {
     const paths = issues.map((i) => i.path);
     expect(paths).toContain("mirrors[0].since_overlap_seconds");
     expect(paths).toContain("mirrors[0].full_cron");
-    expect(issues.find((i) => i.path === "mirrors[0]")?.message).toMatch(/colour/);
+    expect(paths).toContain("mirrors[0].colour");
+  });
+
+  it("names each unknown key by its full path, at the top, in a section and in a mirror", () => {
+    const issues = issuesOf(
+      `${base}    colour: blue\nmirorrs: []\ndefaults:\n  incremental_crn: "* * * * *"\n  full_crn: "0 3 * * *"\n`,
+    );
+    expect(issues.map((i) => i.path).sort()).toEqual([
+      "defaults.full_crn",
+      "defaults.incremental_crn",
+      "mirorrs",
+      "mirrors[0].colour",
+    ]);
+    for (const issue of issues)
+      expect(issue.message).toMatch(/^is not a known key: .*docs\/configuration\.md/);
   });
 
   it("reads the HTTP bearer token from http.token_env, and refuses it written in the file", () => {
@@ -143,7 +157,7 @@ describe("config", () => {
       `export:\n  pages_ahead_per_run: -1\n  pages_ahead_per_pass: 1.5\n  window: 3\n${base}`,
     ).map((i) => i.path);
     expect(paths).toEqual(
-      expect.arrayContaining(["export.pages_ahead_per_run", "export.pages_ahead_per_pass", "export"]),
+      expect.arrayContaining(["export.pages_ahead_per_run", "export.pages_ahead_per_pass", "export.window"]),
     );
     // The service answers at most 500 resources a page.
     for (const size of [0, 501]) {
@@ -163,7 +177,7 @@ describe("config", () => {
       expect(issuesOf(`history:\n  keep_days: ${bad}\n${base}`).map((i) => i.path)).toEqual([
         "history.keep_days",
       ]);
-    expect(issuesOf(`history:\n  keep: 3\n${base}`).map((i) => i.path)).toEqual(["history"]);
+    expect(issuesOf(`history:\n  keep: 3\n${base}`).map((i) => i.path)).toEqual(["history.keep"]);
   });
 
   it("rejects duplicate mirror names and bad names", () => {
