@@ -337,9 +337,15 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 /**
  * The config path: `--config`, else `$SYNCMIRROR_CONFIG`, else `config/syncmirror.yaml`. An empty
- * variable (`SYNCMIRROR_CONFIG=`) counts as unset, as a shell user means it.
+ * variable (`SYNCMIRROR_CONFIG=`) counts as unset, as a shell user means it. An empty `--config`
+ * (`--config "$UNSET"`) is a UsageError: it names no file, and reading "" would only report a
+ * config error about a file with no name.
  */
 export function resolveConfigPath(flag: string | undefined, env: Env): string {
+  if (flag === "")
+    throw new UsageError(
+      `--config: is empty: give the config file's path, or leave --config out to use $${CONFIG_PATH_ENV}, then ${DEFAULT_CONFIG_PATH}`,
+    );
   return flag ?? (env[CONFIG_PATH_ENV] || DEFAULT_CONFIG_PATH);
 }
 

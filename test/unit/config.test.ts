@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig, parseConfig, requireToken, resolveConfigPath } from "../../src/config.js";
-import { ConfigError } from "../../src/errors.js";
+import { ConfigError, UsageError } from "../../src/errors.js";
 import { issuesOf } from "../helpers/config-issues.js";
 
 const ID = "3f6c2a91-8d4e-4b7a-9c15-2e8f0d6b1a47";
@@ -286,5 +286,6 @@ describe("config", () => {
     expect(resolveConfigPath(undefined, { SYNCMIRROR_CONFIG: "b.yaml" })).toBe("b.yaml");
     expect(resolveConfigPath(undefined, {})).toBe("config/syncmirror.yaml");
     expect(resolveConfigPath(undefined, { SYNCMIRROR_CONFIG: "" })).toBe("config/syncmirror.yaml");
+    expect(() => resolveConfigPath("", { SYNCMIRROR_CONFIG: "b.yaml" })).toThrow(UsageError);
   });
 });
