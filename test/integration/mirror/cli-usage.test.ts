@@ -82,7 +82,9 @@ describe("syncmirror usage", () => {
   it("simulate with a negative number: exit 2 naming the flag and its range, not how to quote a dash", async () => {
     const r = await cli(["simulate", "--docs", "-1"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^syncmirror simulate: --docs must be an integer from 0 to 10000000, got "-1"\n/);
+    expect(r.stderr).toMatch(
+      /^syncmirror simulate: --docs must be an integer from 0 to 10000000, got "-1"\n/,
+    );
   });
 
   it.each(["sync", "status", "simulate"])(

@@ -28,8 +28,6 @@ async function listenAnywhere(): Promise<{ server: Server; port: number }> {
   return { server, port: (server.address() as { port: number }).port };
 }
 
-const NO_STACK = /\n\s+at /;
-
 describe("first-run errors", () => {
   it("run on a port already in use: exit 2 naming http.listen and what to do", async () => {
     h = await createHarness();
