@@ -41,7 +41,7 @@ unset), else \`config/syncmirror.yaml\`. \`syncmirror init\` writes a minimal on
 [config/syncmirror.example.yaml](../config/syncmirror.example.yaml) shows every key with a comment;
 [configuration-guide.md](configuration-guide.md) explains the choices behind the settings.
 
-- **Unknown keys are errors**: a typo must not fall back to a default silently.
+- **Unknown keys are errors**, each named by its full path: a typo must not fall back to a default silently.
 - Every error names the file, the key path and what is wrong, and nothing starts (exit 2).
 - Secrets are never read from the file: the API token, the HTTP token and a PostgreSQL URL come
   from the environment variables the file names (\`api.token_env\`, \`http.token_env\`,

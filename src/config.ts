@@ -79,7 +79,9 @@ const SCHEDULE = {
     ),
   poll_max_seconds: positive
     .default(60)
-    .describe("Longest wait between two polls of the upstream runs (at least `poll_initial_seconds`)."),
+    .describe(
+      "Longest wait between two polls of the upstream runs: at least `poll_initial_seconds` (less is a config error), in `defaults` and in every mirror once its overrides apply.",
+    ),
   run_timeout_minutes: positive
     .default(240)
     .describe("Runs still unfinished this long after the trigger are given up and the trigger closed."),
@@ -135,7 +137,7 @@ const Mirror = z
   .extend(declaring.MIRROR_IDENTITY)
   .refine(...declaring.ONE_SOURCE);
 
-const File = z.strictObject({
+const FileKeys = z.strictObject({
   api: z
     .strictObject({
       base_url: z.url({ protocol: /^https?$/ }).meta({
@@ -244,6 +246,52 @@ const File = z.strictObject({
     ),
 });
 
+/** The file: its keys, and the rules that tie two of them together. */
+const File = FileKeys.superRefine(checkPolling);
+
+type PollSettings = { poll_initial_seconds?: number | undefined; poll_max_seconds?: number | undefined };
+
+/**
+ * The wait between two polls grows from `poll_initial_seconds` up to `poll_max_seconds`: a maximum
+ * below the first wait is a slip the operator wants named, not one to quietly correct. Checked
+ * where the two meet: in `defaults`, and in each mirror that overrides either, against the value it
+ * inherits; the issue lands on the key the mirror set, and names the other key where it was set.
+ */
+function checkPolling(
+  data: { defaults: Required<PollSettings>; mirrors: readonly PollSettings[] },
+  ctx: z.RefinementCtx,
+): void {
+  const hint =
+    "the wait between polls grows from poll_initial_seconds up to poll_max_seconds: raise poll_max_seconds or lower poll_initial_seconds";
+  const d = data.defaults;
+  if (d.poll_max_seconds < d.poll_initial_seconds)
+    ctx.addIssue({
+      code: "custom",
+      path: ["defaults", "poll_max_seconds"],
+      message: `${d.poll_max_seconds} is less than defaults.poll_initial_seconds (${d.poll_initial_seconds}): ${hint}`,
+    });
+  data.mirrors.forEach((m, i) => {
+    if (m.poll_initial_seconds === undefined && m.poll_max_seconds === undefined) return;
+    const initial = m.poll_initial_seconds ?? d.poll_initial_seconds;
+    const max = m.poll_max_seconds ?? d.poll_max_seconds;
+    if (max >= initial) return;
+    const initialFrom = m.poll_initial_seconds === undefined ? "defaults" : `mirrors[${i}]`;
+    ctx.addIssue(
+      m.poll_max_seconds === undefined
+        ? {
+            code: "custom",
+            path: ["mirrors", i, "poll_initial_seconds"],
+            message: `${initial} is more than defaults.poll_max_seconds (${max}): ${hint}`,
+          }
+        : {
+            code: "custom",
+            path: ["mirrors", i, "poll_max_seconds"],
+            message: `${max} is less than ${initialFrom}.poll_initial_seconds (${initial}): ${hint}`,
+          },
+    );
+  });
+}
+
 /**
  * One mirror with every default resolved: `SCHEDULE`'s keys in camelCase, plus its identity:
  * exactly one of `syncConfigId` and `declared` (whose id `sync-configs/bind.ts` finds).
@@ -289,9 +337,15 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 /**
  * The config path: `--config`, else `$SYNCMIRROR_CONFIG`, else `config/syncmirror.yaml`. An empty
- * variable (`SYNCMIRROR_CONFIG=`) counts as unset, as a shell user means it.
+ * variable (`SYNCMIRROR_CONFIG=`) counts as unset, as a shell user means it. An empty `--config`
+ * (`--config "$UNSET"`) is a UsageError: it names no file, and reading "" would only report a
+ * config error about a file with no name.
  */
 export function resolveConfigPath(flag: string | undefined, env: Env): string {
+  if (flag === "")
+    throw new UsageError(
+      `--config: is empty: give the config file's path, or leave --config out to use $${CONFIG_PATH_ENV}, then ${DEFAULT_CONFIG_PATH}`,
+    );
   return flag ?? (env[CONFIG_PATH_ENV] || DEFAULT_CONFIG_PATH);
 }
 
@@ -331,12 +385,24 @@ export function parseConfig(file: string, text: string, env: Env): Config {
   if (placeholders.length > 0) throw new ConfigError(file, placeholders);
   const parsed = File.safeParse(raw);
   if (!parsed.success) {
-    throw new ConfigError(
-      file,
-      parsed.error.issues.map((i) => ({ path: formatPath(i.path), message: issueMessage(i) })),
-    );
+    throw new ConfigError(file, parsed.error.issues.flatMap(configIssues));
   }
   return freeze(file, parsed.data, env);
+}
+
+/**
+ * zod reports the unknown keys of a section as one issue on the section ("defaults: Unrecognized
+ * keys: ..."); each is named here by its own path (`defaults.incremental_crn`), the key to find
+ * and fix in the file.
+ */
+function configIssues(issue: z.core.$ZodIssue): { path: string; message: string }[] {
+  if (issue.code === "unrecognized_keys")
+    return issue.keys.map((key) => ({
+      path: formatPath([...issue.path, key]),
+      message:
+        "is not a known key: check its spelling and section against docs/configuration.md, or remove it",
+    }));
+  return [{ path: formatPath(issue.path), message: issueMessage(issue) }];
 }
 
 /** zod says "Invalid input: expected string, received undefined" for a key left out. */
@@ -430,7 +496,6 @@ function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
       name: m.name,
       syncConfigId: m.sync_config_id ?? null,
       declared: m.sync_config ? declaring.freezeSyncConfig(m.sync_config, i) : null,
-      pollMaxSeconds: Math.max(settings.pollMaxSeconds, settings.pollInitialSeconds),
     });
   });
   const token = env[data.api.token_env];

@@ -57,6 +57,11 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   let pruning: { stop(): void } | undefined;
   // Readiness needs a working connection: the watcher pings the store each round.
   let connected = false;
+  /**
+   * Whether start() got as far as listening: a start refused before (a token variable unset, the
+   * port taken) is reported by its one error line, with no log line saying a daemon stopped.
+   */
+  let listening = false;
   const mirrors = config.mirrors.map((m) => m.name);
   const http = createHttpServer({
     registry: metrics.registry,
@@ -100,6 +105,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
     async start() {
       requireEnvironment(config);
       const { port } = await http.listen(config.http.host, config.http.port, config.http.listenFrom);
+      listening = true;
       log.info(
         { host: config.http.host, port },
         "http listening: / (console) /metrics /healthz /readyz /status /v1/changes /v1/search /v1/passes /v1/problems /v1/mirrors/{name}/(pause|resume|trigger|approve-sweep)",
@@ -177,7 +183,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       await runtime?.store.replicas.leave(holder.id).catch(() => {});
       await http.close();
       await runtime?.close();
-      log.info("daemon stopped");
+      if (listening) log.info("daemon stopped");
     },
   };
 }

@@ -47,7 +47,7 @@ export function parseCommandArgs<O extends Options>(
  * `--after -1` as `--after=-1`: parseArgs calls a value starting with "-" ambiguous, and the
  * value's own check says better what is wrong with it ("--after: must be 0 or more").
  */
-function joinDashValues(args: string[], options: Options): string[] {
+export function joinDashValues(args: string[], options: Options): string[] {
   const joined: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;

@@ -8,7 +8,7 @@ import { FIRST_RUN_DATABASE_PATH, FIRST_RUN_LISTEN, mirrorNames, renderConfig } 
 import { listenError } from "../listen-error.js";
 import { type Simulator, type SourceType, startSimulator } from "../simulator/index.js";
 import type { Command, CommandIo } from "./command.js";
-import { withErrors } from "./common.js";
+import { joinDashValues, withErrors } from "./common.js";
 import { usageHint } from "./help.js";
 
 /** The variable `--print-config --postgres` names for the database URL (docs/scaling-out.md). */
@@ -35,19 +35,21 @@ export const simulate: Command = async (args, io) => {
   let options: SimulatorFlags;
   let output: OutputFlags;
   try {
+    const flags = {
+      port: { type: "string", default: "0" },
+      seed: { type: "string", default: "1" },
+      users: { type: "string", default: "3" },
+      docs: { type: "string", default: "50" },
+      servers: { type: "string" },
+      "latency-ms": { type: "string", default: "0" },
+      configs: { type: "string", default: "1" },
+      "print-config": { type: "boolean", default: false },
+      postgres: { type: "boolean", default: false },
+    } as const;
     const { values } = parseArgs({
-      args,
-      options: {
-        port: { type: "string", default: "0" },
-        seed: { type: "string", default: "1" },
-        users: { type: "string", default: "3" },
-        docs: { type: "string", default: "50" },
-        servers: { type: "string" },
-        "latency-ms": { type: "string", default: "0" },
-        configs: { type: "string", default: "1" },
-        "print-config": { type: "boolean", default: false },
-        postgres: { type: "boolean", default: false },
-      },
+      // `--docs -1` reaches intOption, whose message gives the range.
+      args: joinDashValues(args, flags),
+      options: flags,
       strict: true,
       allowPositionals: false,
     });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig, parseConfig, requireToken, resolveConfigPath } from "../../src/config.js";
-import { ConfigError } from "../../src/errors.js";
+import { ConfigError, UsageError } from "../../src/errors.js";
 import { issuesOf } from "../helpers/config-issues.js";
 
 const ID = "3f6c2a91-8d4e-4b7a-9c15-2e8f0d6b1a47";
@@ -52,6 +52,33 @@ describe("config", () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  it("refuses poll_max_seconds below poll_initial_seconds, naming both keys where they are set", () => {
+    const inDefaults = issuesOf(`${base}defaults:\n  poll_initial_seconds: 10\n  poll_max_seconds: 5\n`);
+    expect(inDefaults).toEqual([
+      {
+        path: "defaults.poll_max_seconds",
+        message: expect.stringMatching(/5 is less than defaults\.poll_initial_seconds \(10\)/),
+      },
+    ]);
+    // A mirror's own poll_initial_seconds against the poll_max_seconds it inherits.
+    const inMirror = issuesOf(`${base}    poll_initial_seconds: 120\n`);
+    expect(inMirror).toEqual([
+      {
+        path: "mirrors[0].poll_initial_seconds",
+        message: expect.stringMatching(/120 is more than defaults\.poll_max_seconds \(60\)/),
+      },
+    ]);
+    const env = { SYNCMIRROR_API_TOKEN: "t0ken-value" };
+    const equal = parseConfig("cfg.yaml", `${base}    poll_initial_seconds: 60\n`, env);
+    expect(equal.mirrors[0]).toMatchObject({ pollInitialSeconds: 60, pollMaxSeconds: 60 });
+    const raised = parseConfig(
+      "cfg.yaml",
+      `${base}    poll_initial_seconds: 120\n    poll_max_seconds: 300\n`,
+      env,
+    );
+    expect(raised.mirrors[0]).toMatchObject({ pollInitialSeconds: 120, pollMaxSeconds: 300 });
+  });
+
   it("names the key path of wrong types, unknown keys and invalid crons", () => {
     const issues = issuesOf(
       `${base}    since_overlap_seconds: "soon"\n    full_cron: "every day"\n    colour: blue\n`,
@@ -59,7 +86,21 @@ describe("config", () => {
     const paths = issues.map((i) => i.path);
     expect(paths).toContain("mirrors[0].since_overlap_seconds");
     expect(paths).toContain("mirrors[0].full_cron");
-    expect(issues.find((i) => i.path === "mirrors[0]")?.message).toMatch(/colour/);
+    expect(paths).toContain("mirrors[0].colour");
+  });
+
+  it("names each unknown key by its full path, at the top, in a section and in a mirror", () => {
+    const issues = issuesOf(
+      `${base}    colour: blue\nmirorrs: []\ndefaults:\n  incremental_crn: "* * * * *"\n  full_crn: "0 3 * * *"\n`,
+    );
+    expect(issues.map((i) => i.path).sort()).toEqual([
+      "defaults.full_crn",
+      "defaults.incremental_crn",
+      "mirorrs",
+      "mirrors[0].colour",
+    ]);
+    for (const issue of issues)
+      expect(issue.message).toMatch(/^is not a known key: .*docs\/configuration\.md/);
   });
 
   it("reads the HTTP bearer token from http.token_env, and refuses it written in the file", () => {
@@ -116,7 +157,7 @@ describe("config", () => {
       `export:\n  pages_ahead_per_run: -1\n  pages_ahead_per_pass: 1.5\n  window: 3\n${base}`,
     ).map((i) => i.path);
     expect(paths).toEqual(
-      expect.arrayContaining(["export.pages_ahead_per_run", "export.pages_ahead_per_pass", "export"]),
+      expect.arrayContaining(["export.pages_ahead_per_run", "export.pages_ahead_per_pass", "export.window"]),
     );
     // The service answers at most 500 resources a page.
     for (const size of [0, 501]) {
@@ -136,7 +177,7 @@ describe("config", () => {
       expect(issuesOf(`history:\n  keep_days: ${bad}\n${base}`).map((i) => i.path)).toEqual([
         "history.keep_days",
       ]);
-    expect(issuesOf(`history:\n  keep: 3\n${base}`).map((i) => i.path)).toEqual(["history"]);
+    expect(issuesOf(`history:\n  keep: 3\n${base}`).map((i) => i.path)).toEqual(["history.keep"]);
   });
 
   it("rejects duplicate mirror names and bad names", () => {
@@ -245,5 +286,6 @@ describe("config", () => {
     expect(resolveConfigPath(undefined, { SYNCMIRROR_CONFIG: "b.yaml" })).toBe("b.yaml");
     expect(resolveConfigPath(undefined, {})).toBe("config/syncmirror.yaml");
     expect(resolveConfigPath(undefined, { SYNCMIRROR_CONFIG: "" })).toBe("config/syncmirror.yaml");
+    expect(() => resolveConfigPath("", { SYNCMIRROR_CONFIG: "b.yaml" })).toThrow(UsageError);
   });
 });

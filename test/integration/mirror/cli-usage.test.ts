@@ -66,6 +66,27 @@ describe("syncmirror usage", () => {
     expect(help.stdout).toBe(none.stderr);
   });
 
+  it.each(["sync", "status", "check", "init"])(
+    "%s --config with an empty value (an unset shell variable): exit 2 saying --config needs a file",
+    async (name) => {
+      for (const args of [["--config", ""], ["--config="]]) {
+        const r = await cli([name, ...args]);
+        expect(r.code, r.stderr).toBe(2);
+        expect(r.stderr).toBe(
+          "syncmirror: --config: is empty: give the config file's path, or leave --config out to use $SYNCMIRROR_CONFIG, then config/syncmirror.yaml\n",
+        );
+      }
+    },
+  );
+
+  it("simulate with a negative number: exit 2 naming the flag and its range, not how to quote a dash", async () => {
+    const r = await cli(["simulate", "--docs", "-1"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      /^syncmirror simulate: --docs must be an integer from 0 to 10000000, got "-1"\n/,
+    );
+  });
+
   it.each(["sync", "status", "simulate"])(
     "%s with an unknown flag: exit 2, the flag named, the usage line",
     async (name) => {

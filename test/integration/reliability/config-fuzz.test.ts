@@ -61,11 +61,15 @@ const CASES: FuzzCase[] = [
     says: ["mirrors[0].continue_incomplete"],
   },
   { name: "a list where an object goes", edit: (c) => (c.database = ["a.db"]), says: ["database"] },
-  { name: "an unknown top-level key", edit: (c) => (c.mirorrs = []), says: ["mirorrs"] },
+  {
+    name: "an unknown top-level key",
+    edit: (c) => (c.mirorrs = []),
+    says: ["mirorrs: is not a known key"],
+  },
   {
     name: "an unknown nested key",
     edit: (c) => (c.defaults.incremental_crn = "* * * * *"),
-    says: ["defaults", "incremental_crn"],
+    says: ["defaults.incremental_crn: is not a known key"],
   },
   {
     name: "duplicate mirror names",
@@ -91,6 +95,16 @@ const CASES: FuzzCase[] = [
     name: "an unknown time zone",
     edit: (c) => (c.defaults.timezone = "Mars/Olympus"),
     says: ["defaults.timezone"],
+  },
+  {
+    name: "poll_max_seconds below poll_initial_seconds",
+    edit: (c) => Object.assign(c.defaults, { poll_initial_seconds: 10, poll_max_seconds: 5 }),
+    says: ["defaults.poll_max_seconds", "defaults.poll_initial_seconds"],
+  },
+  {
+    name: "a mirror's poll_initial_seconds above the poll_max_seconds it inherits",
+    edit: (c) => (first(c).poll_initial_seconds = 120),
+    says: ["mirrors[0].poll_initial_seconds", "defaults.poll_max_seconds"],
   },
   { name: "no mirrors", edit: (c) => (c.mirrors = []), says: ["mirrors", "at least one mirror"] },
   {
