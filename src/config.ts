@@ -379,6 +379,7 @@ export function parseConfig(file: string, text: string, env: Env): Config {
     // An alias whose anchor is missing or that expands too far is found only here, as a plain throw.
     throw new ConfigError(file, [{ path: "", message: yamlMessage((error as Error).message, undefined) }]);
   }
+  dropEmptyKeysWithDefaults(raw);
   const secretIssues = findSecrets(raw, env);
   if (secretIssues.length > 0) throw new ConfigError(file, secretIssues);
   const placeholders = findPlaceholders(raw);
@@ -388,6 +389,20 @@ export function parseConfig(file: string, text: string, env: Env): Config {
     throw new ConfigError(file, parsed.error.issues.flatMap(configIssues));
   }
   return freeze(file, parsed.data, env);
+}
+
+/**
+ * A top-level key with nothing under it (`http:` with every line below commented out) is null in
+ * YAML; where the key has a default, that is what the operator left it at. A key that must be
+ * given (`api:`) stays null and is reported as empty.
+ */
+function dropEmptyKeysWithDefaults(raw: unknown): void {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return;
+  const doc = raw as Record<string, unknown>;
+  const shape = FileKeys.shape as Record<string, z.ZodType | undefined>;
+  for (const [key, value] of Object.entries(doc)) {
+    if (value === null && shape[key]?.safeParse(undefined).success) delete doc[key];
+  }
 }
 
 /**

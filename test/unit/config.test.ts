@@ -281,6 +281,21 @@ describe("config", () => {
     });
   });
 
+  it("reads a section left empty (every line under it commented out) as its defaults; api: left empty is still an error", () => {
+    const env = { SYNCMIRROR_API_TOKEN: "t0ken-value" };
+    const emptied = parseConfig(
+      "cfg.yaml",
+      `${base}defaults:\n  # incremental_cron: "*/5 * * * *"\nhttp:\nsearch:\nexport:\nhistory:\nmanage_sync_configs:\n`,
+      env,
+    );
+    const plain = parseConfig("cfg.yaml", base, env);
+    expect({ ...emptied, file: "" }).toEqual({ ...plain, file: "" });
+    expect(issuesOf(`api:\n${base.slice(base.indexOf("mirrors:"))}`)).toContainEqual({
+      path: "api",
+      message: "is empty (expected object)",
+    });
+  });
+
   it("resolves the config path from the flag, then the environment (an empty variable counts as unset), then the default", () => {
     expect(resolveConfigPath("a.yaml", { SYNCMIRROR_CONFIG: "b.yaml" })).toBe("a.yaml");
     expect(resolveConfigPath(undefined, { SYNCMIRROR_CONFIG: "b.yaml" })).toBe("b.yaml");
