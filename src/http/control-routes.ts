@@ -11,6 +11,7 @@ import { jsonReply as json, type Reply, type Route } from "../http-server.js";
 import { applyControl } from "../mirror-controls.js";
 import type { Store } from "../store/store.js";
 import { MODES } from "../store/types.js";
+import { mirrorOfPath } from "./path-mirror.js";
 
 export interface ControlRoutesDeps {
   /** The open store; undefined until the daemon has opened it. */
@@ -36,11 +37,9 @@ export function createControlRoutes(deps: ControlRoutesDeps): Route {
     }
     if (req.method !== "POST")
       return { ...json(405, { error: "method not allowed" }), headers: { Allow: "POST" } };
-    const name = decodeURIComponent(match[1] as string);
+    const name = mirrorOfPath(match[1] as string, deps.mirrors);
+    if (typeof name !== "string") return name;
     const action = match[2] as "pause" | "resume" | "trigger";
-    if (!deps.mirrors.includes(name)) {
-      return json(404, { error: `no mirror named "${name}" (known: ${deps.mirrors.join(", ")})` });
-    }
     const body = await readBody(req);
     if (body === undefined) return json(413, { error: `the body may hold at most ${MAX_BODY_BYTES} bytes` });
     const mode = action === "trigger" ? parseMode(body) : undefined;

@@ -16,6 +16,7 @@ import { isBearerAuthorized } from "../http-auth.js";
 import type { Reply, RouteHandler } from "../http-server.js";
 import type { Store } from "../store/store.js";
 import { readJsonBody } from "./json-body.js";
+import { mirrorOfPath } from "./path-mirror.js";
 
 export interface HistoryRoutesDeps {
   /** The open store; undefined until the daemon has opened it. */
@@ -47,10 +48,13 @@ export function createHistoryRoutes(deps: HistoryRoutesDeps): RouteHandler {
     const allowed = read ? "GET, HEAD" : "POST";
     if (!allowed.split(", ").includes(req.method ?? ""))
       return { ...json(405, { error: "method not allowed" }), headers: { Allow: allowed } };
+    // As the other controls: a mirror not in the config is 404 whether or not the database is open.
+    const mirror = approve ? mirrorOfPath(approve[1] ?? "", deps.mirrors) : undefined;
+    if (mirror !== undefined && typeof mirror !== "string") return mirror;
     const store = deps.store();
     if (store === undefined) return json(503, { error: "not ready: the database is not open yet" });
     try {
-      if (approve) return await approveRoute(deps, store, req, decodeURIComponent(approve[1] ?? ""));
+      if (mirror !== undefined) return await approveRoute(deps, store, req, mirror);
       const raw = queryParams(url.searchParams);
       if (url.pathname === HISTORY_PATHS.passes)
         return json(200, await buildHistory(store, deps.mirrors, parseHistoryParams(raw, deps.mirrors)));
@@ -69,8 +73,6 @@ async function approveRoute(
   req: IncomingMessage,
   mirror: string,
 ): Promise<Reply> {
-  if (!deps.mirrors.includes(mirror))
-    return json(404, { error: `"${mirror}" is not a mirror in the config (${deps.mirrors.join(", ")})` });
   const body = ApproveBody.safeParse(await readJsonBody(req));
   if (!body.success) {
     const issue = body.error.issues[0];
