@@ -6,8 +6,17 @@
  */
 import type { IncomingMessage } from "node:http";
 import { z } from "zod";
+import { UsageError } from "../errors.js";
 import { isBearerAuthorized } from "../http-auth.js";
-import { jsonReply as json, type Reply, type Route } from "../http-server.js";
+import {
+  errorReply,
+  jsonReply as json,
+  methodNotAllowedReply,
+  notReadyReply,
+  type Reply,
+  type Route,
+  unauthorizedReply,
+} from "../http-server.js";
 import { applyControl } from "../mirror-controls.js";
 import type { Store } from "../store/store.js";
 import { MODES } from "../store/types.js";
@@ -32,20 +41,18 @@ export function createControlRoutes(deps: ControlRoutesDeps): Route {
   return async (req: IncomingMessage): Promise<Reply | undefined> => {
     const match = PATH.exec(new URL(req.url ?? "/", "http://localhost").pathname);
     if (!match) return undefined;
-    if (!isBearerAuthorized(req.headers.authorization, deps.token)) {
-      return { ...json(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
-    }
-    if (req.method !== "POST")
-      return { ...json(405, { error: "method not allowed" }), headers: { Allow: "POST" } };
+    if (!isBearerAuthorized(req.headers.authorization, deps.token)) return unauthorizedReply();
+    if (req.method !== "POST") return methodNotAllowedReply("POST");
     const name = mirrorOfPath(match[1] as string, deps.mirrors);
     if (typeof name !== "string") return name;
     const action = match[2] as "pause" | "resume" | "trigger";
     const body = await readBody(req);
-    if (body === undefined) return json(413, { error: `the body may hold at most ${MAX_BODY_BYTES} bytes` });
+    if (body === undefined)
+      return errorReply(413, "BODY_TOO_LARGE", `the body may hold at most ${MAX_BODY_BYTES} bytes`);
     const mode = action === "trigger" ? parseMode(body) : undefined;
-    if (mode instanceof Error) return json(400, { error: mode.message });
+    if (mode instanceof UsageError) return errorReply(400, mode.code, mode.message);
     const store = deps.source();
-    if (store === undefined) return json(503, { error: "not ready: the database is not open yet" });
+    if (store === undefined) return notReadyReply();
     const reply = await applyControl(store, {
       mirror: name,
       action,
@@ -70,15 +77,15 @@ async function readBody(req: IncomingMessage): Promise<string | undefined> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-function parseMode(body: string): "incremental" | "full" | undefined | Error {
+function parseMode(body: string): "incremental" | "full" | undefined | UsageError {
   if (body.trim() === "") return undefined;
   let value: unknown;
   try {
     value = JSON.parse(body);
   } catch {
-    return new Error('the body is not JSON: send {"mode":"full"}, {"mode":"incremental"} or nothing');
+    return new UsageError('body: not JSON: send {"mode":"full"}, {"mode":"incremental"} or nothing');
   }
   const parsed = TriggerBody.safeParse(value);
-  if (!parsed.success) return new Error('"mode" must be "incremental" or "full"');
+  if (!parsed.success) return new UsageError('body: mode: must be "incremental" or "full"');
   return parsed.data.mode;
 }

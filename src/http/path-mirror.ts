@@ -3,7 +3,7 @@
  * the configured mirrors. A segment that is not valid percent-encoding names no mirror either: it
  * gets the same 404, not a 500 (decodeURIComponent throws on it).
  */
-import { jsonReply, type Reply } from "../http-server.js";
+import { errorReply, type Reply } from "../http-server.js";
 
 /** The mirror the path names, or the 404 that says which mirrors there are. */
 export function mirrorOfPath(segment: string, mirrors: readonly string[]): string | Reply {
@@ -14,7 +14,9 @@ export function mirrorOfPath(segment: string, mirrors: readonly string[]): strin
     name = undefined;
   }
   if (name !== undefined && mirrors.includes(name)) return name;
-  return jsonReply(404, {
-    error: `no mirror named "${name ?? segment}" in the config (known: ${mirrors.join(", ")})`,
-  });
+  return errorReply(
+    404,
+    "NOT_FOUND",
+    `no mirror named "${name ?? segment}" in the config (known: ${mirrors.join(", ")})`,
+  );
 }

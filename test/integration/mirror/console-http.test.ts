@@ -72,7 +72,7 @@ describe("the console over HTTP", () => {
         const res = await call(d, path, { method, token });
         expect(res, `${method} ${path} with ${token}`).toEqual({
           status: 401,
-          json: { error: "unauthorized" },
+          json: { error: { code: "UNAUTHORIZED", message: expect.stringMatching(/bearer token/) } },
         });
       }
     }
@@ -180,6 +180,12 @@ describe("the console over HTTP", () => {
     const again = await suite.daemon(h);
     const none = await call(again, "/v1/mirrors/main/approve-sweep", { method: "POST" });
     expect(none.status).toBe(409);
-    expect(none.json).toEqual({ error: expect.stringMatching(/no held sweep/) });
+    // The CLI's --json document when nothing is held (exit 1), word for word.
+    const cli = await h.cli(["approve-sweep", "--mirror", "main", "--json"]);
+    expect(cli.code, cli.stderr).toBe(1);
+    expect(none.json).toEqual(JSON.parse(cli.stdout));
+    expect(none.json).toEqual({
+      error: { code: "NOTHING_HELD", message: expect.stringMatching(/no held sweep/) },
+    });
   });
 });
