@@ -20,6 +20,7 @@ import {
 import { applyControl } from "../mirror-controls.js";
 import type { Store } from "../store/store.js";
 import { MODES } from "../store/types.js";
+import { readBodyText, TOO_LARGE, tooLargeReply } from "./json-body.js";
 import { mirrorOfPath } from "./path-mirror.js";
 
 export interface ControlRoutesDeps {
@@ -33,8 +34,6 @@ export interface ControlRoutesDeps {
 }
 
 const PATH = /^\/v1\/mirrors\/([^/]+)\/(pause|resume|trigger)$/;
-/** A trigger's body is a few bytes; anything much larger is not one. */
-const MAX_BODY_BYTES = 4096;
 const TriggerBody = z.object({ mode: z.enum(MODES).optional() });
 
 export function createControlRoutes(deps: ControlRoutesDeps): Route {
@@ -46,9 +45,8 @@ export function createControlRoutes(deps: ControlRoutesDeps): Route {
     const name = mirrorOfPath(match[1] as string, deps.mirrors);
     if (typeof name !== "string") return name;
     const action = match[2] as "pause" | "resume" | "trigger";
-    const body = await readBody(req);
-    if (body === undefined)
-      return errorReply(413, "BODY_TOO_LARGE", `the body may hold at most ${MAX_BODY_BYTES} bytes`);
+    const body = await readBodyText(req);
+    if (body === TOO_LARGE) return tooLargeReply();
     const mode = action === "trigger" ? parseMode(body) : undefined;
     if (mode instanceof UsageError) return errorReply(400, mode.code, mode.message);
     const store = deps.source();
@@ -63,18 +61,6 @@ export function createControlRoutes(deps: ControlRoutesDeps): Route {
     if (reply.changed) deps.onChange();
     return json(200, action === "trigger" ? { ...reply, pass: null } : reply);
   };
-}
-
-/** The body as text; undefined when it is too large. */
-async function readBody(req: IncomingMessage): Promise<string | undefined> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) return undefined;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 function parseMode(body: string): "incremental" | "full" | undefined | UsageError {

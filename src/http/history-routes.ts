@@ -23,7 +23,7 @@ import {
   unauthorizedReply,
 } from "../http-server.js";
 import type { Store } from "../store/store.js";
-import { readJsonBody } from "./json-body.js";
+import { readJsonBody, TOO_LARGE, tooLargeReply } from "./json-body.js";
 import { mirrorOfPath } from "./path-mirror.js";
 
 export interface HistoryRoutesDeps {
@@ -78,7 +78,9 @@ async function approveRoute(
   req: IncomingMessage,
   mirror: string,
 ): Promise<Reply> {
-  const body = ApproveBody.safeParse(await readJsonBody(req));
+  const raw = await readJsonBody(req);
+  if (raw === TOO_LARGE) return tooLargeReply();
+  const body = ApproveBody.safeParse(raw);
   if (!body.success) {
     const issue = body.error.issues[0];
     throw new UsageError(`body: ${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`);

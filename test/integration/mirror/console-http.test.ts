@@ -111,6 +111,15 @@ describe("the console over HTTP", () => {
     expect((await call(d, "/v1/changes?after=0", { method: "POST" })).status).toBe(405);
     expect((await call(d, "/v1/mirrors/nope/approve-sweep", { method: "POST" })).status).toBe(404);
     expect((await call(d, "/v1/mirrors/main/approve-sweep", { method: "POST", body: "{" })).status).toBe(400);
+    // A body over the limit is 413 on every control, as docs/reference/http.md says.
+    const huge = JSON.stringify({ by: "x".repeat(20_000) });
+    for (const action of ["approve-sweep", "trigger"])
+      expect(
+        (await call(d, `/v1/mirrors/main/${action}`, { method: "POST", body: huge })).json,
+        action,
+      ).toEqual({
+        error: { code: "BODY_TOO_LARGE", message: expect.stringMatching(/at most \d+ bytes/) },
+      });
     expect((await fetch(`http://127.0.0.1:${d.port}/status`, { method: "POST" })).status).toBe(405);
   });
 
