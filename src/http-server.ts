@@ -137,14 +137,18 @@ async function route(deps: HttpServerDeps, req: IncomingMessage, loopback: boole
 }
 
 async function apiRoute(deps: HttpServerDeps, req: IncomingMessage): Promise<Reply> {
-  if (!isBearerAuthorized(req.headers.authorization, deps.token)) {
-    return { ...jsonReply(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
+  if (!isBearerAuthorized(req.headers.authorization, deps.token)) return unauthorizedReply();
+  try {
+    for (const r of deps.routes ?? []) {
+      const reply = await r(req);
+      if (reply) return reply;
+    }
+  } catch (err) {
+    // Logged here with its detail; the client gets the same JSON shape as every other /v1/ error.
+    deps.log.error({ err, path: pathOf(req) }, "http request failed");
+    return errorReply(500, "INTERNAL", "internal error: the daemon's log says what failed");
   }
-  for (const r of deps.routes ?? []) {
-    const reply = await r(req);
-    if (reply) return reply;
-  }
-  return jsonReply(404, { error: "not found" });
+  return errorReply(404, "NOT_FOUND", `no endpoint ${pathOf(req)}: docs/reference/http.md lists them`);
 }
 
 /** A JSON reply, the shape every `/v1/` route answers with. */
@@ -152,18 +156,51 @@ export function jsonReply(status: number, body: unknown): Reply {
   return { status, contentType: JSON_TYPE, body: `${JSON.stringify(body)}\n` };
 }
 
+/**
+ * A JSON error: `{"error": {"code", "message"}}`, the document a `--json` command prints when it
+ * fails (SPEC: the endpoints' JSON shapes are the CLI's), so one parser reads both.
+ */
+export function errorReply(
+  status: number,
+  code: string,
+  message: string,
+  headers?: Record<string, string>,
+): Reply {
+  return {
+    ...jsonReply(status, { error: { code, message } }),
+    ...(headers === undefined ? {} : { headers }),
+  };
+}
+
+/** Without the right bearer token: this and nothing else, whatever the path or input. */
+export function unauthorizedReply(): Reply {
+  const message =
+    "unauthorized: send the bearer token (Authorization: Bearer <the value of the variable http.token_env names>)";
+  return errorReply(401, "UNAUTHORIZED", message, { "WWW-Authenticate": "Bearer" });
+}
+
+/** A method the path does not serve. */
+export function methodNotAllowedReply(allow: string): Reply {
+  return errorReply(405, "METHOD_NOT_ALLOWED", `this path answers ${allow} only`, { Allow: allow });
+}
+
+/** A route asked before the daemon opened its database. */
+export function notReadyReply(): Reply {
+  return errorReply(
+    503,
+    "NOT_READY",
+    "not ready: the database is not open yet (/readyz answers 200 once it is)",
+  );
+}
+
 async function status(deps: HttpServerDeps): Promise<Reply> {
   try {
     const report = await deps.getStatus();
-    if (report === undefined) {
-      return jsonReply(503, {
-        error: "not ready: the database is not open yet (/readyz answers 200 once it is)",
-      });
-    }
+    if (report === undefined) return notReadyReply();
     return { status: 200, contentType: JSON_TYPE, body: JSON.stringify(report) };
   } catch (err) {
     deps.log.error({ err }, "building /status failed");
-    return { status: 500, contentType: JSON_TYPE, body: JSON.stringify({ error: "status unavailable" }) };
+    return errorReply(500, "INTERNAL", "status unavailable: the daemon's log says why");
   }
 }
 

@@ -5,7 +5,15 @@
 import type { IncomingMessage } from "node:http";
 import { SearchQueryError, SearchUnavailableError, UsageError } from "../errors.js";
 import { isBearerAuthorized } from "../http-auth.js";
-import { jsonReply as json, type Reply, type Route } from "../http-server.js";
+import {
+  errorReply,
+  jsonReply as json,
+  methodNotAllowedReply,
+  notReadyReply,
+  type Reply,
+  type Route,
+  unauthorizedReply,
+} from "../http-server.js";
 import type { Store } from "../store/store.js";
 import { type OnCommit, readChangesWaiting } from "./change-waiter.js";
 import { feedPageJson, searchJson } from "./feed-json.js";
@@ -34,13 +42,10 @@ export function createConsumerRoutes(deps: ConsumerRoutesDeps): Route {
   return async (req: IncomingMessage): Promise<Reply | undefined> => {
     const url = new URL(req.url ?? "/", "http://localhost");
     if (!PATHS.has(url.pathname)) return undefined;
-    if (!isBearerAuthorized(req.headers.authorization, deps.token)) {
-      return { ...json(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
-    }
-    if (req.method !== "GET" && req.method !== "HEAD")
-      return { ...json(405, { error: "method not allowed" }), headers: { Allow: "GET, HEAD" } };
+    if (!isBearerAuthorized(req.headers.authorization, deps.token)) return unauthorizedReply();
+    if (req.method !== "GET" && req.method !== "HEAD") return methodNotAllowedReply("GET, HEAD");
     const source = deps.source();
-    if (source === undefined) return json(503, { error: "not ready: the database is not open yet" });
+    if (source === undefined) return notReadyReply();
     try {
       const body =
         url.pathname === CONSUMER_PATHS.changes
@@ -48,10 +53,10 @@ export function createConsumerRoutes(deps: ConsumerRoutesDeps): Route {
           : await search(deps, source, url);
       return json(200, body);
     } catch (error) {
-      if (error instanceof UsageError) return json(400, { error: error.message });
+      if (error instanceof UsageError) return errorReply(400, error.code, error.message);
       // `<parameter>: <what is wrong>`, as every other 400 says it.
-      if (error instanceof SearchQueryError) return json(400, { error: `q: ${error.message}` });
-      if (error instanceof SearchUnavailableError) return json(404, { error: error.message });
+      if (error instanceof SearchQueryError) return errorReply(400, error.code, `q: ${error.message}`);
+      if (error instanceof SearchUnavailableError) return errorReply(404, error.code, error.message);
       throw error;
     }
   };

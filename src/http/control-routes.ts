@@ -6,11 +6,22 @@
  */
 import type { IncomingMessage } from "node:http";
 import { z } from "zod";
+import { UsageError } from "../errors.js";
 import { isBearerAuthorized } from "../http-auth.js";
-import { jsonReply as json, type Reply, type Route } from "../http-server.js";
+import {
+  errorReply,
+  jsonReply as json,
+  methodNotAllowedReply,
+  notReadyReply,
+  type Reply,
+  type Route,
+  unauthorizedReply,
+} from "../http-server.js";
 import { applyControl } from "../mirror-controls.js";
 import type { Store } from "../store/store.js";
 import { MODES } from "../store/types.js";
+import { readBodyText, TOO_LARGE, tooLargeReply } from "./json-body.js";
+import { mirrorOfPath } from "./path-mirror.js";
 
 export interface ControlRoutesDeps {
   /** The open store; undefined until the daemon has opened it. */
@@ -23,30 +34,23 @@ export interface ControlRoutesDeps {
 }
 
 const PATH = /^\/v1\/mirrors\/([^/]+)\/(pause|resume|trigger)$/;
-/** A trigger's body is a few bytes; anything much larger is not one. */
-const MAX_BODY_BYTES = 4096;
 const TriggerBody = z.object({ mode: z.enum(MODES).optional() });
 
 export function createControlRoutes(deps: ControlRoutesDeps): Route {
   return async (req: IncomingMessage): Promise<Reply | undefined> => {
     const match = PATH.exec(new URL(req.url ?? "/", "http://localhost").pathname);
     if (!match) return undefined;
-    if (!isBearerAuthorized(req.headers.authorization, deps.token)) {
-      return { ...json(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
-    }
-    if (req.method !== "POST")
-      return { ...json(405, { error: "method not allowed" }), headers: { Allow: "POST" } };
-    const name = decodeURIComponent(match[1] as string);
+    if (!isBearerAuthorized(req.headers.authorization, deps.token)) return unauthorizedReply();
+    if (req.method !== "POST") return methodNotAllowedReply("POST");
+    const name = mirrorOfPath(match[1] as string, deps.mirrors);
+    if (typeof name !== "string") return name;
     const action = match[2] as "pause" | "resume" | "trigger";
-    if (!deps.mirrors.includes(name)) {
-      return json(404, { error: `no mirror named "${name}" (known: ${deps.mirrors.join(", ")})` });
-    }
-    const body = await readBody(req);
-    if (body === undefined) return json(413, { error: `the body may hold at most ${MAX_BODY_BYTES} bytes` });
+    const body = await readBodyText(req);
+    if (body === TOO_LARGE) return tooLargeReply();
     const mode = action === "trigger" ? parseMode(body) : undefined;
-    if (mode instanceof Error) return json(400, { error: mode.message });
+    if (mode instanceof UsageError) return errorReply(400, mode.code, mode.message);
     const store = deps.source();
-    if (store === undefined) return json(503, { error: "not ready: the database is not open yet" });
+    if (store === undefined) return notReadyReply();
     const reply = await applyControl(store, {
       mirror: name,
       action,
@@ -59,27 +63,15 @@ export function createControlRoutes(deps: ControlRoutesDeps): Route {
   };
 }
 
-/** The body as text; undefined when it is too large. */
-async function readBody(req: IncomingMessage): Promise<string | undefined> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) return undefined;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-function parseMode(body: string): "incremental" | "full" | undefined | Error {
+function parseMode(body: string): "incremental" | "full" | undefined | UsageError {
   if (body.trim() === "") return undefined;
   let value: unknown;
   try {
     value = JSON.parse(body);
   } catch {
-    return new Error('the body is not JSON: send {"mode":"full"}, {"mode":"incremental"} or nothing');
+    return new UsageError('body: not JSON: send {"mode":"full"}, {"mode":"incremental"} or nothing');
   }
   const parsed = TriggerBody.safeParse(value);
-  if (!parsed.success) return new Error('"mode" must be "incremental" or "full"');
+  if (!parsed.success) return new UsageError('body: mode: must be "incremental" or "full"');
   return parsed.data.mode;
 }

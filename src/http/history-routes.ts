@@ -13,9 +13,18 @@ import { buildProblems } from "../console/problems.js";
 import { queryParams } from "../consumers/params.js";
 import { NothingHeldError, UsageError } from "../errors.js";
 import { isBearerAuthorized } from "../http-auth.js";
-import type { Reply, RouteHandler } from "../http-server.js";
+import {
+  errorReply,
+  jsonReply as json,
+  methodNotAllowedReply,
+  notReadyReply,
+  type Reply,
+  type RouteHandler,
+  unauthorizedReply,
+} from "../http-server.js";
 import type { Store } from "../store/store.js";
-import { readJsonBody } from "./json-body.js";
+import { readJsonBody, TOO_LARGE, tooLargeReply } from "./json-body.js";
+import { mirrorOfPath } from "./path-mirror.js";
 
 export interface HistoryRoutesDeps {
   /** The open store; undefined until the daemon has opened it. */
@@ -28,7 +37,6 @@ export interface HistoryRoutesDeps {
 
 export const HISTORY_PATHS = Object.freeze({ passes: "/v1/passes", problems: "/v1/problems" });
 const APPROVE = /^\/v1\/mirrors\/([^/]+)\/approve-sweep$/;
-const JSON_TYPE = "application/json; charset=utf-8";
 
 /**
  * `{"by": "..."}`, optional: who approves, kept beside the client's address. Other keys are
@@ -42,22 +50,23 @@ export function createHistoryRoutes(deps: HistoryRoutesDeps): RouteHandler {
     const approve = APPROVE.exec(url.pathname);
     const read = url.pathname === HISTORY_PATHS.passes || url.pathname === HISTORY_PATHS.problems;
     if (!read && !approve) return undefined;
-    if (!isBearerAuthorized(req.headers.authorization, deps.token))
-      return { ...json(401, { error: "unauthorized" }), headers: { "WWW-Authenticate": "Bearer" } };
+    if (!isBearerAuthorized(req.headers.authorization, deps.token)) return unauthorizedReply();
     const allowed = read ? "GET, HEAD" : "POST";
-    if (!allowed.split(", ").includes(req.method ?? ""))
-      return { ...json(405, { error: "method not allowed" }), headers: { Allow: allowed } };
+    if (!allowed.split(", ").includes(req.method ?? "")) return methodNotAllowedReply(allowed);
+    // As the other controls: a mirror not in the config is 404 whether or not the database is open.
+    const mirror = approve ? mirrorOfPath(approve[1] ?? "", deps.mirrors) : undefined;
+    if (mirror !== undefined && typeof mirror !== "string") return mirror;
     const store = deps.store();
-    if (store === undefined) return json(503, { error: "not ready: the database is not open yet" });
+    if (store === undefined) return notReadyReply();
     try {
-      if (approve) return await approveRoute(deps, store, req, decodeURIComponent(approve[1] ?? ""));
+      if (mirror !== undefined) return await approveRoute(deps, store, req, mirror);
       const raw = queryParams(url.searchParams);
       if (url.pathname === HISTORY_PATHS.passes)
         return json(200, await buildHistory(store, deps.mirrors, parseHistoryParams(raw, deps.mirrors)));
       return json(200, await buildProblems(store, deps.mirrors, parseProblemParams(raw, deps.mirrors)));
     } catch (error) {
-      if (error instanceof UsageError) return json(400, { error: error.message });
-      if (error instanceof NothingHeldError) return json(409, { error: error.message });
+      if (error instanceof UsageError) return errorReply(400, error.code, error.message);
+      if (error instanceof NothingHeldError) return errorReply(409, error.code, error.message);
       throw error;
     }
   };
@@ -69,9 +78,9 @@ async function approveRoute(
   req: IncomingMessage,
   mirror: string,
 ): Promise<Reply> {
-  if (!deps.mirrors.includes(mirror))
-    return json(404, { error: `"${mirror}" is not a mirror in the config (${deps.mirrors.join(", ")})` });
-  const body = ApproveBody.safeParse(await readJsonBody(req));
+  const raw = await readJsonBody(req);
+  if (raw === TOO_LARGE) return tooLargeReply();
+  const body = ApproveBody.safeParse(raw);
   if (!body.success) {
     const issue = body.error.issues[0];
     throw new UsageError(`body: ${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`);
@@ -79,8 +88,4 @@ async function approveRoute(
   const from = `http ${req.socket.remoteAddress ?? "unknown address"}`;
   const by = body.data.by === undefined ? from : `${body.data.by} (${from})`;
   return json(200, await approveSweep(store, mirror, by, deps.now?.() ?? new Date()));
-}
-
-function json(status: number, body: unknown): Reply {
-  return { status, contentType: JSON_TYPE, body: `${JSON.stringify(body)}\n` };
 }

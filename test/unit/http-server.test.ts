@@ -65,7 +65,9 @@ describe("createHttpServer", () => {
     expect(res.status).toBe(500);
     const body = await res.text();
     expect(body).not.toContain("secrets");
-    expect(JSON.parse(body)).toEqual({ error: "status unavailable" });
+    expect(JSON.parse(body)).toEqual({
+      error: { code: "INTERNAL", message: expect.stringMatching(/^status unavailable/) },
+    });
   });
 
   it("serves the registry's metrics in Prometheus text format", async () => {

@@ -48,7 +48,8 @@ async function api(path, body) {
   });
   if (res.status === 401) throw new Refused();
   const json = await res.json().catch(() => null);
-  if (!res.ok) throw new Error(json?.error ?? `${res.status} ${res.statusText}`);
+  // /v1/ errors are `{error: {code, message}}` (the CLI's --json failure document).
+  if (!res.ok) throw new Error(json?.error?.message ?? `${res.status} ${res.statusText}`);
   return json;
 }
 

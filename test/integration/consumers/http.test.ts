@@ -50,7 +50,9 @@ describe("/v1 authentication", () => {
       for (const token of tokens) {
         const res = await get(d, path, token);
         expect(res.status, `${path} with ${token}`).toBe(401);
-        expect(res.json).toEqual({ error: "unauthorized" });
+        expect(res.json).toEqual({
+          error: { code: "UNAUTHORIZED", message: expect.stringMatching(/^unauthorized/) },
+        });
       }
       const basic = await fetch(`http://127.0.0.1:${d.port}${path}`, {
         headers: { authorization: `Basic ${Buffer.from(`x:${HTTP_TOKEN}`).toString("base64")}` },
@@ -173,7 +175,9 @@ describe("/v1/search", () => {
     for (const path of [`/v1/search?user=${U1}&q=the`, "/v1/search?q=the", `/v1/search?user=${U1}`]) {
       const res = await get(d, path);
       expect(res.status, path).toBe(404);
-      expect(res.json, path).toEqual({ error: "search is not enabled: set search.enabled: true" });
+      expect(res.json, path).toEqual({
+        error: { code: "SEARCH_UNAVAILABLE", message: "search is not enabled: set search.enabled: true" },
+      });
     }
   });
 
@@ -242,7 +246,7 @@ describe("bad input", () => {
     for (const [path, message] of cases) {
       const res = await get(d, path);
       expect(res.status, path).toBe(400);
-      expect(res.json.error, path).toMatch(message);
+      expect(res.json.error.message, path).toMatch(message);
       expect(res.text, path).not.toMatch(/sqlite|fts5|syntax error|no such/i);
       expect(res.text).not.toContain(HTTP_TOKEN);
     }

@@ -33,7 +33,9 @@ describe.skipIf(onPostgres)("SQLite only (the database file's writer lock): sync
       expect((await d.get("/healthz")).status).toBe(200);
       const status = await d.get("/status");
       expect(status.status).toBe(503);
-      expect(JSON.parse(status.body)).toEqual({ error: expect.stringMatching(/^not ready/) });
+      expect(JSON.parse(status.body)).toEqual({
+        error: { code: "NOT_READY", message: expect.stringMatching(/^not ready/) },
+      });
     } finally {
       lock.close();
     }

@@ -72,7 +72,7 @@ describe("the console over HTTP", () => {
         const res = await call(d, path, { method, token });
         expect(res, `${method} ${path} with ${token}`).toEqual({
           status: 401,
-          json: { error: "unauthorized" },
+          json: { error: { code: "UNAUTHORIZED", message: expect.stringMatching(/bearer token/) } },
         });
       }
     }
@@ -111,6 +111,15 @@ describe("the console over HTTP", () => {
     expect((await call(d, "/v1/changes?after=0", { method: "POST" })).status).toBe(405);
     expect((await call(d, "/v1/mirrors/nope/approve-sweep", { method: "POST" })).status).toBe(404);
     expect((await call(d, "/v1/mirrors/main/approve-sweep", { method: "POST", body: "{" })).status).toBe(400);
+    // A body over the limit is 413 on every control, as docs/reference/http.md says.
+    const huge = JSON.stringify({ by: "x".repeat(20_000) });
+    for (const action of ["approve-sweep", "trigger"])
+      expect(
+        (await call(d, `/v1/mirrors/main/${action}`, { method: "POST", body: huge })).json,
+        action,
+      ).toEqual({
+        error: { code: "BODY_TOO_LARGE", message: expect.stringMatching(/at most \d+ bytes/) },
+      });
     expect((await fetch(`http://127.0.0.1:${d.port}/status`, { method: "POST" })).status).toBe(405);
   });
 
@@ -180,6 +189,12 @@ describe("the console over HTTP", () => {
     const again = await suite.daemon(h);
     const none = await call(again, "/v1/mirrors/main/approve-sweep", { method: "POST" });
     expect(none.status).toBe(409);
-    expect(none.json).toEqual({ error: expect.stringMatching(/no held sweep/) });
+    // The CLI's --json document when nothing is held (exit 1), word for word.
+    const cli = await h.cli(["approve-sweep", "--mirror", "main", "--json"]);
+    expect(cli.code, cli.stderr).toBe(1);
+    expect(none.json).toEqual(JSON.parse(cli.stdout));
+    expect(none.json).toEqual({
+      error: { code: "NOTHING_HELD", message: expect.stringMatching(/no held sweep/) },
+    });
   });
 });
