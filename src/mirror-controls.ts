@@ -8,6 +8,7 @@ import { pauseSchedule, requestPass, resumeSchedule } from "./store/schedule-rul
 import type { Store, StoreOps } from "./store/store.js";
 import type { ControlAction, Due, MirrorSchedule, Mode } from "./store/types.js";
 import { aPass } from "./sync/pass-name.js";
+import { pausedFields } from "./sync/status-report.js";
 
 export interface ControlRequest {
   mirror: string;
@@ -29,7 +30,10 @@ export interface ControlReply {
   at: string;
   /** False when it changed nothing: already paused, or not paused. */
   changed: boolean;
-  paused: { since: string; by: string } | null;
+  /** Whether the mirror is paused after this control; since when and by whom (else null). */
+  paused: boolean;
+  paused_since: string | null;
+  paused_by: string | null;
   /** The pass due now, if any (after this control). */
   due: { mode: Mode; reason: Due["reason"]; since: string; by: string | null } | null;
   /** The process running the mirror's pass now (`hostname:pid`): a control never stops a running pass. */
@@ -69,7 +73,7 @@ export async function applyControl(store: Store, request: ControlRequest): Promi
     by: request.actor,
     at,
     changed,
-    paused: schedule.paused && { since: schedule.paused.at, by: schedule.paused.by },
+    ...pausedFields(schedule.paused),
     due: schedule.due,
     running_on: runningOn,
     message: describe(request, schedule, changed, runningOn),

@@ -78,7 +78,7 @@ function scheduleLines(s: MirrorStatus): string[] {
     `  next incremental:         ${s.next_incremental_at ?? "none within a year"}${skipped}`,
     `  next full:                ${s.next_full_at ?? "none within a year"}${skipped}`,
   ];
-  if (s.paused) lines.push(`  paused:                   since ${s.paused.since} by ${s.paused.by}`);
+  if (s.paused) lines.push(`  paused:                   since ${s.paused_since} by ${s.paused_by}`);
   if (s.due) {
     const why = s.due.reason === "requested" ? `requested by ${s.due.by}` : s.due.reason;
     lines.push(

@@ -53,8 +53,10 @@ export interface MirrorStatus {
   /** The next scheduled times of `incremental_cron` and `full_cron` (UTC; skipped while paused). */
   next_incremental_at: string | null;
   next_full_at: string | null;
-  /** Set while the mirror is paused: since when and by whom. */
-  paused: { since: string; by: string } | null;
+  /** Whether the mirror is paused; while it is, since when and by whom (else both null). */
+  paused: boolean;
+  paused_since: string | null;
+  paused_by: string | null;
   /** The pass due and not started yet: its mode, why, since when (and who asked for it). */
   due: { mode: Mode; reason: DueReason; since: string; by: string | null } | null;
 }
@@ -100,13 +102,22 @@ export async function buildStatus(
   return { mirrors: statuses, replicas };
 }
 
+/** A mirror's pause as `status --json` and the controls' replies show it. */
+export function pausedFields(paused: MirrorSchedule["paused"]): {
+  paused: boolean;
+  paused_since: string | null;
+  paused_by: string | null;
+} {
+  return { paused: paused !== null, paused_since: paused?.at ?? null, paused_by: paused?.by ?? null };
+}
+
 function scheduleStatus(mirror: MirrorConfig, schedule: MirrorSchedule | undefined, now: Date) {
   const next = (expression: string) =>
     cronOccurrences(expression, mirror.timezone).next(now)?.toISOString() ?? null;
   return {
     next_incremental_at: next(mirror.incrementalCron),
     next_full_at: next(mirror.fullCron),
-    paused: schedule?.paused ? { since: schedule.paused.at, by: schedule.paused.by } : null,
+    ...pausedFields(schedule?.paused ?? null),
     due: schedule?.due ?? null,
   };
 }

@@ -120,7 +120,7 @@ function mirrorCard(m, problems, approvals) {
       ["Next incremental", m.paused ? "skipped: paused" : time(m.next_incremental_at)],
       ["Next full", m.paused ? "skipped: paused" : time(m.next_full_at)],
       ["Holder", m.holder ?? "none"],
-      ["Paused", m.paused ? ["since ", time(m.paused.since), ` by ${m.paused.by}`] : "no"],
+      ["Paused", m.paused ? ["since ", time(m.paused_since), ` by ${m.paused_by}`] : "no"],
       ["Due", m.due ? [`${m.due.mode} (${m.due.reason}) since `, time(m.due.since)] : "nothing"],
       ["Problems", counted(open, true)],
       ["Held revocations", String(m.held_revocations)],

@@ -121,7 +121,16 @@ describe("syncmirror run: scheduling", () => {
     expect(paused.code, paused.stderr).toBe(0);
     const reply = JSON.parse(paused.stdout) as Record<string, unknown>;
     const actor = `${userInfo().username}@${hostname()}`;
-    expect(reply).toMatchObject({ mirror: "main", action: "pause", changed: true, by: actor, due: null });
+    expect(reply).toMatchObject({
+      mirror: "main",
+      action: "pause",
+      changed: true,
+      by: actor,
+      due: null,
+      paused: true,
+      paused_since: reply.at,
+      paused_by: actor,
+    });
     expect(String(reply.running_on), "the running pass is named, not stopped").toMatch(/:\d+$/);
     expect(String(reply.message)).toContain("is not stopped");
     await until(
@@ -139,8 +148,16 @@ describe("syncmirror run: scheduling", () => {
     const status = await h.cli(["status"]);
     expect(status.stdout).toContain(`paused:                   since ${String(reply.at)} by ${actor}`);
     expect(triggers(h), "no pass started while paused").toHaveLength(1);
+    const pausedJson = JSON.parse((await h.cli(["status", "--json"])).stdout) as {
+      mirrors: Record<string, unknown>[];
+    };
+    expect(pausedJson.mirrors[0]).toMatchObject({ paused: true, paused_since: reply.at, paused_by: actor });
 
-    expect((await h.cli(["resume", "--mirror", "main"])).code).toBe(0);
+    const resumed = await h.cli(["resume", "--mirror", "main", "--json"]);
+    expect(resumed.code).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ paused: false, paused_since: null, paused_by: null });
+    const resumedJson = JSON.parse((await h.cli(["status", "--json"])).stdout) as typeof pausedJson;
+    expect(resumedJson.mirrors[0]).toMatchObject({ paused: false, paused_since: null, paused_by: null });
     await until(() => triggers(h).length >= 2, "a pass at the next tick after resume");
     expect(await d.metric("syncmirror_mirror_paused", { mirror: "main" })).toBe(0);
     expect(h.query("SELECT action, actor FROM control_actions ORDER BY id")).toEqual([
