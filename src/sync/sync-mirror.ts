@@ -65,7 +65,9 @@ async function resumeOrTrigger(
       await ctx.store.triggers.setMassDeleteAllowed(inFlight.id, true);
     const resumed = await drive(mirrorPass, inFlight, true);
     const stillInFlight = (await ctx.store.triggers.findInFlight(mirror.name)) !== undefined;
-    if (!full || inFlight.mode === "full" || stillInFlight || options.resumeOnly) return resumed;
+    // A dry run left in flight was finished as one (it wrote nothing): only another dry run is served by it.
+    const served = inFlight.dryRun ? options.dryRun : !full || inFlight.mode === "full";
+    if (served || stillInFlight || options.resumeOnly) return resumed;
     const summary = await trigger(mirrorPass, full, {
       pairs: await ctx.store.pairs.listForMirror(mirror.name),
       knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),
@@ -94,7 +96,7 @@ async function trigger(
 }
 
 async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<MirrorSummary> {
-  const { ctx, mirror, options } = pass;
+  const { ctx, mirror } = pass;
   const startedAtMs = ctx.now().getTime();
   let trigger = row;
   try {
@@ -102,7 +104,9 @@ async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<
     const active = trigger;
     recordSkippedGauge(ctx.metrics, mirror.name, active);
     return await withLogContext({ trigger_id: active.triggerId }, async () => {
-      if (options.dryRun && active.mode === "full" && !resumed) return dryRunSweep(pass, active, startedAtMs);
+      // Its trigger, not this pass's options, makes a dry run: one cut short (a stop, a rejected
+      // token) and resumed by a real pass is read as a dry run still, never swept as if ingested.
+      if (active.dryRun) return dryRunSweep(pass, active, { startedAtMs, resumed });
       const { timedOut } = await waitAndIngest(pass, active);
       // Read at once: PostgreSQL answers them on several connections together.
       const [current, read] = await Promise.all([
