@@ -10,11 +10,13 @@ import type { Pair, Trigger } from "../store/types.js";
 import { classifyFailure, describeFailureCause } from "./classify.js";
 import type { BoundMirror, MirrorPass, PassOptions, SyncContext } from "./context.js";
 import { dryRunSweep } from "./dry-run.js";
+import { passError } from "./fail-run.js";
 import { fencedStore } from "./fence.js";
 import { recordSkippedGauge } from "./gauges.js";
+import { passErrorJson } from "./pass-error-json.js";
 import { planPass } from "./plan.js";
 import { settle, settleWithoutRuns } from "./settle.js";
-import type { MirrorSummary } from "./summary.js";
+import { type MirrorSummary, notStartedSummary } from "./summary.js";
 import { sweep } from "./sweep.js";
 import { establishTrigger, recordIntent } from "./trigger.js";
 import { readTriggerRuns } from "./trigger-runs.js";
@@ -59,6 +61,12 @@ async function resumeOrTrigger(
   const full = options.full || fullOwed;
   if (fullOwed && !options.full)
     log.info("the sync config changed since the last full pass: this pass is full");
+  if (inFlight && options.dryRun && !inFlight.dryRun) {
+    // Finishing a real pass ingests and sweeps: the very thing a dry run is asked not to do.
+    const message = `a ${inFlight.mode} pass is in flight${inFlight.triggerId ? ` (trigger ${inFlight.triggerId})` : ""} and a dry run writes nothing, so it does not finish it: run \`syncmirror sync\` to finish it (the daemon does on its own), then the dry run again`;
+    log.warn({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, message);
+    return notStartedSummary(mirror.name, "full", passErrorJson(passError(ctx, message)));
+  }
   if (inFlight) {
     log.info({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, "resuming the trigger left in flight");
     if (options.allowMassDelete && inFlight.mode === "full")
