@@ -142,6 +142,7 @@ export interface TriggerRepo {
     knownBefore: string | null;
     intentAt: string;
     allowMassDelete: boolean;
+    dryRun: boolean;
     startedBy: string | null;
     startedByName: string | null;
     dueAt: string | null;

@@ -32,6 +32,8 @@ export interface Trigger {
   knownBefore: string | null;
   intentAt: string;
   allowMassDelete: boolean;
+  /** A `sync --full --dry-run`: its runs are read, never ingested, whichever pass resumes it. */
+  dryRun: boolean;
   adopted: boolean;
   /** Null when the runs were adopted: the response, and so its skipped list, was lost. */
   skipped: SkippedPairRecord[] | null;

@@ -25,7 +25,7 @@ export const DRY_RUN_LIST_LIMIT = 1000;
 export async function dryRunSweep(
   pass: MirrorPass,
   trigger: Trigger,
-  startedAtMs: number,
+  { startedAtMs, resumed }: { startedAtMs: number; resumed: boolean },
 ): Promise<MirrorSummary> {
   const { ctx, mirror } = pass;
   const { timedOut } = await waitAndIngest(pass, trigger, collectKeys);
@@ -63,7 +63,7 @@ export async function dryRunSweep(
   heldSweeps.sort((a, b) => (byPair(a) < byPair(b) ? -1 : byPair(a) > byPair(b) ? 1 : 0));
   return settle(pass, trigger.id, read, {
     timedOut,
-    resumed: false,
+    resumed,
     startedAtMs,
     dryRun: { ...totals, held_sweeps: heldSweeps },
   });

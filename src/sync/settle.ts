@@ -15,7 +15,7 @@ import { passErrorJson } from "./pass-error-json.js";
 import { newlyStalePairs } from "./plan.js";
 import { recordSkippedPairs } from "./skipped-problems.js";
 import { type DryRunReport, emptySummary, type MirrorSummary } from "./summary.js";
-import { runFacts, sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
+import { firstRunCreatedAt, runFacts, sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
 
 export async function settle(
   pass: MirrorPass,
@@ -43,10 +43,7 @@ export async function settle(
       pairsRead.set(`${pair.userEmail}\n${pair.serverInstanceId}`, pair);
     }
   }
-  const firstSeen = runs
-    .map((r) => r.createdAt)
-    .filter((c): c is string => c !== null)
-    .sort()[0];
+  const firstSeen = firstRunCreatedAt(read);
   // Read at once: PostgreSQL answers them on two connections together.
   const [trigger, keys, pairs, errors] = await Promise.all([
     extra.trigger ?? store.triggers.get(triggerRowId),

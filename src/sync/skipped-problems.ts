@@ -42,13 +42,14 @@ export async function recordSkips(
   tx: StoreOps,
   pass: MirrorPass,
   skips: readonly SkippedPairRecord[],
-  at: string,
+  /** `at`: when (this machine's clock), for the problems; `seenAt`: the service's time, for the pairs. */
+  { at, seenAt }: { at: string; seenAt: string },
 ): Promise<void> {
   await Promise.all([
     ...skips.map((s) =>
       tx.pairs.skipped(
         { mirror: pass.mirror.name, userEmail: s.user_email, serverInstanceId: s.server_instance_id },
-        { reason: s.reason, authStatus: s.auth_status ?? null, seenAt: at },
+        { reason: s.reason, authStatus: s.auth_status ?? null, seenAt },
       ),
     ),
     tx.problems.record(skippedSightings(pass, skips, at)),

@@ -19,7 +19,7 @@ import { problemSubject } from "./problem-subject.js";
 import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
 import { recordSkips } from "./skipped-problems.js";
 import { decideGuard, type GuardDecision } from "./sweep-approval.js";
-import { runFacts, sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
+import { firstRunCreatedAt, runFacts, sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
 
 export async function sweep(pass: MirrorPass, trigger: Trigger, read: TriggerRuns): Promise<void> {
   if (trigger.mode !== "full") return;
@@ -313,7 +313,10 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRun
   const { leaving, leaversUnknown, unlisted } = await findLeavingPairs(pass, trigger, read);
   const at = ctx.now().toISOString();
   if (unlisted.length > 0) {
-    await store.transaction((tx) => recordSkips(tx, pass, unlisted, at));
+    // A pair first seen here counts its grace from this trigger's runs, as a listed one does: on
+    // the service's clock, which is what every watermark it is compared with is read from.
+    const seenAt = firstRunCreatedAt(read) ?? at;
+    await store.transaction((tx) => recordSkips(tx, pass, unlisted, { at, seenAt }));
     ctx.log.info(
       { pairs: unlisted.length },
       "skipped pairs the trigger did not list, found by the access check",

@@ -10,11 +10,13 @@ import type { Pair, Trigger } from "../store/types.js";
 import { classifyFailure, describeFailureCause } from "./classify.js";
 import type { BoundMirror, MirrorPass, PassOptions, SyncContext } from "./context.js";
 import { dryRunSweep } from "./dry-run.js";
+import { passError } from "./fail-run.js";
 import { fencedStore } from "./fence.js";
 import { recordSkippedGauge } from "./gauges.js";
+import { passErrorJson } from "./pass-error-json.js";
 import { planPass } from "./plan.js";
 import { settle, settleWithoutRuns } from "./settle.js";
-import type { MirrorSummary } from "./summary.js";
+import { type MirrorSummary, notStartedSummary } from "./summary.js";
 import { sweep } from "./sweep.js";
 import { establishTrigger, recordIntent } from "./trigger.js";
 import { readTriggerRuns } from "./trigger-runs.js";
@@ -59,13 +61,21 @@ async function resumeOrTrigger(
   const full = options.full || fullOwed;
   if (fullOwed && !options.full)
     log.info("the sync config changed since the last full pass: this pass is full");
+  if (inFlight && options.dryRun && !inFlight.dryRun) {
+    // Finishing a real pass ingests and sweeps: the very thing a dry run is asked not to do.
+    const message = `a ${inFlight.mode} pass is in flight${inFlight.triggerId ? ` (trigger ${inFlight.triggerId})` : ""} and a dry run writes nothing, so it does not finish it: run \`syncmirror sync\` to finish it (the daemon does on its own), then the dry run again`;
+    log.warn({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, message);
+    return notStartedSummary(mirror.name, "full", passErrorJson(passError(ctx, message)));
+  }
   if (inFlight) {
     log.info({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, "resuming the trigger left in flight");
     if (options.allowMassDelete && inFlight.mode === "full")
       await ctx.store.triggers.setMassDeleteAllowed(inFlight.id, true);
     const resumed = await drive(mirrorPass, inFlight, true);
     const stillInFlight = (await ctx.store.triggers.findInFlight(mirror.name)) !== undefined;
-    if (!full || inFlight.mode === "full" || stillInFlight || options.resumeOnly) return resumed;
+    // A dry run left in flight was finished as one (it wrote nothing): only another dry run is served by it.
+    const served = inFlight.dryRun ? options.dryRun : !full || inFlight.mode === "full";
+    if (served || stillInFlight || options.resumeOnly) return resumed;
     const summary = await trigger(mirrorPass, full, {
       pairs: await ctx.store.pairs.listForMirror(mirror.name),
       knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),
@@ -94,7 +104,7 @@ async function trigger(
 }
 
 async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<MirrorSummary> {
-  const { ctx, mirror, options } = pass;
+  const { ctx, mirror } = pass;
   const startedAtMs = ctx.now().getTime();
   let trigger = row;
   try {
@@ -102,7 +112,9 @@ async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<
     const active = trigger;
     recordSkippedGauge(ctx.metrics, mirror.name, active);
     return await withLogContext({ trigger_id: active.triggerId }, async () => {
-      if (options.dryRun && active.mode === "full" && !resumed) return dryRunSweep(pass, active, startedAtMs);
+      // Its trigger, not this pass's options, makes a dry run: one cut short (a stop, a rejected
+      // token) and resumed by a real pass is read as a dry run still, never swept as if ingested.
+      if (active.dryRun) return dryRunSweep(pass, active, { startedAtMs, resumed });
       const { timedOut } = await waitAndIngest(pass, active);
       // Read at once: PostgreSQL answers them on several connections together.
       const [current, read] = await Promise.all([

@@ -39,3 +39,11 @@ export function runFacts(read: TriggerRuns): RunFact[] {
     };
   });
 }
+
+/** The service's `created_at` of the trigger's first run it knows: when the mirror first saw what the trigger shows. */
+export function firstRunCreatedAt(read: TriggerRuns): string | undefined {
+  return read.runs
+    .map((r) => r.createdAt)
+    .filter((c): c is string => c !== null)
+    .sort()[0];
+}

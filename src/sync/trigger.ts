@@ -28,6 +28,7 @@ export async function recordIntent(
       knownBefore,
       intentAt,
       allowMassDelete: options.allowMassDelete,
+      dryRun: options.dryRun && plan.mode === "full",
       startedBy: ctx.replica?.id ?? null,
       startedByName: ctx.replica?.name ?? null,
       dueAt: due?.since ?? null,

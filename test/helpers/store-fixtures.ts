@@ -89,6 +89,7 @@ export function createIntent(
     knownBefore: null,
     intentAt: T1,
     allowMassDelete: false,
+    dryRun: false,
     startedBy: null,
     startedByName: null,
     dueAt: null,

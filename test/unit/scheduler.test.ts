@@ -43,6 +43,7 @@ async function leftInFlight(s: Store, name: string): Promise<void> {
     knownBefore: null,
     intentAt: T0,
     allowMassDelete: false,
+    dryRun: false,
     startedBy: "dead",
     startedByName: "web-1:1",
     dueAt: null,

@@ -120,6 +120,8 @@ export const triggers = pgTable(
     knownBefore: isoTimestamp("known_before"),
     intentAt: isoTimestamp("intent_at").notNull(),
     allowMassDelete: boolean("allow_mass_delete").notNull().default(false),
+    /** A `sync --full --dry-run`: its runs are read, never ingested, whichever pass resumes it. */
+    dryRun: boolean("dry_run").notNull().default(false),
     adopted: boolean("adopted").notNull().default(false),
     skipped: jsonb("skipped"),
     skippedCount: integer("skipped_count").notNull().default(0),

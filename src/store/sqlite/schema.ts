@@ -104,6 +104,8 @@ export const triggers = sqliteTable(
     knownBefore: text("known_before"),
     intentAt: text("intent_at").notNull(),
     allowMassDelete: integer("allow_mass_delete", { mode: "boolean" }).notNull().default(false),
+    /** A `sync --full --dry-run`: its runs are read, never ingested, whichever pass resumes it. */
+    dryRun: integer("dry_run", { mode: "boolean" }).notNull().default(false),
     adopted: integer("adopted", { mode: "boolean" }).notNull().default(false),
     skipped: text("skipped"),
     skippedCount: integer("skipped_count").notNull().default(0),

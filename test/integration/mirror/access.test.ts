@@ -380,6 +380,28 @@ describe("more than 100 skipped pairs", () => {
     expect(visibleKeys(h, stays).length).toBeGreaterThan(0);
   });
 
+  it("counts the grace of a pair only the access check shows skipped from the service's clock, as a listed one's", async () => {
+    // Skipped from the mirror's first pass on, and past the first 100 listed: the mirror first
+    // sees it in the access check. The service's clock runs months behind this machine's.
+    const mirror: Record<string, unknown> = {};
+    h = await createHarness({ sim: { docs: 10, users: users.length }, mirror });
+    mirror.sync_config_id = h.sim.configs.create({ userEmails: users });
+    h.writeConfig();
+    for (const u of users.slice(0, 51)) h.sim.people.leaveProject(u);
+    const locked = users[54] ?? "";
+    const notion = h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id ?? "";
+    h.sim.people.setAuth(locked, notion, "not_authenticated");
+    const first = await h.sync({ full: true });
+    expect(first).toMatchObject({ skipped_total: 103, skipped: { not_a_project_user: 100 } });
+    expect(pairOf(h, locked, notion)).toMatchObject({ skip_reason: "not_accessible", retired_reason: null });
+    expect(first.pairs_awaiting_baseline).toBe(1);
+
+    h.sim.clock.advance(73 * 3_600_000);
+    const later = await h.sync({ full: true });
+    expect(pairOf(h, locked, notion)?.retired_reason).toBe("inaccessible");
+    expect(later.pairs_awaiting_baseline).toBe(0);
+  });
+
   it("when the access check fails, still takes the access of a listed pair past its grace (fail closed)", async () => {
     const mirror: Record<string, unknown> = {};
     h = await createHarness({ sim: { docs: 10, users: users.length }, mirror });

@@ -128,6 +128,7 @@ describe("apply: a rename alone is a change like any other", () => {
       knownBefore: null,
       intentAt: new Date().toISOString(),
       allowMassDelete: false,
+      dryRun: false,
       startedBy: null,
       startedByName: null,
       dueAt: null,

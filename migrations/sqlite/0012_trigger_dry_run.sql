@@ -1,0 +1,1 @@
+ALTER TABLE `triggers` ADD `dry_run` integer DEFAULT false NOT NULL;
