@@ -70,10 +70,15 @@ async function resumeOrTrigger(
       pairs: await ctx.store.pairs.listForMirror(mirror.name),
       knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),
     });
-    const { mode, trigger_id, outcome, message } = resumed;
-    return { ...summary, finished_first: { mode, trigger_id, outcome, message } };
+    return withFinishedFirst(summary, resumed);
   }
   return trigger(mirrorPass, full, { pairs, knownBefore });
+}
+
+/** A pass's summary naming the trigger left in flight that it finished first. */
+export function withFinishedFirst(summary: MirrorSummary, resumed: MirrorSummary): MirrorSummary {
+  const { mode, trigger_id, outcome, message } = resumed;
+  return { ...summary, finished_first: { mode, trigger_id, outcome, message } };
 }
 
 /** A new trigger: its intent recorded, then driven. */
