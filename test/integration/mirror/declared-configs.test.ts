@@ -110,6 +110,8 @@ describe("declared sync configs: plan and apply", () => {
     expect(refused.code).toBe(1);
     expect(refused.stdout).toContain("REFUSED");
     expect(refused.stdout).toContain("`syncmirror apply --adopt` takes it over");
+    // Logged too, like a failed pass of `sync`: what watches stderr sees why the apply failed.
+    expect(refused.stderr).toContain("`syncmirror apply --adopt` takes it over");
     expect(h.sim.configs.get(foreign).instructions).toBe("Someone else's.");
     expect(managedRow(h)).toMatchObject({
       sync_config_id: null,
