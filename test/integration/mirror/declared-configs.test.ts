@@ -242,6 +242,16 @@ describe("declared sync configs: plan and apply", () => {
       message: expect.stringContaining("has not been applied yet: run `syncmirror apply`"),
     });
     expect(h.sim.runs.list()).toHaveLength(0);
+
+    // `trigger` with no daemon runs the pass itself: it says why nothing ran, not that another
+    // process holds the mirror.
+    const triggered = await h.cli(["trigger", "--mirror", "main", "--json"]);
+    expect(triggered.code, triggered.stderr).toBe(0);
+    const reply = JSON.parse(triggered.stdout) as { pass: unknown; message: string };
+    expect(reply.pass).toBeNull();
+    expect(reply.message).toContain("has not been applied yet: run `syncmirror apply`");
+    expect(reply.message).not.toContain("another process");
+    expect(h.sim.runs.list()).toHaveLength(0);
   });
 
   it("refuses to bind a declared mirror to a config another mirror names by id", async () => {
