@@ -138,6 +138,29 @@ describe("syncmirror run with manage_sync_configs: true", () => {
     expect((await d.stop()).code).toBe(0);
   });
 
+  it("creates the config again before the next pass once a pass found it deleted upstream", async () => {
+    const h = suite.use(
+      await createHarness({ sim: DECLARED_SIM, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
+    );
+    writeMirrors(h, { main: wiki() }, { manage_sync_configs: true });
+    const d = await started(h);
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 1, "the first pass");
+    const gone = remoteNamed(h.sim, "Wiki").id;
+    h.sim.configs.remove(gone);
+
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 2, "the pass that finds it gone");
+    expect(passes(h)[1]?.outcome).toBe("failed");
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 3, "the pass after it");
+    const again = remoteNamed(h.sim, "Wiki");
+    expect(again.id).not.toBe(gone);
+    expect(passes(h)[2]).toEqual({ mode: "full", outcome: "succeeded" });
+    expect(managedRow(h)).toMatchObject({ sync_config_id: again.id, last_error: null });
+    expect((await d.stop()).code).toBe(0);
+  });
+
   it("applies the declaration the file holds before a pass: an edit is kept (apply beside it on PostgreSQL), the pass is full, the dropped user loses access", async () => {
     const h = suite.use(
       await createHarness({ sim: DECLARED_SIM, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
