@@ -44,10 +44,14 @@ export const SyncConfigSection = z
         description: "Users whose access is collected; give exactly one of `users` and `all_users`.",
         examples: [["ana@example.com", "bo@example.com"]],
       }),
+    // `false` beside `users` is the service's own body shape, so a file written from it loads.
     all_users: z
-      .literal(true, "may only be true (list `users` otherwise)")
+      .boolean()
       .optional()
-      .meta({ description: "Every user of the project, instead of `users`.", examples: [true] }),
+      .meta({
+        description: "Every user of the project (`true`), instead of `users`; `false` only beside `users`.",
+        examples: [true],
+      }),
     /** Project id or name; default: the only project the token sees. */
     project: z
       .string()
@@ -63,7 +67,7 @@ export const SyncConfigSection = z
     "The upstream sync config, declared here instead of `sync_config_id`: `syncmirror plan` shows and `syncmirror apply` makes the changes upstream.",
   )
   .superRefine((s, ctx) => {
-    if ((s.users === undefined) === (s.all_users === undefined)) {
+    if ((s.users === undefined) === (s.all_users !== true)) {
       ctx.addIssue({
         code: "custom",
         path: [],

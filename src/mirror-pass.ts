@@ -11,7 +11,7 @@ import type { Runtime } from "./runtime.js";
 import { consumeDue, startableDue } from "./store/schedule-rules.js";
 import type { LeaseHolder } from "./store/types.js";
 import type { MirrorSummary } from "./sync/summary.js";
-import { syncMirror } from "./sync/sync-mirror.js";
+import { syncMirror, withFinishedFirst } from "./sync/sync-mirror.js";
 import { preparePass, type ReconcileDeps } from "./sync-configs/reconcile.js";
 
 export interface OwedPassDeps {
@@ -44,19 +44,29 @@ export async function runOwedPass(
         return undefined;
       }
       started(true);
-      const bound = await preparePass(mirror, reconcileDeps(runtime, passSignal));
+      const deps = reconcileDeps(runtime, passSignal);
+      const { bound, deferred } = await preparePass(mirror, deps);
       if (!bound) {
         // Logged by preparePass; the next scheduled time tries again.
         if (due) await dropDue(runtime, mirror.name);
         return undefined;
       }
-      return syncMirror(bound, runtime.syncContext(passSignal, fence, holder), {
+      const ctx = runtime.syncContext(passSignal, fence, holder);
+      const options = {
         full: due?.mode === "full",
         allowMassDelete: false,
         dryRun: false,
         servesDue: due !== null,
         resumeOnly,
-      });
+      };
+      if (!deferred || !due || resumeOnly) return syncMirror(bound, ctx, options);
+      // The declaration's change waited for the trigger in flight: finish that one, then apply the
+      // change before the due pass triggers, or the due pass would collect with the old settings.
+      const resumed = await syncMirror(bound, ctx, { ...options, resumeOnly: true });
+      if (await store.triggers.findInFlight(mirror.name)) return resumed;
+      const next = await preparePass(mirror, deps);
+      if (!next.bound) return resumed;
+      return withFinishedFirst(await syncMirror(next.bound, ctx, options), resumed);
     },
   );
   if (leased.taken) return leased.value;

@@ -3,7 +3,8 @@
  * counted by the process that recorded it (docs/scaling-out.md#scheduling):
  * - `paused`: the mirror is paused;
  * - `in_flight`: its pass is in flight (running here or on another replica, or a dead replica's
- *   trigger not resumed yet) and a pass is already due after it: the tick is coalesced into that one;
+ *   trigger not resumed yet): the tick is coalesced into the one pass due after it (the first such
+ *   tick makes it due, and is counted too: it started no pass when it fell);
  * - `waiting`: a pass is already due, not started yet (every replica's slots busy);
  * - `db_unreachable`: this process could not reach the database when the time fell (once it can,
  *   the latest such time is caught up).

@@ -123,6 +123,10 @@ export function createTickRecorder(deps: TickRecorderDeps): TickRecorder {
     const fields = { mirror: t.mirror, mode: t.mode, scheduled_at: at.toISOString() };
     switch (outcome) {
       case "due":
+        // Due, yet it started no pass: the mirror's pass runs, and the one due after it covers this
+        // time (later times falling meanwhile are coalesced into that pass, counted the same way).
+        if (await isInFlight(t.mirror))
+          skip(t, "in_flight", at, "the mirror's pass is in flight; a pass is due after it");
         if (reason === "catch-up")
           log.info(
             fields,
@@ -144,13 +148,18 @@ export function createTickRecorder(deps: TickRecorderDeps): TickRecorder {
 
   /** Why a pass was already due: it follows the mirror's pass in flight (running, or a dead replica's trigger), or waits for a slot. */
   async function coalescedInto(mirror: string): Promise<SkipReason> {
+    return (await isInFlight(mirror)) ? "in_flight" : "waiting";
+  }
+
+  /** The mirror's pass runs (its lease is held) or its trigger is in flight; false when that cannot be read. */
+  async function isInFlight(mirror: string): Promise<boolean> {
     try {
-      const inFlight =
+      return (
         (await store.leases.holders()).has(mirror) ||
-        (await store.triggers.findInFlight(mirror)) !== undefined;
-      return inFlight ? "in_flight" : "waiting";
+        (await store.triggers.findInFlight(mirror)) !== undefined
+      );
     } catch {
-      return "waiting";
+      return false;
     }
   }
 

@@ -33,8 +33,15 @@ export const apply: Command = (args, io) =>
       const results: ApplyResult[] = [];
       for (const entry of entries) {
         if (io.signal.aborted) break;
-        if (entry.action !== "not_declared")
-          results.push(await applyLeased(runtime, entry, flags, io.signal));
+        if (entry.action === "not_declared") continue;
+        const result = await applyLeased(runtime, entry, flags, io.signal);
+        // Logged as a failed pass of `sync` is, so what reads stderr alone still sees why (exit 1).
+        if (result.done === "refused")
+          runtime.log.error(
+            { mirror: result.mirror, err: result.message },
+            "the declared sync config could not be applied",
+          );
+        results.push(result);
       }
       io.stdout.write(formatApply(results));
       return io.signal.aborted || results.some((r) => r.done === "refused") ? 1 : 0;

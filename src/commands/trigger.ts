@@ -8,7 +8,7 @@
  * token for it (checked before anything is recorded).
  */
 import { requireToken } from "../config.js";
-import { DatabaseLockedError } from "../errors.js";
+import { DatabaseLockedError, SyncConfigNotAppliedError } from "../errors.js";
 import { createLeaseHolder } from "../lease-holder.js";
 import { runOwedPass } from "../mirror-pass.js";
 import { createRuntime } from "../runtime.js";
@@ -74,8 +74,22 @@ async function runHere(
   try {
     const mirror = parsed.config.mirrors.find((m) => m.name === parsed.mirror);
     if (!mirror) throw new Error(`mirror ${parsed.mirror} vanished from the config`);
-    const summary = await runOwedPass({ runtime, holder: createLeaseHolder() }, mirror, io.signal, () => {});
+    let took = false;
+    const summary = await runOwedPass(
+      { runtime, holder: createLeaseHolder() },
+      mirror,
+      io.signal,
+      (running) => {
+        took = running;
+      },
+    );
     if (summary) return { summary, note: `No daemon is alive: this process ran it (${summary.outcome}).` };
+    // Taken, yet nothing ran: the one such case is a declared mirror with no config applied (the
+    // pass and its due are dropped), which no other process would run either.
+    if (took)
+      return {
+        note: `No daemon is alive: this process took it and triggered nothing: ${new SyncConfigNotAppliedError(mirror.name, mirror.declared?.name ?? "").message}`,
+      };
     return {
       note: "No daemon is alive, and another process holds the mirror's lease (a `sync`): the pass stays due and runs after it, at the next daemon or trigger.",
     };

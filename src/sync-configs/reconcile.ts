@@ -30,11 +30,12 @@ export interface ReconcileDeps extends ApplyDeps {
   metrics: Metrics;
 }
 
+/** Resolves `"deferred"` when a change waits for the mirror's trigger in flight to end. */
 export async function reconcileMirror(
   mirror: DeclaredMirror,
   deps: ReconcileDeps,
   options: { always: boolean },
-): Promise<void> {
+): Promise<"deferred" | undefined> {
   const { store, log, metrics } = deps;
   const labels = { mirror: mirror.name };
   const record = await store.syncConfigs.find(mirror.name);
@@ -42,7 +43,7 @@ export async function reconcileMirror(
   if (unchanged && !options.always) return;
   if (await store.triggers.findInFlight(mirror.name)) {
     log.info(labels, "the declared sync config is applied once the pass in flight ends");
-    return;
+    return "deferred";
   }
   try {
     const result = await applyEntry(await planMirror(deps.config, mirror.name, deps), deps, {
@@ -67,7 +68,10 @@ export async function reconcileMirror(
  * problem until the file is fixed. A file that turned `manage_sync_configs` off stops the daemon's
  * apply at once, as that is the safe direction; everything else in it waits for a restart.
  */
-async function reconcileAsFiled(mirror: DeclaredMirror, deps: ReconcileDeps): Promise<void> {
+async function reconcileAsFiled(
+  mirror: DeclaredMirror,
+  deps: ReconcileDeps,
+): Promise<"deferred" | undefined> {
   let config: Config;
   try {
     config = deps.readConfig();
@@ -89,7 +93,7 @@ async function reconcileAsFiled(mirror: DeclaredMirror, deps: ReconcileDeps): Pr
       `${config.file} no longer declares a sync config for mirror ${mirror.name}: nothing was changed upstream and the running daemon syncs it with its sync config as applied; declare it again, or restart the daemon to take the file's mirrors (\`syncmirror apply --prune\` deletes a config no mirror declares)`,
       false,
     );
-  await reconcileMirror(current, { ...deps, config }, { always: false });
+  return reconcileMirror(current, { ...deps, config }, { always: false });
 }
 
 /** Logged, counted, shown as drift, and (unless `apply` did it) stored as the record's error: a problem. */
@@ -98,7 +102,7 @@ async function failed(
   deps: ReconcileDeps,
   message: string,
   recorded: boolean,
-): Promise<void> {
+): Promise<undefined> {
   const labels = { mirror };
   if (!recorded)
     await deps.store.syncConfigs.recordError(mirror, {
@@ -109,6 +113,7 @@ async function failed(
   deps.metrics.syncConfigApplyErrors.inc(labels);
   deps.metrics.syncConfigDrift.set(labels, 1);
   deps.log.error({ ...labels, err: message }, "the declared sync config could not be applied");
+  return undefined;
 }
 
 function issuesLine(error: ConfigError): string {
@@ -117,19 +122,23 @@ function issuesLine(error: ConfigError): string {
 
 /**
  * Before a pass, under its lease: the declaration the file holds now applied if it differs from the
- * one applied (when the daemon manages them), then the mirror with its config id; undefined,
- * logged, when a declaration was never applied.
+ * one applied (when the daemon manages them), then the mirror with its config id (`bound`);
+ * undefined, logged, when a declaration was never applied. `deferred`: a change waits for the
+ * trigger in flight, so the caller prepares again once that trigger ends, before a new one.
  */
 export async function preparePass(
   mirror: MirrorConfig,
   deps: ReconcileDeps,
-): Promise<BoundMirror | undefined> {
-  if (deps.config.manageSyncConfigs && isDeclared(mirror)) await reconcileAsFiled(mirror, deps);
+): Promise<{ bound: BoundMirror | undefined; deferred: boolean }> {
+  const deferred =
+    deps.config.manageSyncConfigs && isDeclared(mirror)
+      ? (await reconcileAsFiled(mirror, deps)) === "deferred"
+      : false;
   try {
-    return await bindMirror(mirror, deps.store);
+    return { bound: await bindMirror(mirror, deps.store), deferred };
   } catch (error) {
     if (!(error instanceof SyncConfigNotAppliedError)) throw error;
     deps.log.error({ mirror: mirror.name, err: error.message }, "pass skipped: no sync config to trigger");
-    return undefined;
+    return { bound: undefined, deferred };
   }
 }

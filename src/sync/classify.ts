@@ -26,7 +26,13 @@ export function classifyFailure(
   trigger: Trigger,
   /** A 404 on every route, not only this config's: `api.base_url` is wrong (`api/base-url.ts`). */
   baseUrlWrong = false,
-): { outcome: Outcome; keepInFlight: boolean; message: string } {
+): {
+  outcome: Outcome;
+  keepInFlight: boolean;
+  message: string;
+  /** The mirror's declared config is gone upstream (a 404 before any run): `apply` creates it again. */
+  declaredGone?: boolean;
+} {
   const beforeRuns = trigger.state === "intent";
   if (error instanceof FeatureDisabledError) {
     return { outcome: "refused", keepInFlight: !beforeRuns, message: error.message };
@@ -39,6 +45,7 @@ export function classifyFailure(
     return {
       outcome: "failed",
       keepInFlight: false,
+      declaredGone: mirror.declared !== null,
       message: mirror.declared
         ? `sync config ${mirror.syncConfigId} ("${mirror.declared.name}", declared by ${mirror.name}) was not found upstream: run \`syncmirror apply\` to create it again`
         : `sync config ${mirror.syncConfigId} was not found upstream: check mirrors[].sync_config_id for ${mirror.name}`,

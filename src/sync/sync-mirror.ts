@@ -80,10 +80,15 @@ async function resumeOrTrigger(
       pairs: await ctx.store.pairs.listForMirror(mirror.name),
       knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),
     });
-    const { mode, trigger_id, outcome, message } = resumed;
-    return { ...summary, finished_first: { mode, trigger_id, outcome, message } };
+    return withFinishedFirst(summary, resumed);
   }
   return trigger(mirrorPass, full, { pairs, knownBefore });
+}
+
+/** A pass's summary naming the trigger left in flight that it finished first. */
+export function withFinishedFirst(summary: MirrorSummary, resumed: MirrorSummary): MirrorSummary {
+  const { mode, trigger_id, outcome, message } = resumed;
+  return { ...summary, finished_first: { mode, trigger_id, outcome, message } };
 }
 
 /** A new trigger: its intent recorded, then driven. */
@@ -140,9 +145,22 @@ async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<
       trigger.state === "intent" &&
       error instanceof NotFoundError &&
       (await isBaseUrlWrong(ctx.api, ctx.signal));
-    const { outcome, keepInFlight, message } = classifyFailure(error, mirror, trigger, baseUrlWrong);
+    const { outcome, keepInFlight, message, declaredGone } = classifyFailure(
+      error,
+      mirror,
+      trigger,
+      baseUrlWrong,
+    );
     const err = describeFailureCause(error, baseUrlWrong);
     ctx.log.error({ code: error.code, err, trigger_id: trigger.triggerId }, message);
+    // Recorded as the declaration's error: a problem to see, and what makes a daemon that manages
+    // the declarations apply it (create the config again) before the next pass.
+    if (declaredGone)
+      await ctx.store.syncConfigs.recordError(mirror.name, {
+        error: message,
+        at: ctx.now().toISOString(),
+        createRefused: false,
+      });
     return settleWithoutRuns(pass, trigger, { outcome, message, keepInFlight, resumed, startedAtMs });
   }
 }

@@ -41,6 +41,18 @@ describe("config: declared sync configs", () => {
     });
   });
 
+  it("takes all_users: false beside a user list (the service's own shape), and only there", () => {
+    const withFalse = `${head}mirrors:\n${declared}      all_users: false\n`;
+    expect(parseConfig("cfg.yaml", withFalse, {}).mirrors[0]?.declared).toMatchObject({
+      users: ["ana@example.com", "bo@example.com"],
+      allUsers: false,
+    });
+    const noUsers = withFalse.replace("      users: [ana@example.com, bo@example.com]\n", "");
+    expect(issuesOf(noUsers)).toEqual([
+      { path: "mirrors[0].sync_config", message: expect.stringContaining("all_users: true") },
+    ]);
+  });
+
   it("needs exactly one of sync_config_id and sync_config, naming the mirror", () => {
     const both = `${head}mirrors:\n${declared}    sync_config_id: 3f6c\n`;
     expect(issuesOf(both)).toEqual([{ path: "mirrors[0]", message: expect.stringContaining("exactly one") }]);

@@ -134,6 +134,23 @@ describe("tick recorder", () => {
     expect(await skips(metrics, "waiting")).toBe(0);
   });
 
+  it("counts a time falling while the mirror's pass runs as in_flight, the first too, and makes one pass due after it", async () => {
+    const s = await openEmptyStore();
+    store = s;
+    const { rec, metrics } = recorder(mirror({ incrementalCron: "*/15 * * * *" }), s);
+    const tick = async (iso: string) => rec.record(new Date(iso));
+    await tick("2026-03-10T10:00:00Z");
+    await s.leases.acquire("main", { id: "other", name: "web-2:1", scope: null }, 3600);
+    await tick("2026-03-10T10:15:00Z");
+    expect(await skips(metrics, "in_flight"), "it started no pass: one runs").toBe(1);
+    await tick("2026-03-10T10:30:00Z");
+    expect(await skips(metrics, "in_flight")).toBe(2);
+    expect((await s.schedules.find("main"))?.due, "one pass due after the running one").toMatchObject({
+      mode: "incremental",
+      since: "2026-03-10T10:15:00.000Z",
+    });
+  });
+
   it("counts a time the database could not record once, and catches it up when the database answers", async () => {
     const s = await openEmptyStore();
     store = s;

@@ -12,8 +12,8 @@ import { type DaemonProcess, until } from "../../helpers/daemon.js";
 import { DECLARED_SIM, managedRow, remoteNamed, wiki, writeMirrors } from "../../helpers/declared-configs.js";
 import { onPostgres } from "../../helpers/dialect.js";
 import { createHarness, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
-import { answered } from "../../helpers/requests.js";
-import { daemonSuite, EVERY_SECOND, NEVER } from "./setup.js";
+import { answered, triggerPosts } from "../../helpers/requests.js";
+import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
 
 const suite = daemonSuite();
 const PUT = "PUT /sync-configs/{id}";
@@ -110,6 +110,54 @@ describe("syncmirror run with manage_sync_configs: true", () => {
     expect(messages[renamed]).toContain("the next pass is a full snapshot");
     expect(await passes("incremental")).toBeGreaterThanOrEqual(1);
     expect(h.sim.configs.list().find((c) => c.id === id)?.name).toBe("Wiki renamed");
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("applies a change before the full pass due after the trigger it resumes, not after that full", async () => {
+    const h = suite.use(
+      await createHarness({
+        sim: DECLARED_SIM,
+        defaults: { incremental_cron: NEVER, full_cron: NEVER },
+      }),
+    );
+    writeMirrors(h, { main: wiki() });
+    expect((await h.cli(["apply"])).code).toBe(0);
+    expect((await h.cli(["sync"])).code).toBe(0);
+    expect((await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post:1" })).code).toBeNull();
+    writeMirrors(h, { main: wiki({ servers: ["Team Wiki"] }) }, { manage_sync_configs: true });
+    // A full falls due at once: the start-up catch-up of an every-second full_cron.
+    setCrons(h, { incremental_cron: NEVER, full_cron: EVERY_SECOND });
+    h.sim.requests.length = 0;
+
+    const d = await suite.daemon(h);
+    await until(() => answered(h, PUT) === 1 && triggerPosts(h) >= 1, "the change and a new trigger");
+    const routes = h.sim.requests.map((r) => `${r.method} ${r.route}`);
+    expect(routes.indexOf(PUT), "the change is applied before the next trigger").toBeLessThan(
+      routes.indexOf("POST /sync-task"),
+    );
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("creates the config again before the next pass once a pass found it deleted upstream", async () => {
+    const h = suite.use(
+      await createHarness({ sim: DECLARED_SIM, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
+    );
+    writeMirrors(h, { main: wiki() }, { manage_sync_configs: true });
+    const d = await started(h);
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 1, "the first pass");
+    const gone = remoteNamed(h.sim, "Wiki").id;
+    h.sim.configs.remove(gone);
+
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 2, "the pass that finds it gone");
+    expect(passes(h)[1]?.outcome).toBe("failed");
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 3, "the pass after it");
+    const again = remoteNamed(h.sim, "Wiki");
+    expect(again.id).not.toBe(gone);
+    expect(passes(h)[2]).toEqual({ mode: "full", outcome: "succeeded" });
+    expect(managedRow(h)).toMatchObject({ sync_config_id: again.id, last_error: null });
     expect((await d.stop()).code).toBe(0);
   });
 

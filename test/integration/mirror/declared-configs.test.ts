@@ -110,6 +110,8 @@ describe("declared sync configs: plan and apply", () => {
     expect(refused.code).toBe(1);
     expect(refused.stdout).toContain("REFUSED");
     expect(refused.stdout).toContain("`syncmirror apply --adopt` takes it over");
+    // Logged too, like a failed pass of `sync`: what watches stderr sees why the apply failed.
+    expect(refused.stderr).toContain("`syncmirror apply --adopt` takes it over");
     expect(h.sim.configs.get(foreign).instructions).toBe("Someone else's.");
     expect(managedRow(h)).toMatchObject({
       sync_config_id: null,
@@ -239,6 +241,16 @@ describe("declared sync configs: plan and apply", () => {
       outcome: "failed",
       message: expect.stringContaining("has not been applied yet: run `syncmirror apply`"),
     });
+    expect(h.sim.runs.list()).toHaveLength(0);
+
+    // `trigger` with no daemon runs the pass itself: it says why nothing ran, not that another
+    // process holds the mirror.
+    const triggered = await h.cli(["trigger", "--mirror", "main", "--json"]);
+    expect(triggered.code, triggered.stderr).toBe(0);
+    const reply = JSON.parse(triggered.stdout) as { pass: unknown; message: string };
+    expect(reply.pass).toBeNull();
+    expect(reply.message).toContain("has not been applied yet: run `syncmirror apply`");
+    expect(reply.message).not.toContain("another process");
     expect(h.sim.runs.list()).toHaveLength(0);
   });
 
