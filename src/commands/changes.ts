@@ -1,10 +1,14 @@
 /**
- * `syncmirror changes --after SEQ [--limit N] [--mirror NAME] [--follow]`: the change feed as
- * `/v1/changes` serves it, for scripts. Takes no lock, so it works beside a running daemon.
- * `--follow` prints one page per line (JSON Lines) and keeps going until SIGINT / SIGTERM.
+ * `syncmirror changes --after SEQ [--limit N] [--mirror NAME] [--wait SECONDS | --follow]`: the
+ * change feed as `/v1/changes` serves it, for scripts. Takes no lock, so it works beside a running
+ * daemon. `--wait` is the endpoint's long poll: one page, printed as soon as a change commits or
+ * empty when the wait runs out. `--follow` prints one page per line (JSON Lines) and keeps going
+ * until SIGINT / SIGTERM.
  */
+import { type OnCommit, readChangesWaiting } from "../consumers/change-waiter.js";
 import { feedPageJson } from "../consumers/feed-json.js";
 import { type FeedParams, parseFeedParams } from "../consumers/params.js";
+import { UsageError } from "../errors.js";
 import { createLogger } from "../log.js";
 import { openStore } from "../store/open-store.js";
 import type { Store } from "../store/store.js";
@@ -17,21 +21,33 @@ export const changes: Command = (args, io) =>
       after: { type: "string" },
       limit: { type: "string" },
       mirror: { type: "string" },
+      wait: { type: "string" },
       follow: { type: "boolean", default: false },
     });
     const config = loadCommandConfig(values.config, io);
     const params = parseFeedParams(
-      { after: values.after, limit: values.limit, mirror: values.mirror },
+      { after: values.after, limit: values.limit, mirror: values.mirror, wait: values.wait },
       config.mirrors.map((m) => m.name),
-      { after: "--after", limit: "--limit", mirror: "--mirror" },
+      { after: "--after", limit: "--limit", mirror: "--mirror", wait: "--wait" },
     );
+    if (values.follow && values.wait !== undefined)
+      throw new UsageError("--wait: not with --follow, which waits for every next change already");
     const store = await openStore(config, {
       lock: false,
       log: createLogger({ level: "warn", name: "syncmirror" }),
     });
     try {
       if (!values.follow) {
-        io.stdout.write(`${JSON.stringify(feedPageJson(await store.feed.readChanges(params)))}\n`);
+        const read = () => store.feed.readChanges(params);
+        const page =
+          params.wait === 0
+            ? await read()
+            : await readChangesWaiting(read, {
+                onCommit: feedChanges(store),
+                waitMs: params.wait * 1000,
+                signal: io.signal,
+              });
+        io.stdout.write(`${JSON.stringify(feedPageJson(page))}\n`);
         return 0;
       }
       await follow(store, params, io);
@@ -55,4 +71,15 @@ async function follow(store: Store, params: FeedParams, io: CommandIo): Promise<
     }
     await changed;
   }
+}
+
+/** The store's wake-ups for any process's commits (`waitForChange`) as the long poll listens for them. */
+function feedChanges(store: Store): OnCommit {
+  return (listener) => {
+    const stop = new AbortController();
+    void store.feed.waitForChange(stop.signal).then(() => {
+      if (!stop.signal.aborted) listener();
+    });
+    return () => stop.abort();
+  };
 }

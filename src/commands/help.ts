@@ -131,11 +131,16 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
   },
   changes: {
     summary: "the change feed as JSON (the same shape as GET /v1/changes), from a saved seq",
-    usage: "syncmirror changes --after SEQ [--limit N] [--mirror NAME] [--follow] [--config FILE]",
+    usage:
+      "syncmirror changes --after SEQ [--limit N] [--mirror NAME] [--wait SECONDS | --follow] [--config FILE]",
     flags: [
       ["--after SEQ", "the last seq already processed (required; 0 reads from the start)"],
       ["--limit N", "changes per page, 1 to 1000 (default: 100)"],
       ["--mirror NAME", "only changes recorded by, or keys visible through, this mirror (default: all)"],
+      [
+        "--wait SECONDS",
+        "when nothing is new, wait up to 60 s for a change to commit, as GET /v1/changes?wait= does (default: 0)",
+      ],
       ["--follow", "keep printing pages as new changes commit, until stopped (default: one page)"],
       CONFIG_FLAG,
       HELP_FLAG,

@@ -295,6 +295,41 @@ describe("syncmirror search and changes --follow", () => {
     );
   });
 
+  it("long-polls one page with --wait, as /v1/changes?wait= does", async () => {
+    const h = suite.use(await createHarness({ sim: { docs: 20 } }));
+    await h.sync();
+    const from = lastSeq(h);
+    const idle = await h.cli(["changes", "--after", String(from), "--wait", "1"]);
+    expect(idle.code, idle.stderr).toBe(0);
+    expect(JSON.parse(idle.stdout)).toEqual({ changes: [], next_after: from, has_more: false });
+
+    const poll = spawnCli(
+      ["changes", "--after", String(from), "--wait", "60", "--config", h.configPath],
+      h.env,
+    );
+    const doc = pickDoc(h, (x) => x.visibleTo.includes(U1));
+    h.sim.clock.advance(60_000);
+    h.sim.docs.edit(doc.docId, { content: "waited for" });
+    await h.sync();
+    const done = await poll.exited;
+    expect(done.code, poll.stderr()).toBe(0);
+    expect(JSON.parse(poll.stdout()).changes).toEqual([
+      expect.objectContaining({
+        key: doc.key,
+        op: "upsert",
+        resource: expect.objectContaining({ content_text: "waited for" }),
+      }),
+    ]);
+    for (const [args, message] of [
+      [["--wait", "61"], /--wait: is too large: must be at most 60/],
+      [["--wait", "1", "--follow"], /--wait: not with --follow/],
+    ] as const) {
+      const bad = await h.cli(["changes", "--after", "0", ...args]);
+      expect(bad.code, args.join(" ")).toBe(2);
+      expect(bad.stderr).toMatch(message);
+    }
+  });
+
   it("follows new changes until stopped", async () => {
     const h = suite.use(await createHarness({ sim: { docs: 20 } }));
     await h.sync();
