@@ -155,6 +155,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       ["--user EMAIL", "search as this user: only their live resources (required)"],
       ["--mirror NAME", "only through this mirror (default: every mirror)"],
       ["--limit N", "results, 1 to 100 (default: 20)"],
+      ["--q QUERY", "the query, as GET /v1/search names it (instead of QUERY after the options)"],
       ["--json", "print the JSON object GET /v1/search serves (default: text)"],
       CONFIG_FLAG,
       HELP_FLAG,

@@ -1,6 +1,8 @@
 /**
  * `syncmirror search --user EMAIL [--mirror NAME] [--limit N] [--json] QUERY`: the user's live
  * matching resources, best first, as `/v1/search` answers. Reads only; works beside a daemon.
+ * The query may also come as `--q QUERY`, the endpoint's name for it, so one written from the
+ * other works.
  */
 import { searchJson } from "../consumers/feed-json.js";
 import { parseSearchParams, type SearchParams } from "../consumers/params.js";
@@ -21,14 +23,17 @@ export const search: Command = (args, io) =>
         user: { type: "string" },
         mirror: { type: "string" },
         limit: { type: "string" },
+        q: { type: "string" },
         json: { type: "boolean", default: false },
       },
       true,
     );
+    if (values.q !== undefined && positionals.length > 0)
+      throw new UsageError("QUERY: give it once, either as --q QUERY or after the options, not both");
     const config = loadCommandConfig(values.config, io);
     const mirrors = config.mirrors.map((m) => m.name);
     const params = parseSearchParams(
-      { user: values.user, q: positionals.join(" "), limit: values.limit, mirror: values.mirror },
+      { user: values.user, q: values.q ?? positionals.join(" "), limit: values.limit, mirror: values.mirror },
       mirrors,
       CLI_NAMES,
     );

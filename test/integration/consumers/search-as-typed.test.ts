@@ -78,6 +78,16 @@ describe("search as typed", () => {
     expect(lines[2]).toBe(`  ${keys.lines}`);
   });
 
+  it("takes the query as --q too, the name GET /v1/search gives it", async () => {
+    const { h, keys } = await mirrored();
+    const r = await h.cli(["search", "--user", U1, "--q", "C++ untested", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).results.map((x: { key: string }) => x.key)).toEqual([keys.notes]);
+    const both = await h.cli(["search", "--user", U1, "--q", "C++", "untested"]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/^syncmirror: QUERY: give it once, either as --q QUERY or after the options/);
+  });
+
   it("names a missing --user or QUERY as the command line does, exit 2", async () => {
     const { h } = await mirrored();
     const noUser = await h.cli(["search", "compiler"]);
