@@ -28,6 +28,22 @@ export const integer = (min: number, max: number) =>
       return z.NEVER;
     });
 
+/**
+ * Seconds between 0 and `max`, fractions allowed (`wait=0.5`: a client polling often need not wait
+ * a whole second), in plain digits: no exponent, no sign but a minus (which is too small).
+ */
+export const seconds = (max: number) =>
+  z
+    .string()
+    .regex(/^-?(?:\d+(?:\.\d*)?|\.\d+)$/, "must be a number of seconds written in digits")
+    .transform((text, ctx) => {
+      const value = Number(text);
+      if (value < 0) ctx.addIssue({ code: "custom", message: tooSmall(0) });
+      else if (value > max) ctx.addIssue({ code: "custom", message: `is too large: must be at most ${max}` });
+      else return value;
+      return z.NEVER;
+    });
+
 const tooSmall = (min: number) => (min === 0 ? "must be 0 or more" : `must be at least ${min}`);
 
 export const mirrorName = z.string().regex(/^[a-z0-9_-]+$/, "must be a mirror name ([a-z0-9_-]+)");
@@ -35,7 +51,7 @@ export const mirrorName = z.string().regex(/^[a-z0-9_-]+$/, "must be a mirror na
 const FeedParams = z.strictObject({
   after: integer(0, Number.MAX_SAFE_INTEGER),
   limit: integer(1, FEED_MAX_LIMIT).default(100),
-  wait: integer(0, FEED_MAX_WAIT_SECONDS).default(0),
+  wait: seconds(FEED_MAX_WAIT_SECONDS).default(0),
   mirror: mirrorName.optional(),
 });
 

@@ -118,6 +118,10 @@ describe("/v1/changes", () => {
     const res = await get(d, `/v1/changes?after=${lastSeq(h)}&wait=1`);
     expect(res.status).toBe(200);
     expect(res.json).toEqual({ changes: [], next_after: lastSeq(h), has_more: false });
+    // Seconds, not only whole ones: a client polling often waits half a second.
+    const half = await get(d, `/v1/changes?after=${lastSeq(h)}&wait=0.5`);
+    expect(half.status, half.text).toBe(200);
+    expect(half.json).toEqual({ changes: [], next_after: lastSeq(h), has_more: false });
   });
 
   it("wakes a long poll when the daemon commits a change", async () => {
@@ -224,6 +228,10 @@ describe("bad input", () => {
       ["/v1/changes?after=0&limit=0", /limit: must be at least 1/],
       ["/v1/changes?after=0&wait=3600", /wait: is too large: must be at most 60/],
       ["/v1/changes?after=0&wait=-5", /wait: must be 0 or more/],
+      ["/v1/changes?after=0&wait=-0.5", /^wait: must be 0 or more$/],
+      ["/v1/changes?after=0&wait=60.5", /^wait: is too large: must be at most 60$/],
+      ["/v1/changes?after=0&wait=soon", /^wait: must be a number of seconds written in digits$/],
+      ["/v1/changes?after=0&wait=1e3", /^wait: must be a number of seconds written in digits$/],
       ["/v1/changes?after=0&after=1", /after: given more than once/],
       ["/v1/changes?after=0&mirror=nope", /mirror: "nope" is not a mirror/],
       ["/v1/changes?after=0&afer=1", /^afer: unknown parameter$/],
