@@ -9,6 +9,25 @@ export const DEFAULT_HTTP_TOKEN_ENV = "SYNCMIRROR_HTTP_TOKEN";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/**
+ * A token as its variable holds it, less surrounding whitespace: a secret mounted from a file, or
+ * written with `echo`, ends in a newline that is no part of the token and that no HTTP header may
+ * carry (undici refuses the whole request).
+ */
+export function tokenFromEnv(value: string | undefined): string | undefined {
+  return value?.trim();
+}
+
+/**
+ * Why a trimmed token cannot be sent as `Authorization: Bearer <token>` (a line break or other
+ * control character inside it), or undefined when it can. Never names the value.
+ */
+export function unsendableToken(token: string): string | undefined {
+  return /[^\x20-\x7e\x80-\xff]/.test(token)
+    ? "holds a line break or another control character inside the token, which no HTTP header can carry: export the token alone in it"
+    : undefined;
+}
+
 const SECRET_KEY = /(^|_)(token|secret|password|api_?key|bearer)$/i;
 /**
  * A connection URL carries its password: it belongs in the environment, like the token, wherever
@@ -42,7 +61,7 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
   const envTokens: [TokenKind, string][] = [];
   for (const kind of ["api", "http"] as const) {
     for (const name of new Set([readTokenEnv(raw, kind), TOKENS[kind]])) {
-      const token = env[name];
+      const token = tokenFromEnv(env[name]);
       if (token !== undefined && token.length >= 8) envTokens.push([kind, token]);
     }
   }

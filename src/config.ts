@@ -15,7 +15,13 @@ import {
 } from "./config-database.js";
 import { freezeHttp, HTTP_LISTEN_ENV, type HttpConfig, HttpSection } from "./config-http.js";
 import { findPlaceholders } from "./config-placeholders.js";
-import { DEFAULT_TOKEN_ENV, findSecrets, formatPath } from "./config-secrets.js";
+import {
+  DEFAULT_TOKEN_ENV,
+  findSecrets,
+  formatPath,
+  tokenFromEnv,
+  unsendableToken,
+} from "./config-secrets.js";
 import * as declaring from "./config-sync-config.js";
 import { ConfigError, UsageError } from "./errors.js";
 
@@ -466,13 +472,13 @@ export function readRetryEachTransaction(env: Env): boolean {
 
 /** The token, or a ConfigError saying which variable to set. */
 export function requireToken(config: Config): string {
-  if (config.api.token) return config.api.token;
-  const state = config.api.tokenSetButEmpty ? "is set but empty" : "is not set";
+  const { token, tokenEnv } = config.api;
+  const problem = token
+    ? unsendableToken(token)
+    : `${config.api.tokenSetButEmpty ? "is set but empty" : "is not set"}: export the platform access token in it`;
+  if (token && problem === undefined) return token;
   throw new ConfigError(config.file, [
-    {
-      path: "api.token_env",
-      message: `environment variable ${config.api.tokenEnv} ${state}: export the platform access token in it`,
-    },
+    { path: "api.token_env", message: `environment variable ${tokenEnv} ${problem}` },
   ]);
 }
 
@@ -487,11 +493,12 @@ export function requireEnvironment(config: Config): void {
 
 /** The token before any config file exists (`init`): `$SYNCMIRROR_API_TOKEN`, or a UsageError naming it. */
 export function requireDefaultToken(env: Env, what: string): string {
-  const token = env[DEFAULT_TOKEN_ENV];
-  if (token) return token;
-  throw new UsageError(
-    `environment variable ${DEFAULT_TOKEN_ENV} ${token === "" ? "is set but empty" : "is not set"}: export ${what} in it`,
-  );
+  const token = tokenFromEnv(env[DEFAULT_TOKEN_ENV]);
+  const problem = token
+    ? unsendableToken(token)
+    : `${token === "" ? "is set but empty" : "is not set"}: export ${what} in it`;
+  if (token && problem === undefined) return token;
+  throw new UsageError(`environment variable ${DEFAULT_TOKEN_ENV} ${problem}`);
 }
 
 /** yaml's first message line ends in "at line L, column C:" before a code excerpt it cuts off. */
@@ -513,7 +520,7 @@ function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
       declared: m.sync_config ? declaring.freezeSyncConfig(m.sync_config, i) : null,
     });
   });
-  const token = env[data.api.token_env];
+  const token = tokenFromEnv(env[data.api.token_env]);
   return Object.freeze({
     file,
     api: Object.freeze({
@@ -525,7 +532,7 @@ function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
       maxAttempts: data.api.max_attempts,
     }),
     database: Object.freeze(freezeDatabase(data.database, env)),
-    http: freezeHttp(file, data.http, env[HTTP_LISTEN_ENV], env[data.http.token_env]),
+    http: freezeHttp(file, data.http, env[HTTP_LISTEN_ENV], tokenFromEnv(env[data.http.token_env])),
     search: Object.freeze({ enabled: data.search.enabled }),
     maxConcurrentMirrors: data.max_concurrent_mirrors,
     export: Object.freeze({

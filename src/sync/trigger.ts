@@ -131,14 +131,17 @@ async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promis
 
 /**
  * Runs of this sync config that the mirror does not know, created after its newest known run and
- * sent the same `since`, belong to the lost POST. The list is newest first, so it stops early.
+ * sent the same `since` (when the list says), belong to the lost POST. The list is newest first, so it stops early.
  */
 async function adoptOrphans({ mirror, ctx }: MirrorPass, intent: Trigger): Promise<Trigger | null> {
   const candidates = new Map<string, RunListItem[]>();
   for await (const run of ctx.api.listAllRuns({ sync_config_id: mirror.syncConfigId }, ctx.signal)) {
     const createdAt = serverTime(run.created_at);
     if (intent.knownBefore !== null && createdAt <= intent.knownBefore) break;
-    if ((await ctx.store.runs.isKnown(run.sync_id)) || !sameSince(run.since ?? null, intent.since)) continue;
+    // A list item without `since` (the service documents its list items as a reduced view of a run)
+    // cannot tell a foreign trigger apart: SPEC's rule, created after the newest known run, decides.
+    const otherSince = run.since !== undefined && !sameSince(run.since, intent.since);
+    if (otherSince || (await ctx.store.runs.isKnown(run.sync_id))) continue;
     const group = candidates.get(run.trigger_id) ?? [];
     group.push(run);
     candidates.set(run.trigger_id, group);

@@ -2,7 +2,8 @@
  * A loopback HTTP proxy in front of the simulator that can rewrite the raw bytes of export pages:
  * for hostile content the simulator's own JSON serializer cannot produce (nesting deeper than
  * V8's JSON.stringify allows, invalid UTF-8 bytes, keys of any shape, resources of the wrong
- * shape). Test infrastructure only; the simulator stays an independent reading of the service's API.
+ * shape), and the run list's answers (items missing a field the service may leave out). Test
+ * infrastructure only; the simulator stays an independent reading of the service's API.
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -22,10 +23,13 @@ export interface RewritingProxy {
   rewrites: (Rewrite | undefined)[];
   /** Export page bodies as served to the mirror, after any rewrite. */
   served: Buffer[];
+  /** Rewrites every 200 answer to the run list (`GET /sync-task`), while set. */
+  runList?: Rewrite;
   close(): Promise<void>;
 }
 
 const EXPORT_PATH = /\/sync-task\/[^/]+\/export$/;
+const RUN_LIST_PATH = /^\/sync-task$/;
 
 export async function startRewritingProxy(): Promise<RewritingProxy> {
   const proxy: RewritingProxy = {
@@ -73,6 +77,10 @@ async function forward(
   const headers: Record<string, string> = { "content-type": "application/json" };
   const retryAfter = upstream.headers.get("retry-after");
   if (retryAfter) headers["retry-after"] = retryAfter;
+  if (upstream.status === 200 && proxy.runList && RUN_LIST_PATH.test(path.split("?")[0] ?? "")) {
+    const out = proxy.runList(body.toString("utf8"));
+    body = typeof out === "string" ? Buffer.from(out, "utf8") : out;
+  }
   if (upstream.status === 200 && EXPORT_PATH.test(path.split("?")[0] ?? "")) {
     const page = pageIndex(path);
     const rewrite = proxy.rewrites[page];

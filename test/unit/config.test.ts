@@ -18,6 +18,10 @@ describe("config", () => {
     expect(config.http).toMatchObject({ tokenEnv: "MY_HTTP_TOKEN", token: "http-secret-value" });
     expect(config.search.enabled).toBe(true);
     expect(parseConfig("cfg.yaml", text, { MY_HTTP_TOKEN: "" }).http.token).toBeUndefined();
+    // A secret file's final newline is no part of the token a client sends.
+    expect(parseConfig("cfg.yaml", text, { MY_HTTP_TOKEN: "http-secret-value\n" }).http.token).toBe(
+      "http-secret-value",
+    );
   });
 
   it("refuses the HTTP token written in the file, naming the key only", () => {

@@ -54,6 +54,26 @@ describe("first-run errors", () => {
     );
   });
 
+  it("a token exported with the final newline of its secret file: sync succeeds (the newline is no part of it)", async () => {
+    h = await createHarness({ sim: { docs: 3 } });
+    const r = await h.cli(["sync"], { [TOKEN_ENV]: `${h.env[TOKEN_ENV]}\n` });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/InvalidArgumentError|\n\s+at /);
+  });
+
+  it("a token with a line break inside: exit 2 for sync and run, the one line naming the variable, never the value", async () => {
+    h = await createHarness();
+    const broken = `${h.env[TOKEN_ENV]}\nsecond-line-4f2a9c`;
+    for (const command of ["sync", "run"]) {
+      const r = await h.cli([command], { [TOKEN_ENV]: broken, LOG_LEVEL: "info" });
+      expect(r.code, `${command}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toBe(
+        `syncmirror: ${h.configPath}: invalid config:\n  - api.token_env: environment variable ${TOKEN_ENV} holds a line break or another control character inside the token, which no HTTP header can carry: export the token alone in it\n`,
+      );
+      expect(`${r.stdout}${r.stderr}`).not.toContain("second-line-4f2a9c");
+    }
+  });
+
   it("simulate on a port already in use: exit 2 naming --port and what to do", async () => {
     const taken = await listenAnywhere();
     blocker = taken.server;

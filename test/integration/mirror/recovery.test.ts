@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Simulator } from "../../../src/simulator/index.js";
 import { changes, mirrorContents, pickDoc } from "../../helpers/mirror-db.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
+import { startRewritingProxy } from "../../helpers/rewriting-proxy.js";
 
 const open: Harness[] = [];
 afterEach(async () => {
@@ -158,5 +159,32 @@ describe("crashes", () => {
     const feed = changes(h);
     expect(feed).toHaveLength(700);
     expect(new Set(feed.map((c) => c.key)).size).toBe(700);
+  });
+});
+
+describe("a run list whose items do not say their since", () => {
+  it("an incremental trigger whose answer was lost is adopted, not POSTed again", async () => {
+    const proxy = await startRewritingProxy();
+    try {
+      const h = await harness({ sim: { docs: 20 }, api: { base_url: proxy.baseUrl } });
+      proxy.target = h.sim.baseUrl;
+      expect((await h.sync()).outcome).toBe("succeeded");
+      // The service documents its list items as a reduced view of a run: without `since` here.
+      proxy.runList = (body) => {
+        const page = JSON.parse(body);
+        for (const item of page.items) delete item.since;
+        return JSON.stringify(page);
+      };
+      h.sim.faults.inject("POST /sync-task", { kind: "drop-after" });
+
+      const summary = await h.sync();
+      expect(summary, summary.message).toMatchObject({ outcome: "succeeded", adopted: true });
+      expect(summary.since, "the incremental sent a since").not.toBeNull();
+      expect(posts(h.sim)).toHaveLength(2);
+      expect(new Set(h.sim.runs.list().map((r) => r.trigger_id)).size, "two triggers in all").toBe(2);
+      for (const user of h.sim.users) expect(visibleKeys(h, user)).toEqual(expectedKeys(h.sim, user));
+    } finally {
+      await proxy.close();
+    }
   });
 });

@@ -40,6 +40,12 @@ async function baselineThenChanges(h: Harness): Promise<void> {
 
 const CASES: CrashCase[] = [
   {
+    name: "after the trigger's intent is stored, before its POST is sent",
+    crashAt: "after-intent:1",
+    docs: 60,
+    args: ["sync"],
+  },
+  {
     name: "after the trigger POST, before its response is stored",
     crashAt: "after-trigger-post:1",
     docs: 60,

@@ -1,5 +1,5 @@
 import { MockAgent } from "undici";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { type ApiClient, type ApiClientOptions, createApiClient } from "../../../src/api/client.js";
 import {
   AbortedError,
@@ -228,6 +228,21 @@ describe("api client: retries", () => {
     await client.getRun(SYNC_ID);
     expect(sleeps).toEqual([7000]);
     expect(attempts.map((a) => a.code)).toEqual(["429", "200"]);
+  });
+
+  it("retries a 429 once the HTTP date its Retry-After names has come", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
+    vi.setSystemTime(new Date("2026-11-21T06:00:00.000Z"));
+    const { pool, client, sleeps } = setup();
+    pool
+      .intercept({ path: at(`/api/v1/sync-task/${SYNC_ID}`) })
+      .reply(429, { detail: "slow down" }, { headers: { "retry-after": "Sat, 21 Nov 2026 06:00:12 GMT" } });
+    pool.intercept({ path: at(`/api/v1/sync-task/${SYNC_ID}`) }).reply(200, runDetail());
+    await client.getRun(SYNC_ID);
+    expect(sleeps).toEqual([12_000]);
   });
 
   it("retries a 429 without Retry-After with jittered exponential backoff", async () => {
