@@ -86,6 +86,13 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
           path: formatPath(path),
           message: `holds a token instead of the name of the environment variable that holds it: export the token in a variable (by default ${TOKENS[kind]}) and name that variable here`,
         });
+      } else if (path[0] === "database" && SECRET_KEY.test(key) && !namesVariable && envToken === undefined) {
+        // The database's password is no API token: its place is the URL in the environment.
+        issues.push({
+          path: formatPath(path),
+          message:
+            "holds a password: put it in the postgres:// URL of the environment variable that database.url_env names, and remove it from the file",
+        });
       } else if ((SECRET_KEY.test(key) && !namesVariable) || envToken !== undefined) {
         issues.push({
           path: formatPath(path),

@@ -43,6 +43,9 @@ export interface RunQuery {
   sync_config_id?: string;
 }
 
+/** For the POSTs that are never repeated blindly (trigger, continue): see `UnsafeCall`. */
+export type PostHooks = Pick<UnsafeCall, "beforeAttempt">;
+
 export interface ApiClient extends SyncConfigApi {
   /** Every user of the config, across all pages. */
   listAccess(id: string, signal?: AbortSignal): Promise<S.AccessItem[]>;
@@ -53,7 +56,11 @@ export interface ApiClient extends SyncConfigApi {
    * before sending. Anything that may have reached the service without a usable answer throws
    * TriggerOutcomeUnknownError: adopt the runs from the run list instead of triggering again.
    */
-  trigger(body: { sync_config_id: string; since?: string }, signal?: AbortSignal): Promise<S.TriggerResponse>;
+  trigger(
+    body: { sync_config_id: string; since?: string },
+    signal?: AbortSignal,
+    hooks?: PostHooks,
+  ): Promise<S.TriggerResponse>;
   /** One page, newest first. */
   listRuns(
     query: RunQuery & { size?: number; cursor?: string },
@@ -77,6 +84,7 @@ export interface ApiClient extends SyncConfigApi {
     syncId: string,
     body: { message: string; source?: string },
     signal?: AbortSignal,
+    hooks?: PostHooks,
   ): Promise<void>;
   getTranscriptPage(
     syncId: string,
@@ -174,7 +182,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
 
     listProjects: (signal) => request({ method: "GET", route: routes.projects, schema: S.Projects, signal }),
 
-    trigger: (body, signal) =>
+    trigger: (body, signal, hooks) =>
       request({
         method: "POST",
         route: routes.syncTasks,
@@ -184,7 +192,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
             ? { sync_config_id: body.sync_config_id }
             : { sync_config_id: body.sync_config_id, since: body.since },
         schema: S.TriggerResponse,
-        unsafe: triggerIsUnsafe,
+        unsafe: { ...triggerIsUnsafe, ...hooks },
         signal,
       }),
 
@@ -207,7 +215,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         onThrottled: hooks?.onThrottled,
       }),
 
-    continueRun: (syncId, body, signal) =>
+    continueRun: (syncId, body, signal, hooks) =>
       request<void>({
         method: "POST",
         route: routes.runContinue,
@@ -216,7 +224,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           body.source === undefined
             ? { message: body.message }
             : { message: body.message, source: body.source },
-        unsafe: continueIsUnsafe,
+        unsafe: { ...continueIsUnsafe, ...hooks },
         signal,
       }),
 

@@ -62,6 +62,11 @@ export interface TransportOptions {
 export interface UnsafeCall {
   /** Statuses that prove the service did nothing, so another attempt is safe. */
   retryStatus: (status: number) => boolean;
+  /**
+   * Awaited before each attempt; throwing sends nothing more. A pass checks that it still holds its
+   * lease: a replica paused in a retry's wait must not post again once another replica took over.
+   */
+  beforeAttempt?: () => Promise<void>;
   /** The error for "may have happened": `reason` is a status or an error code. */
   outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown) => ApiError;
 }
@@ -257,6 +262,7 @@ export function createTransport(options: TransportOptions): Transport {
     const url = `${baseUrl}${fillRoute(call.route, call.params)}${queryString(call.query)}`;
     for (let attempt = 1; ; attempt++) {
       if (call.signal?.aborted) throw aborted(call, call.signal.reason);
+      await call.unsafe?.beforeAttempt?.();
       const answer = await send(call, url, attempt);
       if (answer.kind === "response" && answer.status >= 200 && answer.status < 300) {
         try {

@@ -10,6 +10,7 @@ import type { RunDetail } from "../api/schemas.js";
 import { ConflictError, ContinueOutcomeUnknownError } from "../errors.js";
 import type { PendingContinue, Run } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
+import { fencedPost } from "./fence.js";
 
 /** Sends the run's INCOMPLETE sources a continue message, counted once. */
 export async function sendContinue(pass: MirrorPass, run: Run): Promise<void> {
@@ -54,7 +55,12 @@ async function post(pass: MirrorPass, run: Run, sources: string[], attempt: numb
   let unknown = false;
   for (const source of sources) {
     try {
-      await ctx.api.continueRun(run.syncId, { message: mirror.continueMessage, source }, ctx.signal);
+      await ctx.api.continueRun(
+        run.syncId,
+        { message: mirror.continueMessage, source },
+        ctx.signal,
+        fencedPost(ctx),
+      );
       log.info({ source, attempt }, "continued an INCOMPLETE source");
     } catch (error) {
       if (error instanceof ContinueOutcomeUnknownError) {

@@ -9,6 +9,7 @@
  * repository call that writes runs as such a transaction of its own. Only calls listed as reads
  * here go straight to the store, so a write method added later is fenced unless declared a read.
  */
+import type { PostHooks } from "../api/client.js";
 import { LeaseLostError } from "../errors.js";
 import { isDatabaseError, type Store, type StoreOps } from "../store/store.js";
 import type { Fence } from "../store/types.js";
@@ -45,13 +46,23 @@ const READS: Reads = {
 };
 
 /** Throws LeaseLostError unless `fence` still holds the lease; run first in a transaction. */
-async function assertLeaseHeld(fence: Fence, tx: StoreOps): Promise<void> {
+async function assertLeaseHeld(fence: Fence, tx: Pick<StoreOps, "leases">): Promise<void> {
   if (await tx.leases.isHeld(fence)) return;
   throw new LeaseLostError(
     fence.mirror,
     fence.epoch,
     "another process took the lease over, or it expired before this write",
   );
+}
+
+/**
+ * Hooks for a POST upstream (a trigger, a continue message) that a pass sends: each attempt first
+ * checks the pass's lease. A database write before the POST is fenced, but a retry after a 429 or
+ * 503 wait is not: a replica paused in that wait must not post once another replica took over.
+ */
+export function fencedPost(ctx: { lease?: Fence; store: Pick<StoreOps, "leases"> }): PostHooks {
+  const { lease } = ctx;
+  return lease ? { beforeAttempt: () => assertLeaseHeld(lease, ctx.store) } : {};
 }
 
 /**

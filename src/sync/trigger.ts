@@ -8,6 +8,7 @@ import type { StoreOps } from "../store/store.js";
 import type { Due, Mode, NewRun, Trigger } from "../store/types.js";
 import type { MirrorPass, SyncContext } from "./context.js";
 import { passError } from "./fail-run.js";
+import { fencedPost } from "./fence.js";
 import type { Plan } from "./plan.js";
 import { serverTime } from "./time.js";
 
@@ -98,6 +99,7 @@ async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promis
   const response = await ctx.api.trigger(
     { sync_config_id: mirror.syncConfigId, ...(intent.since ? { since: intent.since } : {}) },
     ctx.signal,
+    fencedPost(ctx),
   );
   ctx.crashPoint("after-trigger-post");
   const active = await activate(

@@ -226,6 +226,17 @@ describe("config", () => {
     }
   });
 
+  it("tells a database password written in the file to go into the URL in database.url_env, not the API token's variable", () => {
+    const issues = issuesOf(
+      base.replace("api:\n", "database:\n  url_env: SYNCMIRROR_DATABASE_URL\n  password: hunter2-pw\napi:\n"),
+      { SYNCMIRROR_DATABASE_URL: "postgres://u@h/db" },
+    );
+    expect(issues.map((i) => i.path)).toEqual(["database.password"]);
+    expect(issues[0]?.message).toContain("database.url_env");
+    expect(issues[0]?.message).not.toContain("token");
+    expect(JSON.stringify(issues)).not.toContain("hunter2");
+  });
+
   it("rejects any key holding the token from the environment", () => {
     const token = "env-token-0123456789";
     const issues = issuesOf(`${base}    sync_config_id_note: ${token}\n`, { SYNCMIRROR_API_TOKEN: token });

@@ -6,15 +6,18 @@
  * The replica that took over shows it in its log (at warn), its metrics and `status`.
  */
 import { hostname } from "node:os";
+import pg from "pg";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type CliProcess, type DaemonProcess, spawnCli, startDaemon, until } from "../../helpers/daemon.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { contentHashes, mirrorRows, nodePid, pidOneWrapper, setDefaults } from "../../helpers/replicas.js";
+import { triggerPosts } from "../../helpers/requests.js";
 import { buildOnce, NEVER } from "../daemon/setup.js";
 
 const available = process.env.SYNCMIRROR_POSTGRES_AVAILABLE === "1";
 const EVERY_TWO_SECONDS = "*/2 * * * * *";
 const EXPORT = "GET /sync-task/{sync_id}/export";
+const TRIGGER = "POST /sync-task";
 const LEASE_SECONDS = 5;
 const ERROR = 50;
 
@@ -231,6 +234,55 @@ describe.skipIf(!available)("fencing a paused replica on PostgreSQL", () => {
     const exit = await c.exited;
     expect(exit.code, c.stderr()).toBe(0);
     expect([...contentHashes(h)].filter(([key, hash]) => preEdit.get(key) === hash)).toEqual([]);
+  });
+
+  it("sends no trigger POST once thawed from a pause in its 429 wait, after another replica resumed the trigger", async () => {
+    const harness = await createHarness({ dialect: "postgres", sim: { docs: 40, users: 1 } });
+    h = harness;
+    setDefaults(harness, { incremental_cron: NEVER, full_cron: NEVER }, { lease_seconds: LEASE_SECONDS });
+    // The service refuses the first trigger before doing anything: the replica waits, then posts again.
+    harness.sim.faults.inject(TRIGGER, { kind: "429", retryAfterSeconds: 3, times: 1 });
+    const a = await startDaemon(harness);
+    processes.push(a);
+    expect((await harness.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(
+      () => a.logs().some((l) => l.route === "/sync-task" && l.status === "429"),
+      "the replica to be waiting to post its refused trigger again",
+    );
+    const aPid = nodePid(a, false);
+    process.kill(aPid, "SIGSTOP");
+    expect(triggerPosts(harness), "paused inside its wait, before posting again").toBe(1);
+
+    const b = await startDaemon(harness);
+    processes.push(b);
+    await until(
+      () => harness.query("SELECT 1 FROM triggers WHERE state = 'done'").length === 1,
+      "the paused replica's trigger resumed and finished by the other",
+      60_000,
+    );
+    expect(b.logs().some((l) => l.msg === "resuming the trigger left in flight")).toBe(true);
+    expect(triggerPosts(harness), "the other replica posted the trigger once").toBe(2);
+
+    // Writes to the leases wait on this lock, the thawed replica's renewal among them, while reads
+    // go on: it cannot learn of the takeover from its renewal, only from a look before posting again.
+    const locker = new pg.Client({ connectionString: harness.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query("LOCK TABLE leases IN SHARE MODE");
+      const from = a.logs().length;
+      process.kill(aPid, "SIGCONT");
+      const fate = await until(
+        () => (triggerPosts(harness) > 2 ? "posted again" : fateOfStalePass(a, from)),
+        "the thawed replica to post again or to stop its pass",
+      );
+      expect(triggerPosts(harness), "no second trigger of the mirror from the thawed replica").toBe(2);
+      expect(fate, "the thawed replica stops its pass at error").toMatchObject({ level: ERROR, epoch: 1 });
+      expect(String((fate as Record<string, unknown>).msg)).toMatch(LEASE_LOST);
+    } finally {
+      await locker.query("ROLLBACK");
+      await locker.end();
+    }
   });
 
   it("stops a one-shot sync paused past its lease: exit 1, nothing committed after the takeover", async () => {

@@ -7,7 +7,7 @@
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type DaemonProcess, startDaemon, until } from "../../helpers/daemon.js";
 import { mirrorContents } from "../../helpers/mirror-db.js";
-import type { Harness } from "../../helpers/mirror-harness.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { setDefaults } from "../../helpers/replicas.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { createTwins, type Twins } from "../../helpers/twins.js";
@@ -15,14 +15,17 @@ import { buildOnce, NEVER } from "../daemon/setup.js";
 
 const available = process.env.SYNCMIRROR_POSTGRES_AVAILABLE === "1";
 const EVERY_TWO_SECONDS = "*/2 * * * * *";
+const EXPORT = "GET /sync-task/{sync_id}/export";
 
 let twins: Twins | undefined;
+const harnesses: Harness[] = [];
 const daemons: DaemonProcess[] = [];
 beforeAll(buildOnce);
 afterEach(async () => {
   for (const d of daemons.splice(0)) await d.stop("SIGKILL");
   await twins?.close();
   twins = undefined;
+  for (const h of harnesses.splice(0)) await h.close();
 });
 
 async function replica(h: Harness, env: Record<string, string> = {}): Promise<DaemonProcess> {
@@ -70,6 +73,37 @@ describe.skipIf(!available)("replicas on one PostgreSQL database", () => {
     const served = triggers.map((t) => t.due_at);
     expect(served.every((at) => at !== null)).toBe(true);
     expect(new Set(served).size, "no scheduled time ran twice").toBe(served.length);
+  });
+
+  it("hands a replica's pass stopped by SIGTERM mid-export to another at once, long before its lease runs out", async () => {
+    const h = await createHarness({
+      dialect: "postgres",
+      sim: { docs: 300, users: 1 },
+      export: { page_size: 20 },
+    });
+    harnesses.push(h);
+    // A lease far longer than this test waits: only its release lets the other replica in.
+    setDefaults(h, { incremental_cron: NEVER, full_cron: NEVER }, { lease_seconds: 3600 });
+    h.sim.faults.inject(EXPORT, { kind: "delay", ms: 600, times: Number.POSITIVE_INFINITY });
+    const pair = [await replica(h), await replica(h)];
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(
+      () => h.query("SELECT 1 FROM runs WHERE upserted >= 40 AND ingest <> 'done'").length === 1,
+      "a pass that committed two pages and has more to come",
+      30_000,
+    );
+    const holder = pair.find((d) => d.logs().some((l) => l.msg === "triggered")) as DaemonProcess;
+    const other = pair.find((d) => d !== holder) as DaemonProcess;
+    const stopped = await holder.stop("SIGTERM");
+    expect(stopped.code, holder.stderr()).toBe(0);
+    h.sim.faults.clear();
+    await until(
+      () => h.query("SELECT 1 FROM triggers WHERE state = 'done'").length === 1,
+      "the stopped replica's trigger finished by the other",
+      30_000,
+    );
+    expect(other.logs().some((l) => l.msg === "resuming the trigger left in flight")).toBe(true);
+    expect(triggerPosts(h), "no second trigger POST").toBe(1);
   });
 
   it("finishes the trigger of a replica killed mid-export on another, with one POST, equal to a clean run", async () => {

@@ -480,6 +480,27 @@ describe("api client: non-idempotent POSTs", () => {
     expect(error.cause).toBeInstanceOf(BadResponseError);
   });
 
+  it("asks before every attempt of a trigger or continue, and sends nothing more once told no (a pass that lost its lease)", async () => {
+    const { pool, client, attempts } = setup();
+    const lost = new Error("the lease changed hands during the wait");
+    let asked = 0;
+    const hooks = {
+      beforeAttempt: async () => {
+        asked += 1;
+        if (asked > 1) throw lost;
+      },
+    };
+    pool.intercept({ path: "/api/v1/sync-task", method: "POST" }).reply(503, { detail: "busy" });
+    expect(await caught(client.trigger({ sync_config_id: CONFIG_ID }, undefined, hooks))).toBe(lost);
+    asked = 0;
+    pool.intercept({ path: `/api/v1/sync-task/${SYNC_ID}/continue`, method: "POST" }).reply(500, "oops");
+    expect(await caught(client.continueRun(SYNC_ID, { message: "go on" }, undefined, hooks))).toBe(lost);
+    expect(
+      attempts.map((a) => a.code),
+      "one attempt each: no retry after the refusal",
+    ).toEqual(["503", "500"]);
+  });
+
   it("does not repeat a continue whose connection reset; retries it on 5xx", async () => {
     const { pool, client, attempts, agent } = setup();
     pool
