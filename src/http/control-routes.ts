@@ -20,7 +20,7 @@ import {
 import { applyControl } from "../mirror-controls.js";
 import type { Store } from "../store/store.js";
 import { MODES } from "../store/types.js";
-import { readBodyText, TOO_LARGE, tooLargeReply } from "./json-body.js";
+import { parseJsonBody, readBodyText, TOO_LARGE, tooLargeReply } from "./json-body.js";
 import { mirrorOfPath } from "./path-mirror.js";
 
 export interface ControlRoutesDeps {
@@ -64,12 +64,11 @@ export function createControlRoutes(deps: ControlRoutesDeps): Route {
 }
 
 function parseMode(body: string): "incremental" | "full" | undefined | UsageError {
-  if (body.trim() === "") return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(body);
-  } catch {
-    return new UsageError('body: not JSON: send {"mode":"full"}, {"mode":"incremental"} or nothing');
+    value = parseJsonBody(body, 'body: not JSON: send {"mode":"full"}, {"mode":"incremental"} or nothing');
+  } catch (error) {
+    return error as UsageError;
   }
   const parsed = TriggerBody.safeParse(value);
   if (!parsed.success) return new UsageError('body: mode: must be "incremental" or "full"');

@@ -28,12 +28,17 @@ export async function readBodyText(req: IncomingMessage): Promise<string | typeo
 export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   const body = await readBodyText(req);
   if (body === TOO_LARGE) return TOO_LARGE;
+  return parseJsonBody(body, "body: not JSON (send an object such as {} or no body)");
+}
+
+/** A body's text as JSON, `{}` when blank; text that is not JSON throws UsageError(`notJson`). */
+export function parseJsonBody(body: string, notJson: string): unknown {
   const text = body.trim();
   if (text === "") return {};
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    throw new UsageError("body: not JSON (send an object such as {} or no body)");
+    throw new UsageError(notJson);
   }
 }
 
