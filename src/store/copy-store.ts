@@ -127,11 +127,13 @@ async function copyInTransaction(
     const rows: Record<string, number> = {};
     for (const table of tables) {
       rows[table.name] = await copyTable(source, client, table, options.signal);
-      if (table.identity !== undefined) await continueIdentity(client, table.name, table.identity);
+      if (table.identity !== undefined)
+        await continueIdentity(client, table.name, table.identity, handedOut(source, table.name));
       options.onTable?.(table.name, rows[table.name] ?? 0);
     }
-    const lastSeq = Number(
-      (await client.query<{ n: string | null }>("SELECT max(seq) AS n FROM changes")).rows[0]?.n ?? 0,
+    const lastSeq = Math.max(
+      handedOut(source, "changes"),
+      Number((await client.query<{ n: string | null }>("SELECT max(seq) AS n FROM changes")).rows[0]?.n ?? 0),
     );
     await client.query("COMMIT");
     return { rows, lastSeq };
@@ -193,10 +195,34 @@ async function copyTable(
   return total;
 }
 
-/** The identity sequence continues after the largest copied value (left alone when nothing was copied). */
-async function continueIdentity(client: pg.PoolClient, table: string, column: string): Promise<void> {
+/**
+ * The largest id SQLite ever handed out in a table (AUTOINCREMENT keeps it in `sqlite_sequence`),
+ * rows since deleted included: a consumer that trimmed the feed still holds a seq past what is left.
+ */
+function handedOut(source: OpenDatabase, table: string): number {
+  const hasSequences = source.sqlite
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_sequence'")
+    .get();
+  if (hasSequences === undefined) return 0;
+  const row = source.sqlite.prepare("SELECT seq FROM sqlite_sequence WHERE name = ?").get(table) as
+    | { seq: number | null }
+    | undefined;
+  return Number(row?.seq ?? 0);
+}
+
+/**
+ * The identity sequence continues after the largest copied value and every id SQLite handed out,
+ * so none is used twice (left alone when there is neither).
+ */
+async function continueIdentity(
+  client: pg.PoolClient,
+  table: string,
+  column: string,
+  floor: number,
+): Promise<void> {
   await client.query(
-    `SELECT setval(pg_get_serial_sequence($1, $2), max(${column})) FROM ${table} HAVING max(${column}) IS NOT NULL`,
-    [table, column],
+    `SELECT setval(pg_get_serial_sequence($1, $2), greatest(max(${column}), $3::bigint)) FROM ${table}
+      HAVING greatest(max(${column}), $3::bigint) > 0`,
+    [table, column, floor],
   );
 }

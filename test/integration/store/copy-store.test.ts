@@ -230,6 +230,27 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
     expect(snapshotDiff(snapshot(s.copied), before)).toEqual([]);
   });
 
+  it("numbers the feed on PostgreSQL after every seq the SQLite mirror ever handed out, even one its consumers trimmed away", async () => {
+    const s = await createSetup({ docs: 10 });
+    await pass(() => s.moved.cli(["sync"]));
+    const handedOut = feed(s.moved).at(-1)?.seq ?? 0;
+    expect(handedOut).toBeGreaterThan(0);
+    // Every consumer is at the end of the feed, so the operator trims what they all processed.
+    const sqlite = new Database(s.moved.dbPath);
+    sqlite.exec("DELETE FROM changes");
+    sqlite.close();
+
+    const copy = await cliWith(s, ["copy-store", "--from", s.moved.dbPath]);
+    expect(copy.code, copy.stderr).toBe(0);
+    expect(copy.stdout).toContain(`the change feed continues after seq ${handedOut}`);
+    changeUpstream(s.moved, 0);
+    await pass(() => cliWith(s, ["sync"]));
+    // A consumer that kept `handedOut` reads every later change.
+    const later = feed(s.copied);
+    expect(later.length).toBeGreaterThan(0);
+    expect(feed(s.copied, handedOut)).toEqual(later);
+  });
+
   it("refuses bad usage with exit 2: a SQLite config, no --from, and at --from no file, a directory, an empty file, a non-SQLite file or another program's SQLite database (left as it was); exit 1 while the SQLite mirror is in use", async () => {
     const s = await createSetup({ docs: 5 });
     await pass(() => s.moved.cli(["sync"]));
