@@ -4,9 +4,9 @@
 import { chmodSync, closeSync, existsSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
 import { type BetterSQLite3Database, drizzle } from "drizzle-orm/better-sqlite3";
-import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import { readMigrationFiles } from "drizzle-orm/migrator";
 import { DatabaseError, DatabaseLockedError, SchemaTooNewError } from "../../errors.js";
-import { migrationsDir, refuseNewerSchema } from "../migrations-dir.js";
+import { migrationsDir, readJournal, refuseNewerSchema } from "../migrations-dir.js";
 import { assertCreatableDatabasePath } from "./database-path.js";
 import { appliedMigrations } from "./migrations-applied.js";
 import * as schema from "./schema.js";
@@ -35,8 +35,7 @@ export function openDatabase(path: string, options: { lock?: boolean } = {}): Op
   try {
     const sqlite = openSqlite(path);
     try {
-      refuseNewerSchema("sqlite", path, appliedMigrations(sqlite));
-      migrate(drizzle(sqlite), { migrationsFolder: MIGRATIONS_DIR });
+      migrateOnce(sqlite, path);
     } catch (cause) {
       sqlite.close();
       if (cause instanceof SchemaTooNewError) throw cause;
@@ -58,6 +57,39 @@ export function openDatabase(path: string, options: { lock?: boolean } = {}): Op
     };
   } catch (error) {
     release();
+    throw error;
+  }
+}
+
+/**
+ * drizzle's migrator, except that the migrations already applied are read inside the write
+ * transaction (BEGIN IMMEDIATE), so processes opening a database together (a daemon starting
+ * beside `status`) migrate it once: the others wait, then find nothing to do. drizzle's own reads
+ * them before its BEGIN, and the second process re-ran the first's CREATE TABLEs and failed. A
+ * database already up to date takes no write lock (a command that only reads never waits for a
+ * pass's transaction). The migrations table and its rows are drizzle's.
+ */
+function migrateOnce(sqlite: Database.Database, path: string): void {
+  const newest = readJournal("sqlite").entries.at(-1)?.when ?? null;
+  const before = appliedMigrations(sqlite);
+  refuseNewerSchema("sqlite", path, before);
+  if (before.newest === newest) return;
+  sqlite.exec("BEGIN IMMEDIATE");
+  try {
+    const applied = appliedMigrations(sqlite);
+    refuseNewerSchema("sqlite", path, applied);
+    sqlite.exec(
+      "CREATE TABLE IF NOT EXISTS __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)",
+    );
+    const record = sqlite.prepare('INSERT INTO __drizzle_migrations ("hash", "created_at") VALUES (?, ?)');
+    for (const migration of readMigrationFiles({ migrationsFolder: MIGRATIONS_DIR })) {
+      if (applied.newest !== null && applied.newest >= migration.folderMillis) continue;
+      for (const statement of migration.sql) sqlite.exec(statement);
+      record.run(migration.hash, migration.folderMillis);
+    }
+    sqlite.exec("COMMIT");
+  } catch (error) {
+    if (sqlite.inTransaction) sqlite.exec("ROLLBACK");
     throw error;
   }
 }

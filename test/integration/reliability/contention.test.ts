@@ -6,16 +6,18 @@
  * mirror/database-fault.test.ts.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync } from "node:fs";
+import { chmodSync, rmSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { readJournal } from "../../../src/store/migrations-dir.js";
 import { httpGet, spawnCli, sumSeries, waitForPort } from "../../helpers/daemon.js";
 import { databaseProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
 import { onPostgres } from "../../helpers/dialect.js";
-import type { Harness } from "../../helpers/mirror-harness.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { createTwins, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
+let h: Harness | undefined;
 
 /** A `sync` whose runs are held upstream, once its trigger arrived (it holds the database or the lease by then). */
 async function heldSync(h: Harness): Promise<{ exited: ReturnType<Harness["cli"]> }> {
@@ -30,6 +32,8 @@ afterEach(async () => {
   cleanup = undefined;
   await twins?.close();
   twins = undefined;
+  await h?.close();
+  h = undefined;
 });
 
 describe.skipIf(onPostgres)("SQLite only (the file's writer lock): two processes on one database", () => {
@@ -190,3 +194,25 @@ describe.skipIf(onPostgres)("SQLite only (the database file's mode and size): st
     expect(snapshotDiff(snapshot(hurt), before)).toEqual([]);
   });
 });
+
+describe.skipIf(onPostgres)(
+  "SQLite only (PostgreSQL migrates under its advisory lock): commands starting together",
+  () => {
+    it("migrate a database once: every one of them opens it, none fails on the schema another just created", async () => {
+      h = await createHarness();
+      const harness = h;
+      for (let round = 0; round < 3; round++) {
+        // The file as a daemon starting up leaves it for a moment: created, not yet migrated.
+        rmSync(`${harness.dbPath}-wal`, { force: true });
+        rmSync(`${harness.dbPath}-shm`, { force: true });
+        writeFileSync(harness.dbPath, "");
+        const runs = await Promise.all(Array.from({ length: 6 }, () => harness.cli(["status", "--json"])));
+        for (const r of runs) expect(r.stderr, `round ${round}`).toBe("");
+        expect(runs.map((r) => r.code)).toEqual(runs.map(() => 0));
+        expect(harness.query("SELECT count(*) AS n FROM __drizzle_migrations")).toEqual([
+          { n: readJournal("sqlite").entries.length },
+        ]);
+      }
+    });
+  },
+);
