@@ -5,7 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import { type Config, requireDatabaseUrl } from "../config.js";
-import { DatabaseRefusedError } from "../errors.js";
+import { DatabaseRefusedError, SchemaTooNewError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Store } from "./store.js";
 
@@ -65,8 +65,8 @@ export async function openStoreForReading(config: Config, log: Logger): Promise<
 /**
  * `check`'s look at the database, leaving nothing behind: a SQLite file can be created or opened;
  * a PostgreSQL server answers and its schema is current (or is brought up to date). `refused`:
- * the database refuses this configuration (DatabaseRefusedError), which every other command
- * stops on with exit 2.
+ * the database refuses this configuration (DatabaseRefusedError) or this binary (a schema newer
+ * than it knows), which every other command stops on with exit 2.
  */
 export async function checkStore(
   config: Config,
@@ -74,8 +74,8 @@ export async function checkStore(
 ): Promise<{ status: "ok" | "problem" | "refused"; message: string }> {
   const db = config.database;
   if (db.kind === "sqlite") {
-    const { findDatabasePathProblem, findNotADatabase } = await sqlitePath();
-    const refused = findNotADatabase(db.path);
+    const { findDatabasePathProblem, findNotADatabase, findSchemaTooNew } = await sqlitePath();
+    const refused = findNotADatabase(db.path) ?? findSchemaTooNew(db.path);
     if (refused) return { status: "refused", message: refused.message };
     const problem = findDatabasePathProblem(db.path);
     return problem === undefined
@@ -91,7 +91,8 @@ export async function checkStore(
     return { status: "ok", message: `database $${db.urlEnv}: reachable, schema current` };
   } catch (error) {
     return {
-      status: error instanceof DatabaseRefusedError ? "refused" : "problem",
+      status:
+        error instanceof DatabaseRefusedError || error instanceof SchemaTooNewError ? "refused" : "problem",
       message: `database $${db.urlEnv}: ${(error as Error).message}`,
     };
   }

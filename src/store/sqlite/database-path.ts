@@ -88,14 +88,29 @@ export function findDatabasePathProblem(path: string): string | undefined {
     const db = new Database(absolute, { readonly: true, fileMustExist: true });
     try {
       db.pragma("schema_version");
-      // Every other command refuses it at start: check says so too.
-      refuseNewerSchema("sqlite", path, appliedMigrations(db));
     } finally {
       db.close();
     }
     return undefined;
   } catch (error) {
-    if (error instanceof SchemaTooNewError) return error.message;
     return error instanceof DatabasePathError ? error.reason : describe(error);
+  }
+}
+
+/**
+ * For `check`: the refusal of an existing mirror migrated by a newer syncmirror, which every
+ * other command stops on at start; undefined for any other file (the other checks name why).
+ */
+export function findSchemaTooNew(path: string): SchemaTooNewError | undefined {
+  if (path === ":memory:") return undefined;
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    refuseNewerSchema("sqlite", path, appliedMigrations(db));
+    return undefined;
+  } catch (error) {
+    return error instanceof SchemaTooNewError ? error : undefined;
+  } finally {
+    db?.close();
   }
 }

@@ -20,7 +20,7 @@ const MIGRATIONS_TABLE =
   TEST_DIALECT === "postgres" ? "drizzle.__drizzle_migrations" : "__drizzle_migrations";
 
 describe("a database migrated by a newer syncmirror", () => {
-  it("is refused by status, sync and run with exit 2 and reported by check (exit 1), naming both versions; nothing runs", async () => {
+  it("is refused by status, sync, run and check with exit 2, naming both versions; nothing runs", async () => {
     h = await createHarness();
     await h.sync();
     const journal = readJournal(TEST_DIALECT).entries;
@@ -40,9 +40,9 @@ describe("a database migrated by a newer syncmirror", () => {
         expect(r.stderr).not.toMatch(/\n\s+at /);
       }
       expect(h.sim.requests.length).toBe(before);
-      // check reports it among its problems (exit 1), as it does any database it cannot use.
+      // check reports it among its problems, and exits 2 as it does for any database it is refused.
       const check = await h.cli(["check"]);
-      expect(check.code).toBe(1);
+      expect(check.code).toBe(2);
       expect(`${check.stdout}${check.stderr}`).toContain(
         `this syncmirror's ${journal.length} (up to ${newest?.tag})`,
       );
