@@ -258,6 +258,11 @@ async function restoreMetrics(runtime: Runtime, metrics: Metrics): Promise<void>
   for (const mirror of runtime.config.mirrors) {
     if (mirror.syncConfigId !== null) await runtime.store.mirrors.ensure(mirror.name, mirror.syncConfigId);
     await refreshMirrorGauges(runtime.store, metrics, mirror.name);
+    // The start-up apply, after ready, sets it again; until then, what the last attempt recorded.
+    if (runtime.config.manageSyncConfigs && mirror.declared !== null) {
+      const record = await runtime.store.syncConfigs.find(mirror.name);
+      metrics.syncConfigDrift.set({ mirror: mirror.name }, record?.lastError ? 1 : 0);
+    }
   }
 }
 

@@ -98,7 +98,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     skippedPairs: new Gauge({
       name: "syncmirror_skipped_pairs",
-      help: "User x server pairs the mirror's latest trigger skipped, by reason",
+      help: "User x server pairs the mirror's latest trigger skipped, by reason (unlisted: past the first 100 the trigger lists)",
       labelNames: ["mirror", "reason"],
       registers,
     }),

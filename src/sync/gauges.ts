@@ -9,7 +9,14 @@ import { PROBLEM_KINDS } from "../store/console-types.js";
 import type { Store } from "../store/store.js";
 import { MODES, type Trigger } from "../store/types.js";
 
-const KNOWN_SKIP_REASONS = ["not_a_project_user", "not_syncable", "not_accessible"];
+/**
+ * The reasons served at 0 when no pair has them: the three API.md names, and `unlisted`, the pairs
+ * past the first 100 the trigger lists (`skipped_count` counts them, with no reason).
+ */
+const KNOWN_SKIP_REASONS = ["not_a_project_user", "not_syncable", "not_accessible", "unlisted"];
+
+/** Per gauge, the other reasons each mirror's series carry now, so one the latest trigger no longer gives is removed. */
+const otherReasons = new WeakMap<Metrics["skippedPairs"], Map<string, Set<string>>>();
 
 /**
  * Sets the mirror's gauges and returns how many of its pairs await a baseline (the pass's summary
@@ -17,13 +24,14 @@ const KNOWN_SKIP_REASONS = ["not_a_project_user", "not_syncable", "not_accessibl
  */
 export async function refreshMirrorGauges(store: Store, metrics: Metrics, mirror: string): Promise<number> {
   const labels = { mirror };
-  const [state, live, awaitingBaseline, inFlight, lastFinished, open] = await Promise.all([
+  const [state, live, awaitingBaseline, inFlight, lastFinished, open, schedule] = await Promise.all([
     store.mirrors.get(mirror),
     store.access.countLive(mirror),
     store.pairs.countAwaitingBaseline(mirror),
     store.triggers.findInFlight(mirror),
     store.triggers.lastFinished(mirror),
     store.problems.countByKind(),
+    store.schedules.find(mirror),
   ]);
   metrics.resources.set(labels, live);
   metrics.pairsAwaitingBaseline.set(labels, awaitingBaseline);
@@ -35,6 +43,8 @@ export async function refreshMirrorGauges(store: Store, metrics: Metrics, mirror
     if (last) metrics.lastSuccess.set({ ...labels, mode }, Date.parse(last) / 1000);
   }
   setProblemGauges(metrics, [mirror], open);
+  // The scheduler sets it again each round it reads the schedules; this is for the first scrape.
+  metrics.mirrorPaused.set(labels, schedule?.paused ? 1 : 0);
   return awaitingBaseline;
 }
 
@@ -83,9 +93,20 @@ function setProblemGauges(
   }
 }
 
-/** `syncmirror_skipped_pairs` from a trigger's skipped list (set again as soon as a trigger starts). */
+/**
+ * `syncmirror_skipped_pairs` from a trigger's skipped pairs (set again as soon as a trigger starts):
+ * its series add up to the trigger's `skipped_count`, and a reason it does not give is 0 (one of
+ * KNOWN_SKIP_REASONS) or gone.
+ */
 export function recordSkippedGauge(metrics: Metrics, mirror: string, trigger: Trigger | undefined): void {
+  const gauge = metrics.skippedPairs;
   const counts = new Map(KNOWN_SKIP_REASONS.map((r) => [r, 0]));
-  for (const s of trigger?.skipped ?? []) counts.set(s.reason, (counts.get(s.reason) ?? 0) + 1);
-  for (const [reason, n] of counts) metrics.skippedPairs.set({ mirror, reason }, n);
+  const listed = trigger?.skipped ?? [];
+  for (const s of listed) counts.set(s.reason, (counts.get(s.reason) ?? 0) + 1);
+  counts.set("unlisted", Math.max(0, (trigger?.skippedCount ?? 0) - listed.length));
+  const byMirror = otherReasons.get(gauge) ?? new Map<string, Set<string>>();
+  otherReasons.set(gauge, byMirror);
+  for (const reason of byMirror.get(mirror) ?? []) if (!counts.has(reason)) gauge.remove({ mirror, reason });
+  byMirror.set(mirror, new Set([...counts.keys()].filter((r) => !KNOWN_SKIP_REASONS.includes(r))));
+  for (const [reason, n] of counts) gauge.set({ mirror, reason }, n);
 }

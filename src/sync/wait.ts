@@ -282,6 +282,9 @@ async function readOrFail(
     if (unfinished !== undefined) return waitAgain(pass, run, unfinished);
     const message = error instanceof Error ? error.message : String(error);
     await failRun(ctx, trigger, run, message);
+    // Counted here, as its last page's commit counts a run read whole (a dry run counts nothing).
+    if (!trigger.dryRun && isFinished(run.status))
+      ctx.metrics.runs.inc({ mirror: pass.mirror.name, status: run.status });
     ctx.log.error(
       { sync_id: run.syncId, err: message },
       "export of run could not be read; its pairs do not advance",

@@ -2,7 +2,8 @@
  * A loopback HTTP proxy in front of the simulator that can rewrite the raw bytes of export pages:
  * for hostile content the simulator's own JSON serializer cannot produce (nesting deeper than
  * V8's JSON.stringify allows, invalid UTF-8 bytes, keys of any shape, resources of the wrong
- * shape), and the run list's answers (items missing a field the service may leave out). Test
+ * shape), the run list's answers (items missing a field the service may leave out), and the
+ * trigger's answers (a skip reason the service may add later). Test
  * infrastructure only; the simulator stays an independent reading of the service's API.
  */
 import { createServer, type IncomingMessage } from "node:http";
@@ -25,11 +26,13 @@ export interface RewritingProxy {
   served: Buffer[];
   /** Rewrites every 200 answer to the run list (`GET /sync-task`), while set. */
   runList?: Rewrite;
+  /** Rewrites every 2xx answer to the trigger (`POST /sync-task`), while set. */
+  trigger?: Rewrite;
   close(): Promise<void>;
 }
 
 const EXPORT_PATH = /\/sync-task\/[^/]+\/export$/;
-const RUN_LIST_PATH = /^\/sync-task$/;
+const SYNC_TASK_PATH = /^\/sync-task$/;
 
 export async function startRewritingProxy(): Promise<RewritingProxy> {
   const proxy: RewritingProxy = {
@@ -77,8 +80,15 @@ async function forward(
   const headers: Record<string, string> = { "content-type": "application/json" };
   const retryAfter = upstream.headers.get("retry-after");
   if (retryAfter) headers["retry-after"] = retryAfter;
-  if (upstream.status === 200 && proxy.runList && RUN_LIST_PATH.test(path.split("?")[0] ?? "")) {
-    const out = proxy.runList(body.toString("utf8"));
+  const route = path.split("?")[0] ?? "";
+  const rewrite =
+    upstream.status === 200 && req.method === "GET" && SYNC_TASK_PATH.test(route)
+      ? proxy.runList
+      : upstream.ok && req.method === "POST" && SYNC_TASK_PATH.test(route)
+        ? proxy.trigger
+        : undefined;
+  if (rewrite) {
+    const out = rewrite(body.toString("utf8"));
     body = typeof out === "string" ? Buffer.from(out, "utf8") : out;
   }
   if (upstream.status === 200 && EXPORT_PATH.test(path.split("?")[0] ?? "")) {

@@ -84,6 +84,28 @@ describe("syncmirror run with manage_sync_configs: true", () => {
     expect((await d.stop()).code).toBe(0);
   });
 
+  it("serves the drift recorded by the daemon before from the first scrape, while its start-up apply runs", async () => {
+    const h = suite.use(
+      await createHarness({ sim: DECLARED_SIM, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
+    );
+    h.sim.people.leaveProject("user3@example.com");
+    writeMirrors(
+      h,
+      { bad: wiki({ name: "Bad", users: ["user1@example.com", "user3@example.com"] }) },
+      { manage_sync_configs: true },
+    );
+    const first = await started(h);
+    expect(await first.metric("syncmirror_sync_config_drift", { mirror: "bad" })).toBe(1);
+    expect((await first.stop()).code).toBe(0);
+
+    // The service answers slowly: the start-up apply is still running at the first scrape.
+    h.sim.faults.inject("*", { kind: "delay", ms: 3000 });
+    const second = await suite.daemon(h);
+    expect(await second.metric("syncmirror_sync_config_drift", { mirror: "bad" })).toBe(1);
+    expect(second.logs().some((l) => l.msg === "daemon started")).toBe(false);
+    expect((await second.stop()).code).toBe(0);
+  });
+
   it("applies a rename only once the pass left in flight ends, and makes the next pass a full one", async () => {
     const h = suite.use(
       await createHarness({

@@ -134,6 +134,25 @@ describe("syncmirror run: /metrics", () => {
     expect((await third.stop()).code).toBe(0);
   });
 
+  it("serves a mirror paused before the daemon started as paused from the first scrape", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    const paused = await h.cli(["pause", "--mirror", "main"]);
+    expect(paused.code, paused.stderr).toBe(0);
+    const d = await daemon(h);
+    // The first scrape after ready, before the scheduler has read the schedules.
+    const samples = parseMetrics((await d.get("/metrics")).body);
+    expect(
+      samples.find((s) => s.name === "syncmirror_mirror_paused" && s.labels.mirror === "main")?.value,
+    ).toBe(1);
+    const resumed = await h.cli(["resume", "--mirror", "main"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    await until(
+      async () => (await d.metric("syncmirror_mirror_paused", MAIN)) === 0,
+      "the resume in the gauge",
+    );
+    expect((await d.stop()).code).toBe(0);
+  });
+
   // A SQLite database is one process's: another cannot run a pass beside the daemon.
   it.runIf(onPostgres)(
     "follows a pass another process ran in its gauges (another replica, a one-shot sync)",
