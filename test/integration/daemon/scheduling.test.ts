@@ -110,6 +110,29 @@ describe("syncmirror run: scheduling", () => {
     },
   );
 
+  it.each(dialects)(
+    "does not catch up at start a full_cron time that fell while the mirror was paused and no daemon ran (%s)",
+    async (dialect) => {
+      const h = suite.use(
+        await createHarness({ dialect, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
+      );
+      expect((await h.cli(["pause", "--mirror", "main"])).code).toBe(0);
+      const soon = twoTimesSoon();
+      setCrons(h, { incremental_cron: NEVER, full_cron: soon.cron });
+      await until(() => Date.now() > soon.last.getTime() + 200, "both full_cron times to pass", 20_000);
+      expect((await h.cli(["resume", "--mirror", "main"])).code).toBe(0);
+
+      const d = await suite.daemon(h);
+      await until(
+        () => d.logs().some((l) => l.msg === "daemon started"),
+        "the daemon's first look, done before it says it started",
+      );
+      expect(triggers(h), "a time that fell while paused is skipped, not caught up").toEqual([]);
+      expect(schedule(h)?.due_mode).toBeNull();
+      expect((await d.stop()).code).toBe(0);
+    },
+  );
+
   it("pauses and resumes from the CLI: paused ticks are skipped and counted, a running pass finishes", async () => {
     const h = suite.use(
       await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
