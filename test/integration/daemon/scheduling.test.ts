@@ -208,6 +208,28 @@ describe("syncmirror run: scheduling", () => {
     expect(schedule(h)).toMatchObject({ due_mode: null, paused_by: `${userInfo().username}@${hostname()}` });
   });
 
+  it("runs the asked pass itself, after the trigger a crashed process left in flight, when no daemon is alive", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    expect((await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post" })).code).toBeNull();
+    expect(triggers(h), "its POST answered, the answer never recorded").toMatchObject([{ state: "intent" }]);
+
+    const ran = await h.cli(["trigger", "--mirror", "main", "--json"]);
+    expect(ran.code, ran.stderr).toBe(0);
+    const reply = JSON.parse(ran.stdout) as {
+      pass: { outcome: string; finished_first?: { outcome: string } } | null;
+    };
+    expect(reply.pass, "the leftover finished first, then the pass asked for").toMatchObject({
+      outcome: "succeeded",
+      finished_first: { outcome: "succeeded" },
+    });
+    expect(triggers(h)).toMatchObject([
+      { state: "done", due_reason: null },
+      { state: "done", due_reason: "requested" },
+    ]);
+    expect(schedule(h)?.due_mode, "nothing left due for a daemon that may never come").toBeNull();
+    expect(triggerPosts(h)).toBe(2);
+  });
+
   it("records nothing when no daemon is alive and the token it would run the pass with is missing", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     const refused = await h.cli(["trigger", "--mirror", "main"], { [TOKEN_ENV]: "" });
