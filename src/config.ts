@@ -67,7 +67,7 @@ const SCHEDULE = {
     ),
   full_cron: cronExpression.default("0 3 * * *").meta({
     description:
-      "When to run a full snapshot, the only pass that revokes access and deletes. When both expressions fall at the same time the full pass runs and covers the incremental one; a time that fell while no daemon ran is run once at start-up (the latest one only).",
+      "When to run a full snapshot, the only pass that revokes access and deletes. When both expressions fall at the same time the full pass runs and covers the incremental one; a time that fell while no daemon ran is run once at start-up (the latest one only, so it looks back one period of the expression: a day for a daily one; see docs/scaling-out.md#catch-up-at-start-up).",
     examples: ["0 2 * * 0"],
   }),
   timezone: timezone

@@ -90,7 +90,7 @@ function apply(s: MirrorSchedule, r: ControlRequest, mode: Mode | null, at: stri
     case "pause":
       return pauseSchedule(s, r.actor, at);
     case "resume":
-      return resumeSchedule(s);
+      return resumeSchedule(s, at);
     case "trigger":
       return requestPass(s, mode ?? "incremental", r.actor, at);
   }

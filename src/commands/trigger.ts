@@ -2,7 +2,8 @@
  * `syncmirror trigger --mirror NAME [--full] [--json]`: a pass of the mirror is due now (paused or
  * not: an operator asked for it). A daemon alive on the database (its heartbeat, `replicas`; on
  * SQLite, the writer lock held) takes it with its first free slot; when none is, this process runs
- * it, under the mirror's lease like a replica would, and prints its outcome. Exit 0 once the
+ * it, under the mirror's lease like a replica would (a trigger left in flight first, as a replica
+ * does), and prints its outcome. Exit 0 once the
  * request is recorded (the pass's outcome is printed, not the exit code: `sync` is the command
  * whose exit code follows the outcome); 2 bad usage, or, when this process would run the pass, no
  * token for it (checked before anything is recorded).
@@ -11,9 +12,11 @@ import { requireToken } from "../config.js";
 import { DatabaseLockedError, SyncConfigNotAppliedError } from "../errors.js";
 import { createLeaseHolder } from "../lease-holder.js";
 import { runOwedPass } from "../mirror-pass.js";
-import { createRuntime } from "../runtime.js";
+import { createRuntime, type Runtime } from "../runtime.js";
+import { startableDue } from "../store/schedule-rules.js";
 import type { Replica } from "../store/types.js";
 import type { MirrorSummary } from "../sync/summary.js";
+import { withFinishedFirst } from "../sync/sync-mirror.js";
 import type { Command, CommandIo } from "./command.js";
 import { withErrors, withJsonFailure } from "./common.js";
 import { type ParsedControl, parseControlArgs, printReply, withControl } from "./control-command.js";
@@ -56,6 +59,13 @@ async function requestPass(parsed: ParsedControl, io: CommandIo): Promise<void> 
   if (!parsed.json && ran.summary) io.stdout.write(formatTable([ran.summary]));
 }
 
+/** A pass still due and startable, with no trigger of the mirror left in flight. */
+async function askedPassStillDue(runtime: Runtime, mirror: string): Promise<boolean> {
+  const schedule = await runtime.store.schedules.find(mirror);
+  const due = schedule ? startableDue(schedule) : null;
+  return due !== null && (await runtime.store.triggers.findInFlight(mirror)) === undefined;
+}
+
 const LOCKED_NOTE =
   "Another syncmirror process holds the database: a daemon there takes it; a one-shot `sync` does not, and the pass stays due for the next daemon or trigger.";
 
@@ -64,7 +74,7 @@ async function runHere(
   parsed: ParsedControl,
   io: CommandIo,
 ): Promise<{ summary?: MirrorSummary; note: string }> {
-  let runtime: Awaited<ReturnType<typeof createRuntime>>;
+  let runtime: Runtime;
   try {
     runtime = await createRuntime(parsed.config, io, { lock: true, retriedBy: "next pass" });
   } catch (error) {
@@ -75,14 +85,18 @@ async function runHere(
     const mirror = parsed.config.mirrors.find((m) => m.name === parsed.mirror);
     if (!mirror) throw new Error(`mirror ${parsed.mirror} vanished from the config`);
     let took = false;
-    const summary = await runOwedPass(
-      { runtime, holder: createLeaseHolder() },
-      mirror,
-      io.signal,
-      (running) => {
+    const holder = createLeaseHolder();
+    const runOwed = () =>
+      runOwedPass({ runtime, holder }, mirror, io.signal, (running) => {
         took = running;
-      },
-    );
+      });
+    let summary = await runOwed();
+    // A trigger left in flight was finished first: it was triggered before this request, which is
+    // still due. A daemon would take it next; none is alive, so this process does.
+    if (summary && (await askedPassStillDue(runtime, mirror.name))) {
+      const asked = await runOwed();
+      if (asked) summary = withFinishedFirst(asked, summary);
+    }
     if (summary) return { summary, note: `No daemon is alive: this process ran it (${summary.outcome}).` };
     // Taken, yet nothing ran: the one such case is a declared mirror with no config applied (the
     // pass and its due are dropped), which no other process would run either.

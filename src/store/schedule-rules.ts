@@ -8,7 +8,7 @@
  * - One due pass at most: a time that falls while one is due, or while the mirror's pass runs, is
  *   coalesced into it, and a full raises a due incremental to full (a full snapshot covers it).
  * - A request (`trigger`) is due at once, paused or not; pausing drops a scheduled due, not a
- *   requested one.
+ *   requested one; resuming spends every time that fell before it.
  * - A pass consumes the due it covers when it writes its trigger's intent: a full covers any due,
  *   an incremental only an incremental one.
  */
@@ -81,9 +81,20 @@ export function pauseSchedule(schedule: MirrorSchedule, by: string, at: string):
   return { ...schedule, paused: { at, by }, due: keep };
 }
 
-/** Null when not paused. Times skipped while paused stay skipped: the next one runs. */
-export function resumeSchedule(schedule: MirrorSchedule): MirrorSchedule | null {
-  return schedule.paused ? { ...schedule, paused: null } : null;
+/**
+ * Null when not paused. Times skipped while paused stay skipped: the next one runs. The slots move
+ * up to the resume, so a time that fell while paused with no process to record (and skip) it is
+ * not caught up at the next start either.
+ */
+export function resumeSchedule(schedule: MirrorSchedule, at: string): MirrorSchedule | null {
+  if (!schedule.paused) return null;
+  const upTo = (slot: string) => (slot < at ? at : slot);
+  return {
+    ...schedule,
+    paused: null,
+    incrementalSlot: upTo(schedule.incrementalSlot),
+    fullSlot: upTo(schedule.fullSlot),
+  };
 }
 
 /** The pass a replica may start now: a due one, unless paused (a requested one runs anyway). */

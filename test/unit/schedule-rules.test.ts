@@ -68,10 +68,18 @@ describe("schedule rules", () => {
       since: T2,
       by: "http 127.0.0.1",
     });
-    expect(pauseSchedule(resumeSchedule(requested) ?? fresh(), "ana@host", T2)?.due?.reason).toBe(
+    expect(pauseSchedule(resumeSchedule(requested, T2) ?? fresh(), "ana@host", T2)?.due?.reason).toBe(
       "requested",
     );
-    expect(resumeSchedule(fresh()), "not paused").toBeNull();
+    expect(resumeSchedule(fresh(), T2), "not paused").toBeNull();
+  });
+
+  it("spends at resume the times that fell while paused with nobody to record them", () => {
+    const paused = pauseSchedule(fresh(), "ana@host", T0) ?? fresh();
+    const resumed = resumeSchedule(paused, T2) ?? fresh();
+    expect(recordTick(resumed, "full", T1, "catch-up").outcome, "fell while paused").toBe("seen");
+    const later = "2026-03-10T03:30:00.000Z";
+    expect(recordTick(resumed, "incremental", later, "schedule").outcome, "after the resume").toBe("due");
   });
 
   it("marks a due pass requested when an operator asks for it, so a pause keeps it", () => {

@@ -110,6 +110,29 @@ describe("syncmirror run: scheduling", () => {
     },
   );
 
+  it.each(dialects)(
+    "does not catch up at start a full_cron time that fell while the mirror was paused and no daemon ran (%s)",
+    async (dialect) => {
+      const h = suite.use(
+        await createHarness({ dialect, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
+      );
+      expect((await h.cli(["pause", "--mirror", "main"])).code).toBe(0);
+      const soon = twoTimesSoon();
+      setCrons(h, { incremental_cron: NEVER, full_cron: soon.cron });
+      await until(() => Date.now() > soon.last.getTime() + 200, "both full_cron times to pass", 20_000);
+      expect((await h.cli(["resume", "--mirror", "main"])).code).toBe(0);
+
+      const d = await suite.daemon(h);
+      await until(
+        () => d.logs().some((l) => l.msg === "daemon started"),
+        "the daemon's first look, done before it says it started",
+      );
+      expect(triggers(h), "a time that fell while paused is skipped, not caught up").toEqual([]);
+      expect(schedule(h)?.due_mode).toBeNull();
+      expect((await d.stop()).code).toBe(0);
+    },
+  );
+
   it("pauses and resumes from the CLI: paused ticks are skipped and counted, a running pass finishes", async () => {
     const h = suite.use(
       await createHarness({ defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER } }),
@@ -183,6 +206,28 @@ describe("syncmirror run: scheduling", () => {
     expect(row).toMatchObject({ mode: "full", due_reason: "requested", state: "done" });
     expect(row?.started_by_name).toMatch(new RegExp(`^${hostname()}:\\d+$`));
     expect(schedule(h)).toMatchObject({ due_mode: null, paused_by: `${userInfo().username}@${hostname()}` });
+  });
+
+  it("runs the asked pass itself, after the trigger a crashed process left in flight, when no daemon is alive", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    expect((await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post" })).code).toBeNull();
+    expect(triggers(h), "its POST answered, the answer never recorded").toMatchObject([{ state: "intent" }]);
+
+    const ran = await h.cli(["trigger", "--mirror", "main", "--json"]);
+    expect(ran.code, ran.stderr).toBe(0);
+    const reply = JSON.parse(ran.stdout) as {
+      pass: { outcome: string; finished_first?: { outcome: string } } | null;
+    };
+    expect(reply.pass, "the leftover finished first, then the pass asked for").toMatchObject({
+      outcome: "succeeded",
+      finished_first: { outcome: "succeeded" },
+    });
+    expect(triggers(h)).toMatchObject([
+      { state: "done", due_reason: null },
+      { state: "done", due_reason: "requested" },
+    ]);
+    expect(schedule(h)?.due_mode, "nothing left due for a daemon that may never come").toBeNull();
+    expect(triggerPosts(h)).toBe(2);
   });
 
   it("records nothing when no daemon is alive and the token it would run the pass with is missing", async () => {
