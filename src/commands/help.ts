@@ -77,7 +77,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     summary: "validate the config, open the database, reach the API, print each mirror's access matrix",
     usage: "syncmirror check [--config FILE]",
     flags: [CONFIG_FLAG, HELP_FLAG],
-    exit: "0 no problems; 1 problems found (listed as PROBLEM lines); 2 bad usage or config, or a database that refuses it (a database.path that is no SQLite database)",
+    exit: "0 no problems; 1 problems found (listed as PROBLEM lines; a rejected token or an API that does not answer is one line, and no mirror is checked); 2 bad usage or config, or a database that refuses it (a database.path that is no SQLite database)",
     example: "docker exec syncmirror syncmirror check",
   },
   demo: {
