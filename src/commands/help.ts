@@ -84,7 +84,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     summary: "mirror a sample workspace from the bundled simulator into a temporary database",
     usage: "syncmirror demo [--keep]",
     flags: [["--keep", "keep the temporary directory and print its path (default: removed)"], HELP_FLAG],
-    exit: "0; 2 bad usage",
+    exit: "0; 2 bad usage, or no temporary directory it can create (set TMPDIR)",
     example: "syncmirror demo --keep",
   },
   simulate: {
