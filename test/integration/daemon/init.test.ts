@@ -143,7 +143,9 @@ describe("syncmirror init", () => {
     expect(rejected.stderr).not.toContain("create a new platform access token");
     const nobody = await run(["init", "--simulator", "http://127.0.0.1:1", "--config", "x.yaml"], env, dir);
     expect(nobody.code).toBe(2);
-    expect(nobody.stderr).toMatch(/--simulator http:\/\/127\.0\.0\.1:1: nothing answers.*syncmirror simulate/);
+    expect(nobody.stderr).toMatch(
+      /--simulator http:\/\/127\.0\.0\.1:1: nothing answers.*syncmirror simulate/,
+    );
     expect(nobody.stderr).not.toContain("api.base_url");
     expect(existsSync(join(dir, "x.yaml"))).toBe(false);
   });
