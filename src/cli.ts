@@ -125,5 +125,7 @@ main(process.argv.slice(2)).then(
       `syncmirror: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
     );
     process.exitCode = 1;
+    // As above: a handle the failed command left open must not keep the process alive.
+    setTimeout(() => process.exit(1), 2000).unref();
   },
 );

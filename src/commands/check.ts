@@ -9,7 +9,13 @@ import { isBaseUrlWrong, WRONG_BASE_URL_ADVICE } from "../api/base-url.js";
 import type { ApiClient } from "../api/client.js";
 import type { AccessItem, SyncConfig } from "../api/schemas.js";
 import type { Config, MirrorConfig } from "../config.js";
-import { ConfigError, NotFoundError, SyncmirrorError } from "../errors.js";
+import {
+  ConfigError,
+  NotFoundError,
+  SyncmirrorError,
+  UnauthorizedError,
+  UnavailableError,
+} from "../errors.js";
 import { silentLogger } from "../log.js";
 import { createConfiguredApi, createIoLogger } from "../runtime.js";
 import { checkStore, openStoreForReading } from "../store/open-store.js";
@@ -31,6 +37,15 @@ export const check: Command = (args, io) =>
       const database = await checkStore(config, silentLogger());
       io.stdout.write(`${database.status === "ok" ? "" : "PROBLEM "}${database.message}\n`);
       let problems = database.status === "ok" ? 0 : 1;
+      const unreachable = await reachApi(api, io.signal);
+      if (unreachable !== null) {
+        // Every mirror would meet the same failure: one line says it and what to do.
+        io.stdout.write(`PROBLEM ${unreachable}\n`);
+        for (const mirror of config.mirrors)
+          io.stdout.write(`\nmirror ${mirror.name}: not checked, the API did not answer (see above)\n`);
+        io.stdout.write(`${problems + 1} problem(s) found\n`);
+        return database.status === "refused" ? 2 : 1;
+      }
       const plan = await planDeclared(config, api, io, log).catch((error: unknown) => {
         if (!(error instanceof SyncmirrorError) || error instanceof ConfigError) throw error;
         io.stdout.write(`PROBLEM the declared sync configs could not be compared: ${error.message}\n`);
@@ -48,6 +63,28 @@ export const check: Command = (args, io) =>
       await api.close();
     }
   });
+
+/**
+ * Asks `GET /projects` once before any mirror: a rejected token, a service nobody answers at or a
+ * base URL that answers 404 everywhere is said once, with what to do, and not once per mirror.
+ * Null when the API answers (any other failure is left to each mirror's own requests).
+ */
+async function reachApi(api: ApiClient, signal: AbortSignal): Promise<string | null> {
+  try {
+    await api.listProjects(signal);
+    return null;
+  } catch (error) {
+    if (error instanceof NotFoundError) return WRONG_BASE_URL_ADVICE;
+    if (error instanceof UnauthorizedError || error instanceof UnavailableError) return apiProblem(error);
+    if (error instanceof SyncmirrorError) return null;
+    throw error;
+  }
+}
+
+/** A request that failed: a rejected token says so itself; anything else did not reach the API. */
+function apiProblem(error: SyncmirrorError): string {
+  return error instanceof UnauthorizedError ? error.message : `cannot reach the API: ${error.message}`;
+}
 
 /** The plan of the declared sync configs (nothing to read when no mirror declares one). */
 async function planDeclared(
@@ -96,7 +133,7 @@ async function checkMirror(
       return 1 + (drift ? 1 : 0);
     }
     if (error instanceof SyncmirrorError) {
-      out(`  PROBLEM cannot reach the API: ${error.message}`);
+      out(`  PROBLEM ${apiProblem(error)}`);
       return 1;
     }
     throw error;

@@ -77,14 +77,14 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     summary: "validate the config, open the database, reach the API, print each mirror's access matrix",
     usage: "syncmirror check [--config FILE]",
     flags: [CONFIG_FLAG, HELP_FLAG],
-    exit: "0 no problems; 1 problems found (listed as PROBLEM lines); 2 bad usage or config, or a database that refuses it (a database.path that is no SQLite database) or that a newer syncmirror migrated",
+    exit: "0 no problems; 1 problems found (listed as PROBLEM lines; a rejected token or an API that does not answer is one line, and no mirror is checked); 2 bad usage or config, or a database that refuses it (a database.path that is no SQLite database) or that a newer syncmirror migrated",
     example: "docker exec syncmirror syncmirror check",
   },
   demo: {
     summary: "mirror a sample workspace from the bundled simulator into a temporary database",
     usage: "syncmirror demo [--keep]",
     flags: [["--keep", "keep the temporary directory and print its path (default: removed)"], HELP_FLAG],
-    exit: "0; 2 bad usage",
+    exit: "0; 2 bad usage, or no temporary directory it can create (set TMPDIR)",
     example: "syncmirror demo --keep",
   },
   simulate: {

@@ -18,7 +18,13 @@ import {
   type TemplateMirror,
 } from "../config-template.js";
 import { createMissingDirectories, isDirectory } from "../create-directories.js";
-import { ConfigExistsError, SyncmirrorError, UsageError } from "../errors.js";
+import {
+  ConfigExistsError,
+  SyncmirrorError,
+  UnauthorizedError,
+  UnavailableError,
+  UsageError,
+} from "../errors.js";
 import { describeFsError } from "../fs-errors.js";
 import { createIoLogger } from "../runtime.js";
 import type { Command, CommandIo } from "./command.js";
@@ -110,7 +116,7 @@ async function simulatorConfig(url: string, io: CommandIo): Promise<Written> {
   } catch (error) {
     // The address or the token given to init is wrong: the caller's to fix, like a bad flag.
     if (error instanceof SyncmirrorError)
-      throw new UsageError(`--simulator ${url}: ${error.message}`, { cause: error });
+      throw new UsageError(`--simulator ${url}: ${simulatorProblem(error, baseUrl)}`, { cause: error });
     throw error;
   } finally {
     await api.close();
@@ -149,6 +155,20 @@ async function simulatorConfig(url: string, io: CommandIo): Promise<Written> {
     summary: `mirror ${first.name} of sync config ${first.syncConfigId} in project ${found?.project}, at ${baseUrl}`,
     next: `syncmirror check{flag}, then syncmirror sync{flag} (both read the token from $SYNCMIRROR_API_TOKEN, as init did)`,
   };
+}
+
+/**
+ * What went wrong asking the simulator, said for `init`: the API client's own advice names
+ * `api.base_url` and a platform token, which the caller of `init --simulator` has neither of yet.
+ */
+function simulatorProblem(error: SyncmirrorError, baseUrl: string): string {
+  if (error instanceof UnauthorizedError)
+    return `the token in $SYNCMIRROR_API_TOKEN was rejected (${error.status ?? "refused"} on ${error.method} ${error.route}): export the token syncmirror simulate printed`;
+  if (error instanceof UnavailableError && error.status === undefined) {
+    const code = (error.cause as NodeJS.ErrnoException | undefined)?.code;
+    return `nothing answers at ${new URL(baseUrl).origin}${code ? ` (${code})` : ""}: start syncmirror simulate, then give the address it printed`;
+  }
+  return error.message;
 }
 
 /** The simulator's root (`http://127.0.0.1:8080`) or its base URL (`.../api/v1`): the base URL. */

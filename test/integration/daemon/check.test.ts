@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TEST_DIALECT } from "../../helpers/dialect.js";
-import { createHarness, DATABASE_URL_ENV, type Harness } from "../../helpers/mirror-harness.js";
+import { createHarness, DATABASE_URL_ENV, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
 import { buildOnce, editConfig } from "./setup.js";
 
 let h: Harness | undefined;
@@ -23,6 +23,13 @@ async function check(harness: Harness): Promise<{ code: number | null; stdout: s
 
 function problems(stdout: string): string[] {
   return stdout.split("\n").filter((line) => line.includes("PROBLEM"));
+}
+
+function addSecondMirror(harness: Harness): void {
+  editConfig(harness, (config) => {
+    const mirrors = config.mirrors as Record<string, unknown>[];
+    mirrors.push({ name: "second", sync_config_id: harness.sim.configs.create({}) });
+  });
 }
 
 function setSyncConfigId(harness: Harness, id: string): void {
@@ -95,6 +102,28 @@ describe("syncmirror check", () => {
     expect(stdout).toMatch(new RegExp(`${leaves}\\s+NO`));
     expect(problems(stdout)).toContainEqual(expect.stringContaining(`${leaves} is not a project user`));
     expect(problems(stdout).join("\n")).not.toContain(stays);
+  });
+
+  it("a rejected token is one problem line saying what to do, not one per mirror, exit 1", async () => {
+    h = await createHarness();
+    addSecondMirror(h);
+    const { code, stdout } = await h.cli(["check"], { [TOKEN_ENV]: "not-the-token" });
+    expect(code).toBe(1);
+    expect(problems(stdout)).toEqual([expect.stringMatching(/token .* was rejected.*create a new/)]);
+    expect(stdout).not.toContain("cannot reach");
+    expect(stdout).toContain("1 problem(s) found");
+  });
+
+  it("an API nobody answers at is one problem line naming api.base_url, not one per mirror, exit 1", async () => {
+    h = await createHarness({ maxAttempts: 1 });
+    addSecondMirror(h);
+    editConfig(h, (config) => {
+      (config.api as Record<string, unknown>).base_url = "http://127.0.0.1:1/api/v1";
+    });
+    const { code, stdout } = await check(h);
+    expect(code).toBe(1);
+    expect(problems(stdout)).toEqual([expect.stringMatching(/cannot reach the API.*api\.base_url/)]);
+    expect(stdout).toContain("1 problem(s) found");
   });
 
   it("exits 2 on an invalid config, naming the key and never the token written in it", async () => {

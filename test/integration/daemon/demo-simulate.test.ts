@@ -55,6 +55,19 @@ describe("syncmirror demo", () => {
       /\(the service shares ".+" with \S+@example\.com only, and search returns only what the searching user may see, so \S+@example\.com does not find it\)/,
     );
   });
+
+  it("with no usable temporary directory: exit 2, one line naming TMPDIR, no stack, nothing left running", async () => {
+    const demo = spawnCli(["demo"], { ...ENV, TMPDIR: "/nonexistent/syncmirror-tmp" });
+    // A simulator left listening kept the process alive: the kill below makes that a signal exit.
+    const killer = setTimeout(() => demo.child.kill("SIGKILL"), 10_000);
+    const exit = await demo.exited;
+    clearTimeout(killer);
+    expect(exit, demo.stderr()).toEqual({ code: 2, signal: null });
+    expect(demo.stderr().trim().split("\n")).toEqual([
+      expect.stringMatching(/cannot create .*\/nonexistent\/syncmirror-tmp.*set TMPDIR/),
+    ]);
+    expect(demo.stdout()).toBe("");
+  });
 });
 
 describe("syncmirror simulate", () => {

@@ -131,6 +131,25 @@ describe("syncmirror init", () => {
     }
   });
 
+  it("a wrong token or nothing at --simulator: the message points at simulate's token or address, not at a config key", async () => {
+    const { sim, dir, env } = await setUp();
+    const rejected = await run(
+      ["init", "--simulator", sim.baseUrl, "--config", "x.yaml"],
+      { ...env, SYNCMIRROR_API_TOKEN: "wrong-token" },
+      dir,
+    );
+    expect(rejected.code).toBe(2);
+    expect(rejected.stderr).toMatch(/rejected.*export the token syncmirror simulate printed/);
+    expect(rejected.stderr).not.toContain("create a new platform access token");
+    const nobody = await run(["init", "--simulator", "http://127.0.0.1:1", "--config", "x.yaml"], env, dir);
+    expect(nobody.code).toBe(2);
+    expect(nobody.stderr).toMatch(
+      /--simulator http:\/\/127\.0\.0\.1:1: nothing answers.*syncmirror simulate/,
+    );
+    expect(nobody.stderr).not.toContain("api.base_url");
+    expect(existsSync(join(dir, "x.yaml"))).toBe(false);
+  });
+
   it("a path that cannot take a file exits 2 with one line naming it: below a file, a directory", async () => {
     const { dir, env } = await setUp();
     writeFileSync(join(dir, "afile"), "");
