@@ -429,6 +429,19 @@ describe("more than 100 skipped pairs", () => {
     expect(leavers.map((u) => visibleKeys(h, u))).toEqual(before);
   });
 
+  it("never reads a trigger answer without skipped_count as a complete list: a locked user past the first 100 keeps access", async () => {
+    await createExplicit();
+    const locked = users[54] ?? "";
+    const held = visibleKeys(h, locked);
+    expect(held.length).toBeGreaterThan(0);
+    for (const s of h.sim.servers) h.sim.people.setAuth(locked, s.server_instance_id, "not_authenticated");
+    h.sim.faults.inject("POST /sync-task", { kind: "missing-field", field: "skipped_count" });
+    const full = await h.sync({ full: true });
+    expect(full.outcome, full.message).toBe("succeeded");
+    expect(visibleKeys(h, locked)).toEqual(held);
+    expect(visibleKeys(h, users[50] ?? "")).toEqual([]);
+  });
+
   it("revokes nobody for leaving and ends partial when the access check fails", async () => {
     const leavers = await createExplicit();
     const before = leavers.map((u) => visibleKeys(h, u));
