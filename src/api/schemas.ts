@@ -93,10 +93,14 @@ export const AccessServer = z.object({
   accessible: z.boolean(),
 });
 
+/**
+ * `servers` is required: a server the check does not list for a project user counts as removed from
+ * the sync config, so a user read without the list would lose every pair's access.
+ */
 export const AccessItem = z.object({
   user_email: z.string(),
   project_user: z.boolean(),
-  servers: z.array(AccessServer).default([]),
+  servers: z.array(AccessServer),
 });
 export type AccessItem = z.infer<typeof AccessItem>;
 

@@ -17,7 +17,10 @@ export type Fault =
   | { kind: "delay"; ms: number; times?: number }
   /** Handled normally, then answered 200 with a body that is not JSON. */
   | { kind: "malformed"; times?: number }
-  /** Handled normally; a 2xx JSON body loses `field` (default: its first top-level field). */
+  /**
+   * Handled normally; a 2xx JSON body loses `field` (default: its first top-level field). A dotted
+   * path reaches nested fields, `*` for each element of an array (`items.*.servers`).
+   */
   | { kind: "missing-field"; field?: string; times?: number }
   /** Handled fully (a trigger creates its runs), then the connection is destroyed unanswered. */
   | { kind: "drop-after"; times?: number }

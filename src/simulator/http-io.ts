@@ -46,13 +46,21 @@ export function sendJson(
   res.end(text);
 }
 
-/** Removes `field` (default: the first field) from an object, or from each object of an array. */
+/**
+ * Removes `field` (default: the first field) from an object, or from each object of an array. A
+ * dotted path reaches into the body, `*` standing for every element of an array:
+ * `items.*.servers` drops `servers` from each item of a page.
+ */
 export function dropField(body: unknown, field: string | undefined): unknown {
-  const strip = (value: unknown) => {
-    if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
-    const copy = { ...(value as Record<string, unknown>) };
-    delete copy[field ?? Object.keys(copy)[0] ?? ""];
-    return copy;
-  };
-  return Array.isArray(body) ? body.map(strip) : strip(body);
+  const [head, ...rest] = field === undefined ? [undefined] : field.split(".");
+  if (Array.isArray(body)) {
+    if (head === "*") return body.map((item) => dropField(item, rest.join(".") || undefined));
+    return body.map((item) => dropField(item, field));
+  }
+  if (typeof body !== "object" || body === null) return body;
+  const copy = { ...(body as Record<string, unknown>) };
+  const name = head ?? Object.keys(copy)[0] ?? "";
+  if (rest.length === 0) delete copy[name];
+  else if (name in copy) copy[name] = dropField(copy[name], rest.join("."));
+  return copy;
 }

@@ -442,6 +442,23 @@ describe("more than 100 skipped pairs", () => {
     expect(visibleKeys(h, users[50] ?? "")).toEqual([]);
   });
 
+  it("refuses an access check whose users come without servers: nobody loses access as removed from the config", async () => {
+    const leavers = await createExplicit();
+    const locked = users[54] ?? "";
+    for (const s of h.sim.servers) h.sim.people.setAuth(locked, s.server_instance_id, "not_authenticated");
+    const before = [locked, ...leavers].map((u) => visibleKeys(h, u));
+    expect(before[0]?.length).toBeGreaterThan(0);
+    h.sim.faults.inject("GET /sync-configs/{id}/access", {
+      kind: "missing-field",
+      field: "items.*.servers",
+      times: Infinity,
+    });
+    const full = await h.sync({ full: true });
+    expect(full.outcome).toBe("partial");
+    expect(full.message).toMatch(/access check failed/);
+    expect([locked, ...leavers].map((u) => visibleKeys(h, u))).toEqual(before);
+  });
+
   it("revokes nobody for leaving and ends partial when the access check fails", async () => {
     const leavers = await createExplicit();
     const before = leavers.map((u) => visibleKeys(h, u));

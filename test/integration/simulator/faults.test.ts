@@ -94,6 +94,14 @@ describe("fault injection", () => {
     sim.faults.inject("GET /projects", { kind: "missing-field", field: "id" });
     const projects = await api.get("/projects");
     expect(projects.body[0]).not.toHaveProperty("id");
+    sim.faults.inject("GET /sync-configs/{id}/access", { kind: "missing-field", field: "items.*.servers" });
+    const access = await api.get(`/sync-configs/${sim.syncConfigId}/access`);
+    expect(access.body.items.length).toBeGreaterThan(0);
+    for (const item of access.body.items) {
+      expect(item).not.toHaveProperty("servers");
+      expect(item).toHaveProperty("project_user");
+    }
+    expect(access.body.meta).toHaveProperty("has_next");
   });
 
   it("not-finished: a finished run's export answers 409 with each source RUNNING, then the export", async () => {
