@@ -19,9 +19,9 @@ export type Fault =
   | { kind: "malformed"; times?: number }
   /**
    * Handled normally; a 2xx JSON body loses `field` (default: its first top-level field). A dotted
-   * path reaches nested fields, `*` for each element of an array (`items.*.servers`).
+   * path reaches nested fields, `*` for each element of an array (`items.*.servers`); a list drops each.
    */
-  | { kind: "missing-field"; field?: string; times?: number }
+  | { kind: "missing-field"; field?: string | readonly string[]; times?: number }
   /** Handled fully (a trigger creates its runs), then the connection is destroyed unanswered. */
   | { kind: "drop-after"; times?: number }
   /**

@@ -141,7 +141,8 @@ async function answer(
     return;
   }
   if (fault?.kind === "missing-field" && reply.status < 300) {
-    reply = { ...reply, body: dropField(reply.body, fault.field) };
+    const fields = typeof fault.field === "string" || fault.field === undefined ? [fault.field] : fault.field;
+    reply = { ...reply, body: fields.reduce((body, field) => dropField(body, field), reply.body) };
   }
   if (fault?.kind === "not-finished" && reply.status < 300) reply = notFinishedReply(reply.body);
   if (fault?.kind === "date-filtered" && reply.status < 300) {

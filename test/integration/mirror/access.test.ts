@@ -459,6 +459,22 @@ describe("more than 100 skipped pairs", () => {
     expect([locked, ...leavers].map((u) => visibleKeys(h, u))).toEqual(before);
   });
 
+  it("refuses an access check page whose meta says nothing of further pages: members past it keep access", async () => {
+    const leavers = await createExplicit();
+    const stay = users.slice(51);
+    const before = stay.map((u) => visibleKeys(h, u));
+    h.sim.faults.inject("GET /sync-configs/{id}/access", {
+      kind: "missing-field",
+      field: ["meta.next_cursor", "meta.has_next"],
+      times: Infinity,
+    });
+    const full = await h.sync({ full: true });
+    expect(full.outcome).toBe("partial");
+    expect(full.message).toMatch(/access check failed/);
+    expect(stay.map((u) => visibleKeys(h, u))).toEqual(before);
+    expect(leavers.map((u) => visibleKeys(h, u)).every((keys) => keys.length > 0)).toBe(true);
+  });
+
   it("revokes nobody for leaving and ends partial when the access check fails", async () => {
     const leavers = await createExplicit();
     const before = leavers.map((u) => visibleKeys(h, u));
