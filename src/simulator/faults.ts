@@ -6,9 +6,17 @@
 import type { ExportQuirkSwitch } from "./export.js";
 
 export type Fault =
-  /** 429; `retryAfterSeconds` (0 allowed) sets `Retry-After`, absent sends none. */
-  | { kind: "429"; retryAfterSeconds?: number; times?: number }
-  | { kind: "500" | "502" | "503"; times?: number }
+  /**
+   * 429 or 5xx without handling the request. `retryAfterSeconds` (0 allowed) sets `Retry-After`,
+   * absent sends none; `retryAfterForm: "http-date"` sends it as the HTTP date that many seconds
+   * from now (this machine's clock, which the client's `Retry-After` arithmetic uses too).
+   */
+  | {
+      kind: "429" | "500" | "502" | "503";
+      retryAfterSeconds?: number;
+      retryAfterForm?: "seconds" | "http-date";
+      times?: number;
+    }
   /** 401: the token rejected on this route only, as an expired token or revoked grant would be mid-pass. */
   | { kind: "401"; times?: number }
   /** The connection is destroyed before anything is handled or answered. */

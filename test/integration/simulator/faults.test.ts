@@ -22,6 +22,28 @@ describe("fault injection", () => {
     ]);
   });
 
+  it("sends Retry-After as an HTTP date when asked, on a 429 or a 503", async () => {
+    const { sim, api } = await startTestSimulator();
+    sim.faults.inject("GET /projects", { kind: "429", retryAfterSeconds: 120, retryAfterForm: "http-date" });
+    sim.faults.inject("GET /projects", { kind: "503", retryAfterSeconds: 30, retryAfterForm: "http-date" });
+    sim.faults.inject("GET /projects", { kind: "503", retryAfterSeconds: 7 });
+    for (const [status, seconds] of [
+      [429, 120],
+      [503, 30],
+    ] as const) {
+      const sentAt = Date.now();
+      const answer = await api.get("/projects");
+      expect(answer.status).toBe(status);
+      const header = answer.headers.get("retry-after") ?? "";
+      expect(header).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
+      const ahead = Date.parse(header) - sentAt;
+      expect(ahead).toBeGreaterThan((seconds - 2) * 1000);
+      expect(ahead).toBeLessThanOrEqual((seconds + 1) * 1000);
+    }
+    const third = await api.get("/projects");
+    expect([third.status, third.headers.get("retry-after")]).toEqual([503, "7"]);
+  });
+
   it("answers 500, 502 and 503 `times` times without handling the request", async () => {
     const { sim, api } = await startTestSimulator();
     for (const kind of ["500", "502", "503"] as const) {
