@@ -30,6 +30,11 @@ export type Fault =
    * path reaches nested fields, `*` for each element of an array (`items.*.servers`); a list drops each.
    */
   | { kind: "missing-field"; field?: string | readonly string[]; times?: number }
+  /**
+   * Handled normally; every object of a 2xx JSON body gains fields the API does not document (a
+   * newer service), except inside values kept verbatim (a resource's `fields`, `metadata`, ...).
+   */
+  | { kind: "extra-fields"; times?: number }
   /** Handled fully (a trigger creates its runs), then the connection is destroyed unanswered. */
   | { kind: "drop-after"; times?: number }
   /**

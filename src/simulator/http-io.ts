@@ -64,3 +64,32 @@ export function dropField(body: unknown, field: string | undefined): unknown {
   else if (name in copy) copy[name] = dropField(copy[name], rest.join("."));
   return copy;
 }
+
+/** Values a client keeps as they come (a resource's free-form parts, the export's side lists). */
+const VERBATIM = new Set([
+  "fields",
+  "metadata",
+  "relations",
+  "attachments",
+  "provenance",
+  "excluded",
+  "undecided",
+  "unresolved_requests",
+  "unmatched_tool_calls",
+  "diagnostics",
+  "detail",
+]);
+
+/** Every object of `body` with fields the API does not document, of several JSON types. */
+export function withExtraFields(body: unknown): unknown {
+  if (Array.isArray(body)) return body.map(withExtraFields);
+  if (typeof body !== "object" || body === null) return body;
+  const copy: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(body))
+    copy[key] = VERBATIM.has(key) ? value : withExtraFields(value);
+  return {
+    ...copy,
+    x_added_later: { nested: [1, "two", null], flag: true },
+    x_note: "new in a later release",
+  };
+}

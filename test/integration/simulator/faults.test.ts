@@ -44,6 +44,25 @@ describe("fault injection", () => {
     expect([third.status, third.headers.get("retry-after")]).toEqual([503, "7"]);
   });
 
+  it("extra-fields: adds undocumented fields to every object, not inside values kept verbatim", async () => {
+    const { sim, api } = await startTestSimulator({ users: 1 });
+    const { runs } = (await api.post("/sync-task", { sync_config_id: sim.syncConfigId })).body;
+    sim.runs.finishAll();
+    sim.faults.inject(EXPORT, { kind: "extra-fields" });
+    const page = (await api.get(`/sync-task/${runs[0].sync_id}/export`)).body;
+    expect(page).toHaveProperty("x_added_later");
+    expect(page.page).toHaveProperty("x_note");
+    expect(page.sources[0]).toHaveProperty("x_note");
+    expect(page.sources[0].counts).toHaveProperty("x_note");
+    const resource = page.resources[0];
+    expect(resource).toHaveProperty("x_note");
+    expect(resource.content).toHaveProperty("x_note");
+    expect(resource.fields).not.toHaveProperty("x_note");
+    expect(resource.metadata).not.toHaveProperty("x_note");
+    const plain = (await api.get(`/sync-task/${runs[0].sync_id}/export`)).body;
+    expect(plain).not.toHaveProperty("x_note");
+  });
+
   it("answers 500, 502 and 503 `times` times without handling the request", async () => {
     const { sim, api } = await startTestSimulator();
     for (const kind of ["500", "502", "503"] as const) {
