@@ -7,11 +7,17 @@ import type { PageMeta } from "./schemas.js";
 
 /**
  * The cursor of the next page, or undefined at the end. A page that claims more but gives no new
- * cursor is refused, as is one without `meta` (the schemas require it): a silently short list
- * (e.g. of project users) would revoke access wrongly.
+ * cursor is refused, as is one without `meta` (the schemas require it) or whose `meta` has neither
+ * `has_next` nor `next_cursor`: a silently short list (e.g. of project users) would revoke access wrongly.
  */
 function nextCursor(meta: z.infer<typeof PageMeta>, seen: Set<string>, route: Route): string | undefined {
   if (meta.has_next === false) return undefined;
+  if (meta.has_next === undefined && meta.next_cursor === undefined) {
+    throw new BadResponseError(
+      `GET ${route}: the page's meta has neither has_next nor next_cursor, so whether more pages follow is unknown: report it; the list was not used`,
+      { method: "GET", route, detail: { meta } },
+    );
+  }
   const next = meta.next_cursor ?? undefined;
   if (!next && !meta.has_next) return undefined;
   if (!next || seen.has(next)) {

@@ -93,10 +93,14 @@ export const AccessServer = z.object({
   accessible: z.boolean(),
 });
 
+/**
+ * `servers` is required: a server the check does not list for a project user counts as removed from
+ * the sync config, so a user read without the list would lose every pair's access.
+ */
 export const AccessItem = z.object({
   user_email: z.string(),
   project_user: z.boolean(),
-  servers: z.array(AccessServer).default([]),
+  servers: z.array(AccessServer),
 });
 export type AccessItem = z.infer<typeof AccessItem>;
 
@@ -147,13 +151,19 @@ export const SkippedPair = z.object({
 });
 export type SkippedPair = z.infer<typeof SkippedPair>;
 
+/**
+ * `skipped` and `skipped_count` are required: together they say whether the list is complete, and a
+ * complete list decides who left the project. Read without them, a user skipped past the first 100
+ * would look gone from the trigger and lose their access; an answer lacking either is unreadable,
+ * so the trigger's runs are adopted and the access check decides instead.
+ */
 export const TriggerResponse = z.object({
   trigger_id: z.string(),
   sync_config_id: z.string(),
   since: z.string().nullable().optional(),
   runs: z.array(TriggerRun),
-  skipped: z.array(SkippedPair).default([]),
-  skipped_count: z.number().optional(),
+  skipped: z.array(SkippedPair),
+  skipped_count: z.number().int().nonnegative(),
 });
 export type TriggerResponse = z.infer<typeof TriggerResponse>;
 

@@ -6,9 +6,17 @@
 import type { ExportQuirkSwitch } from "./export.js";
 
 export type Fault =
-  /** 429; `retryAfterSeconds` (0 allowed) sets `Retry-After`, absent sends none. */
-  | { kind: "429"; retryAfterSeconds?: number; times?: number }
-  | { kind: "500" | "502" | "503"; times?: number }
+  /**
+   * 429 or 5xx without handling the request. `retryAfterSeconds` (0 allowed) sets `Retry-After`,
+   * absent sends none; `retryAfterForm: "http-date"` sends it as the HTTP date that many seconds
+   * from now (this machine's clock, which the client's `Retry-After` arithmetic uses too).
+   */
+  | {
+      kind: "429" | "500" | "502" | "503";
+      retryAfterSeconds?: number;
+      retryAfterForm?: "seconds" | "http-date";
+      times?: number;
+    }
   /** 401: the token rejected on this route only, as an expired token or revoked grant would be mid-pass. */
   | { kind: "401"; times?: number }
   /** The connection is destroyed before anything is handled or answered. */
@@ -17,8 +25,16 @@ export type Fault =
   | { kind: "delay"; ms: number; times?: number }
   /** Handled normally, then answered 200 with a body that is not JSON. */
   | { kind: "malformed"; times?: number }
-  /** Handled normally; a 2xx JSON body loses `field` (default: its first top-level field). */
-  | { kind: "missing-field"; field?: string; times?: number }
+  /**
+   * Handled normally; a 2xx JSON body loses `field` (default: its first top-level field). A dotted
+   * path reaches nested fields, `*` for each element of an array (`items.*.servers`); a list drops each.
+   */
+  | { kind: "missing-field"; field?: string | readonly string[]; times?: number }
+  /**
+   * Handled normally; every object of a 2xx JSON body gains fields the API does not document (a
+   * newer service), except inside values kept verbatim (a resource's `fields`, `metadata`, ...).
+   */
+  | { kind: "extra-fields"; times?: number }
   /** Handled fully (a trigger creates its runs), then the connection is destroyed unanswered. */
   | { kind: "drop-after"; times?: number }
   /**

@@ -46,13 +46,50 @@ export function sendJson(
   res.end(text);
 }
 
-/** Removes `field` (default: the first field) from an object, or from each object of an array. */
+/**
+ * Removes `field` (default: the first field) from an object, or from each object of an array. A
+ * dotted path reaches into the body, `*` standing for every element of an array:
+ * `items.*.servers` drops `servers` from each item of a page.
+ */
 export function dropField(body: unknown, field: string | undefined): unknown {
-  const strip = (value: unknown) => {
-    if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
-    const copy = { ...(value as Record<string, unknown>) };
-    delete copy[field ?? Object.keys(copy)[0] ?? ""];
-    return copy;
+  const [head, ...rest] = field === undefined ? [undefined] : field.split(".");
+  if (Array.isArray(body)) {
+    if (head === "*") return body.map((item) => dropField(item, rest.join(".") || undefined));
+    return body.map((item) => dropField(item, field));
+  }
+  if (typeof body !== "object" || body === null) return body;
+  const copy = { ...(body as Record<string, unknown>) };
+  const name = head ?? Object.keys(copy)[0] ?? "";
+  if (rest.length === 0) delete copy[name];
+  else if (name in copy) copy[name] = dropField(copy[name], rest.join("."));
+  return copy;
+}
+
+/** Values a client keeps as they come (a resource's free-form parts, the export's side lists). */
+const VERBATIM = new Set([
+  "fields",
+  "metadata",
+  "relations",
+  "attachments",
+  "provenance",
+  "excluded",
+  "undecided",
+  "unresolved_requests",
+  "unmatched_tool_calls",
+  "diagnostics",
+  "detail",
+]);
+
+/** Every object of `body` with fields the API does not document, of several JSON types. */
+export function withExtraFields(body: unknown): unknown {
+  if (Array.isArray(body)) return body.map(withExtraFields);
+  if (typeof body !== "object" || body === null) return body;
+  const copy: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(body))
+    copy[key] = VERBATIM.has(key) ? value : withExtraFields(value);
+  return {
+    ...copy,
+    x_added_later: { nested: [1, "two", null], flag: true },
+    x_note: "new in a later release",
   };
-  return Array.isArray(body) ? body.map(strip) : strip(body);
 }

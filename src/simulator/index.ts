@@ -116,8 +116,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     clearOutcomes() {
       state.outcomes.length = 0;
     },
-    setPremium(enabled) {
+    setPremium(enabled, refusal) {
       state.premium = enabled;
+      state.premiumRefusalStatus = refusal?.status ?? 403;
     },
     renameServer(serverId, names) {
       const server = state.serverById(serverId);

@@ -20,7 +20,7 @@ export function createRoutes(state: SimState, faults: FaultController): Route[] 
     return run;
   };
   const requirePremium = () => {
-    if (!state.premium) throw premiumRefusal();
+    if (!state.premium) throw premiumRefusal(state.premiumRefusalStatus);
   };
   const checkProject = (projectId: string | undefined, required: boolean) => {
     if (projectId === undefined || projectId === "") {

@@ -8,7 +8,7 @@ import { formatZuluIso } from "./clock.js";
 import { notFinishedReply } from "./export.js";
 import type { Fault, FaultController, FaultKind } from "./faults.js";
 import { HttpError } from "./http-error.js";
-import { dropField, isAuthorized, readJson, sendJson } from "./http-io.js";
+import { dropField, isAuthorized, readJson, sendJson, withExtraFields } from "./http-io.js";
 import type { Query } from "./paging.js";
 import { matchRoute, type Reply, type Route, type RouteMatch } from "./router.js";
 
@@ -141,7 +141,11 @@ async function answer(
     return;
   }
   if (fault?.kind === "missing-field" && reply.status < 300) {
-    reply = { ...reply, body: dropField(reply.body, fault.field) };
+    const fields = typeof fault.field === "string" || fault.field === undefined ? [fault.field] : fault.field;
+    reply = { ...reply, body: fields.reduce((body, field) => dropField(body, field), reply.body) };
+  }
+  if (fault?.kind === "extra-fields" && reply.status < 300) {
+    reply = { ...reply, body: withExtraFields(reply.body) };
   }
   if (fault?.kind === "not-finished" && reply.status < 300) reply = notFinishedReply(reply.body);
   if (fault?.kind === "date-filtered" && reply.status < 300) {
@@ -187,19 +191,15 @@ async function answeredByFault(
     case "reset":
       req.socket.destroy();
       return true;
-    case "429": {
-      entry.status = 429;
-      const headers: Record<string, string> = {};
-      if (fault.retryAfterSeconds !== undefined) headers["retry-after"] = String(fault.retryAfterSeconds);
-      sendJson(res, 429, { detail: "Too many requests" }, headers);
-      return true;
-    }
+    case "429":
     case "500":
     case "502":
-    case "503":
+    case "503": {
       entry.status = Number(fault.kind);
-      sendJson(res, entry.status, { detail: `Injected ${fault.kind}` });
+      const detail = fault.kind === "429" ? "Too many requests" : `Injected ${fault.kind}`;
+      sendJson(res, entry.status, { detail }, retryAfterHeader(fault));
       return true;
+    }
     case "401":
       entry.status = 401;
       sendJson(res, 401, { detail: "Could not validate credentials" });
@@ -210,6 +210,20 @@ async function answeredByFault(
     default:
       return false;
   }
+}
+
+/** The fault's `Retry-After`, in seconds or as an HTTP date; none when it gives no seconds. */
+function retryAfterHeader(fault: {
+  retryAfterSeconds?: number;
+  retryAfterForm?: string;
+}): Record<string, string> {
+  const seconds = fault.retryAfterSeconds;
+  if (seconds === undefined) return {};
+  const value =
+    fault.retryAfterForm === "http-date"
+      ? new Date(Date.now() + seconds * 1000).toUTCString()
+      : String(seconds);
+  return { "retry-after": value };
 }
 
 /** A timer that `close()` releases early, so a closing server never waits out a delay. */

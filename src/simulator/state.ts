@@ -96,6 +96,8 @@ export class SimState {
   readonly runs = new Map<string, RunRecord>();
   readonly outcomes: { match: OutcomeMatch; outcome: Outcome; left: number }[] = [];
   premium = true;
+  /** The status a create, replace or trigger is refused with while `premium` is off. */
+  premiumRefusalStatus: 403 | 409 = 403;
   cannotStart: string | null = null;
   schemaVersion: number | string = 1;
   engineVersion: number | string = 2;

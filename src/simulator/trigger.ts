@@ -20,7 +20,7 @@ interface Skipped {
 
 export function triggerSync(state: SimState, body: unknown) {
   const input = parseTriggerBody(body);
-  if (!state.premium) throw premiumRefusal();
+  if (!state.premium) throw premiumRefusal(state.premiumRefusalStatus);
   const config = getConfig(state, input.syncConfigId);
   if (state.cannotStart !== null) throw new HttpError(409, state.cannotStart);
   const servers = config.serverIds.flatMap((id) => state.serverById(id) ?? []);

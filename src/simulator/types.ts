@@ -114,8 +114,11 @@ export interface Simulator {
    */
   setOutcome(match: OutcomeMatch, outcome: Outcome): void;
   clearOutcomes(): void;
-  /** Off: create/replace config and trigger answer 403 naming the Background Sync premium feature. */
-  setPremium(enabled: boolean): void;
+  /**
+   * Off: create/replace config and trigger answer 403 (or `status`: the service does not document
+   * which, and 409 is seen too) naming the Background Sync premium feature.
+   */
+  setPremium(enabled: boolean, refusal?: { status: 403 | 409 }): void;
   /**
    * Renames a server as the service shows it everywhere from now on (sources, configs, runs): an
    * operator renaming it, or two servers sharing a display name. `servers` above keeps the old names.

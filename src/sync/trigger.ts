@@ -108,7 +108,7 @@ async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promis
     {
       triggerId: response.trigger_id,
       skipped: response.skipped,
-      skippedCount: response.skipped_count ?? response.skipped.length,
+      skippedCount: response.skipped_count,
       adopted: false,
       startedAt: ctx.now().toISOString(),
     },
@@ -123,7 +123,7 @@ async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promis
     {
       trigger_id: response.trigger_id,
       runs: response.runs.length,
-      skipped: response.skipped_count ?? 0,
+      skipped: response.skipped_count,
       since: intent.since,
     },
     "triggered",

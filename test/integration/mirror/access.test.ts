@@ -429,6 +429,52 @@ describe("more than 100 skipped pairs", () => {
     expect(leavers.map((u) => visibleKeys(h, u))).toEqual(before);
   });
 
+  it("never reads a trigger answer without skipped_count as a complete list: a locked user past the first 100 keeps access", async () => {
+    await createExplicit();
+    const locked = users[54] ?? "";
+    const held = visibleKeys(h, locked);
+    expect(held.length).toBeGreaterThan(0);
+    for (const s of h.sim.servers) h.sim.people.setAuth(locked, s.server_instance_id, "not_authenticated");
+    h.sim.faults.inject("POST /sync-task", { kind: "missing-field", field: "skipped_count" });
+    const full = await h.sync({ full: true });
+    expect(full.outcome, full.message).toBe("succeeded");
+    expect(visibleKeys(h, locked)).toEqual(held);
+    expect(visibleKeys(h, users[50] ?? "")).toEqual([]);
+  });
+
+  it("refuses an access check whose users come without servers: nobody loses access as removed from the config", async () => {
+    const leavers = await createExplicit();
+    const locked = users[54] ?? "";
+    for (const s of h.sim.servers) h.sim.people.setAuth(locked, s.server_instance_id, "not_authenticated");
+    const before = [locked, ...leavers].map((u) => visibleKeys(h, u));
+    expect(before[0]?.length).toBeGreaterThan(0);
+    h.sim.faults.inject("GET /sync-configs/{id}/access", {
+      kind: "missing-field",
+      field: "items.*.servers",
+      times: Infinity,
+    });
+    const full = await h.sync({ full: true });
+    expect(full.outcome).toBe("partial");
+    expect(full.message).toMatch(/access check failed/);
+    expect([locked, ...leavers].map((u) => visibleKeys(h, u))).toEqual(before);
+  });
+
+  it("refuses an access check page whose meta says nothing of further pages: members past it keep access", async () => {
+    const leavers = await createExplicit();
+    const stay = users.slice(51);
+    const before = stay.map((u) => visibleKeys(h, u));
+    h.sim.faults.inject("GET /sync-configs/{id}/access", {
+      kind: "missing-field",
+      field: ["meta.next_cursor", "meta.has_next"],
+      times: Infinity,
+    });
+    const full = await h.sync({ full: true });
+    expect(full.outcome).toBe("partial");
+    expect(full.message).toMatch(/access check failed/);
+    expect(stay.map((u) => visibleKeys(h, u))).toEqual(before);
+    expect(leavers.map((u) => visibleKeys(h, u)).every((keys) => keys.length > 0)).toBe(true);
+  });
+
   it("revokes nobody for leaving and ends partial when the access check fails", async () => {
     const leavers = await createExplicit();
     const before = leavers.map((u) => visibleKeys(h, u));

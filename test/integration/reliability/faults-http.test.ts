@@ -161,6 +161,29 @@ describe("HTTP faults a pass recovers from on its own", () => {
   });
 });
 
+describe("fields the API does not document", () => {
+  it("are ignored in every answer, nested ones too: full, incremental and full passes end as a clean twin's", async () => {
+    twins = await createTwins({ sim: { docs: 40 } });
+    const { clean, hurt } = twins;
+    hurt.sim.faults.inject("*", { kind: "extra-fields", times: Infinity });
+    for (const [i, full] of [false, false, true].entries()) {
+      for (const h of [clean, hurt]) {
+        // Something for the incremental and the full pass to carry: an edit, then a removal.
+        const doc = h.sim.docs.list()[i];
+        if (i === 1 && doc) h.sim.docs.edit(doc.docId);
+        if (i === 2 && doc) h.sim.docs.remove(doc.docId);
+        const summary = await h.sync({ full });
+        expect(summary.outcome, summary.message).toBe("succeeded");
+        h.sim.clock.advance(3_600_000);
+      }
+    }
+    const withExtras = hurt.sim.requests.filter((r) => r.fault === "extra-fields").map((r) => r.route);
+    expect(withExtras).toEqual(expect.arrayContaining(["/sync-task", "/sync-task/{sync_id}/export"]));
+    expect(databaseProblems(hurt)).toEqual([]);
+    expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
+  });
+});
+
 describe("a trigger POST whose connection dies, through the CLI", () => {
   it("exits 0 with one trigger's runs when the first POST is reset and the second's answer is lost", async () => {
     twins = await createTwins({ sim: { docs: 20 } });

@@ -53,6 +53,13 @@ const REFUSALS: RefusalCase[] = [
     outcome: "refused",
     says: /Background Sync is turned off for this tenant .*turn on Background Sync under Administration > Premium Features/,
   },
+  {
+    name: "Background Sync (premium) turned off, answered 409",
+    refuse: (h) => h.sim.setPremium(false, { status: 409 }),
+    allow: (h) => h.sim.setPremium(true),
+    outcome: "refused",
+    says: /Background Sync is turned off for this tenant \(409 on POST \/sync-task.*turn on Background Sync under Administration > Premium Features/,
+  },
 ];
 
 describe("trigger refusals", () => {

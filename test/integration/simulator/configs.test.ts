@@ -165,6 +165,24 @@ describe("sync configs", () => {
     expect((await api.post("/sync-configs", body)).status).toBe(201);
   });
 
+  it("can refuse with 409 instead of 403 while premium is off (the status is undocumented); runs, transcripts and exports stay readable", async () => {
+    const { sim, api } = await startTestSimulator({ users: 1 });
+    const { runs } = (await api.post("/sync-task", { sync_config_id: sim.syncConfigId })).body;
+    const syncId = runs[0].sync_id;
+    sim.runs.finishAll();
+    sim.setPremium(false, { status: 409 });
+    const refused = await api.post("/sync-task", { sync_config_id: sim.syncConfigId });
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toMatch(/Background Sync/);
+    expect((await api.put(`/sync-configs/${sim.syncConfigId}`, {})).status).toBe(409);
+    expect((await api.get(`/sync-task/${syncId}`)).status).toBe(200);
+    expect((await api.get(`/sync-task/${syncId}/export`)).status).toBe(200);
+    const source = runs[0].sources[0].source;
+    expect((await api.get(`/sync-task/${syncId}/transcript`, { source })).status).toBe(200);
+    sim.setPremium(false);
+    expect((await api.post("/sync-task", { sync_config_id: sim.syncConfigId })).status).toBe(403);
+  });
+
   it("shows a renamed server's new names in the syncable servers and in the configs that use it", async () => {
     const { sim, api } = await startTestSimulator();
     const github = sim.servers[1]?.server_instance_id ?? "";

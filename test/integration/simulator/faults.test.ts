@@ -22,6 +22,47 @@ describe("fault injection", () => {
     ]);
   });
 
+  it("sends Retry-After as an HTTP date when asked, on a 429 or a 503", async () => {
+    const { sim, api } = await startTestSimulator();
+    sim.faults.inject("GET /projects", { kind: "429", retryAfterSeconds: 120, retryAfterForm: "http-date" });
+    sim.faults.inject("GET /projects", { kind: "503", retryAfterSeconds: 30, retryAfterForm: "http-date" });
+    sim.faults.inject("GET /projects", { kind: "503", retryAfterSeconds: 7 });
+    for (const [status, seconds] of [
+      [429, 120],
+      [503, 30],
+    ] as const) {
+      const sentAt = Date.now();
+      const answer = await api.get("/projects");
+      expect(answer.status).toBe(status);
+      const header = answer.headers.get("retry-after") ?? "";
+      expect(header).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
+      const ahead = Date.parse(header) - sentAt;
+      expect(ahead).toBeGreaterThan((seconds - 2) * 1000);
+      expect(ahead).toBeLessThanOrEqual((seconds + 1) * 1000);
+    }
+    const third = await api.get("/projects");
+    expect([third.status, third.headers.get("retry-after")]).toEqual([503, "7"]);
+  });
+
+  it("extra-fields: adds undocumented fields to every object, not inside values kept verbatim", async () => {
+    const { sim, api } = await startTestSimulator({ users: 1 });
+    const { runs } = (await api.post("/sync-task", { sync_config_id: sim.syncConfigId })).body;
+    sim.runs.finishAll();
+    sim.faults.inject(EXPORT, { kind: "extra-fields" });
+    const page = (await api.get(`/sync-task/${runs[0].sync_id}/export`)).body;
+    expect(page).toHaveProperty("x_added_later");
+    expect(page.page).toHaveProperty("x_note");
+    expect(page.sources[0]).toHaveProperty("x_note");
+    expect(page.sources[0].counts).toHaveProperty("x_note");
+    const resource = page.resources[0];
+    expect(resource).toHaveProperty("x_note");
+    expect(resource.content).toHaveProperty("x_note");
+    expect(resource.fields).not.toHaveProperty("x_note");
+    expect(resource.metadata).not.toHaveProperty("x_note");
+    const plain = (await api.get(`/sync-task/${runs[0].sync_id}/export`)).body;
+    expect(plain).not.toHaveProperty("x_note");
+  });
+
   it("answers 500, 502 and 503 `times` times without handling the request", async () => {
     const { sim, api } = await startTestSimulator();
     for (const kind of ["500", "502", "503"] as const) {
@@ -94,6 +135,14 @@ describe("fault injection", () => {
     sim.faults.inject("GET /projects", { kind: "missing-field", field: "id" });
     const projects = await api.get("/projects");
     expect(projects.body[0]).not.toHaveProperty("id");
+    sim.faults.inject("GET /sync-configs/{id}/access", { kind: "missing-field", field: "items.*.servers" });
+    const access = await api.get(`/sync-configs/${sim.syncConfigId}/access`);
+    expect(access.body.items.length).toBeGreaterThan(0);
+    for (const item of access.body.items) {
+      expect(item).not.toHaveProperty("servers");
+      expect(item).toHaveProperty("project_user");
+    }
+    expect(access.body.meta).toHaveProperty("has_next");
   });
 
   it("not-finished: a finished run's export answers 409 with each source RUNNING, then the export", async () => {
