@@ -159,6 +159,10 @@ describe("history", () => {
     for (let i = 0; i < 5; i++) await h.sync({ full: i === 0 });
 
     const page1 = await history(["--limit", "2"]);
+    const text = await h.cli(["history", "--limit", "2"]);
+    expect(text.stdout.trimEnd().split("\n").at(-1), "the next page's command, runnable as printed").toBe(
+      `older passes: syncmirror history --limit 2 --before ${page1.next_before} --config ${h.configPath}`,
+    );
     const ids = page1.passes.map((p) => p.id);
     expect(ids).toHaveLength(2);
     expect(ids[0]).toBeGreaterThan(ids[1] as number);
