@@ -24,7 +24,8 @@ const passCursor = z.string().transform((text, ctx): number | { at: string } => 
     for (const issue of id.error.issues) ctx.addIssue({ code: "custom", message: issue.message });
     return z.NEVER;
   }
-  const m = ISO_TIME.exec(text);
+  // An offset's `+` written unencoded in a query string arrives as a space.
+  const m = ISO_TIME.exec(text.replace(/ (\d{2}:?\d{2})$/, "+$1"));
   const [year, month, day] = [Number(m?.[1]), Number(m?.[2]), Number(m?.[3])];
   // Date.parse takes 2026-02-31 as March 3rd: the day is checked against its month first.
   const real =
@@ -33,7 +34,7 @@ const passCursor = z.string().transform((text, ctx): number | { at: string } => 
     month <= 12 &&
     day >= 1 &&
     day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
-  const ms = real ? Date.parse(m[4] === undefined && text.includes("T") ? `${text}Z` : text) : Number.NaN;
+  const ms = real ? Date.parse(m[4] === undefined && m[0].includes("T") ? `${m[0]}Z` : m[0]) : Number.NaN;
   if (Number.isNaN(ms)) {
     ctx.addIssue({
       code: "custom",

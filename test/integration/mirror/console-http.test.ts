@@ -96,6 +96,10 @@ describe("the console over HTTP", () => {
     expect((await call(d, `/v1/passes?limit=1&before=${startedAt}`)).json, "before a time").toEqual(
       older.json,
     );
+    const offset = startedAt.replace("Z", "+00:00");
+    expect((await call(d, `/v1/passes?limit=1&before=${offset}`)).json, "its + unencoded").toEqual(
+      older.json,
+    );
     const problems = await call(d, "/v1/problems?mirror=main");
     expect(problems.status).toBe(200);
     expect(problems.json).toEqual(await cliJson(h, ["problems", "--mirror", "main"]));
