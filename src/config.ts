@@ -232,7 +232,7 @@ const FileKeys = z.strictObject({
       keep_days: positive
         .default(DEFAULT_HISTORY_KEEP_DAYS)
         .describe(
-          "Days a finished pass is kept for `syncmirror history` and `GET /v1/passes`; the daemon prunes older ones at start-up and every hour (never a pass in flight, nor one the sync still reads).",
+          "Days a finished pass is kept for `syncmirror history` and `GET /v1/passes`; the daemon prunes older ones at start-up and every hour, and `sync` after its passes (never a pass in flight, nor one the sync still reads).",
         ),
     })
     .default({ keep_days: DEFAULT_HISTORY_KEEP_DAYS })
@@ -333,7 +333,7 @@ export interface Config {
     readonly pageSize: number;
   };
   readonly mirrors: readonly MirrorConfig[];
-  /** `history.keep_days`: finished passes older than this are pruned by the daemon (`sync/prune-history.ts`). */
+  /** `history.keep_days`: finished passes older than this are pruned by the daemon and `sync` (`console/prune-history.ts`). */
   readonly history: { readonly keepDays: number };
   /** `manage_sync_configs`: the daemon applies the declared sync configs itself. */
   readonly manageSyncConfigs: boolean;

@@ -253,11 +253,14 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
   },
   history: {
     summary: "past passes, newest first, each with every error it met (the same JSON as GET /v1/passes)",
-    usage: "syncmirror history [--mirror NAME] [--limit N] [--before ID] [--json] [--config FILE]",
+    usage: "syncmirror history [--mirror NAME] [--limit N] [--before ID|TIME] [--json] [--config FILE]",
     flags: [
       ["--mirror NAME", "only this mirror's passes (default: every mirror)"],
       ["--limit N", "passes per page, 1 to 500 (default: 20)"],
-      ["--before ID", "the page of passes older than pass ID (a reply's next_before; default: the newest)"],
+      [
+        "--before ID|TIME",
+        "the page of passes older than pass ID (a reply's next_before), or started before TIME (ISO 8601, e.g. a pass's started_at); default: the newest",
+      ],
       ["--json", "print the JSON object GET /v1/passes serves (default: text)"],
       CONFIG_FLAG,
       HELP_FLAG,

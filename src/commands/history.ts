@@ -30,6 +30,7 @@ export const history: Command = (args, io) =>
         params.mirror && `--mirror ${params.mirror}`,
         values.limit && `--limit ${params.limit}`,
         `--before ${before}`,
+        values.config && `--config ${shellWord(values.config)}`,
       ]
         .filter((part) => part)
         .join(" ");
@@ -42,3 +43,8 @@ export const history: Command = (args, io) =>
     );
     return 0;
   });
+
+/** A path as one shell word: as is when plain, else in single quotes. */
+function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
+}

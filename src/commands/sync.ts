@@ -3,6 +3,7 @@
  * succeeded, 1 when any failed or was partial, 2 for bad usage or config.
  */
 import type { Config, MirrorConfig } from "../config.js";
+import { pruneOnce } from "../console/prune-history.js";
 import { SyncConfigNotAppliedError, UsageError } from "../errors.js";
 import { createLeaseHolder } from "../lease-holder.js";
 import { withMirrorLease } from "../mirror-lease.js";
@@ -124,6 +125,8 @@ async function runPasses(
         out.summaries.push(notStarted(mirror.name, leaseBusyMessage(busy?.holderName ?? null)));
       }
     }
+    // A mirror kept by `sync` from cron, with no daemon, keeps `history.keep_days` too.
+    if (!io.signal.aborted) await pruneOnce(runtime.store, config.history.keepDays, runtime.log);
   } finally {
     io.signal.removeEventListener("abort", onStop);
     await runtime.close();

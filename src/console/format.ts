@@ -14,9 +14,12 @@ export function formatHistory(h: HistoryJson, nextCommand: (before: number) => s
 
 function formatPass(p: PassJson): string[] {
   const outcome = p.state === "in_flight" ? "in flight" : (p.outcome ?? "unknown");
-  const took = p.duration_seconds === null ? "" : `, ${p.duration_seconds.toFixed(1)} s`;
+  const ended =
+    p.ended_at === null
+      ? "not ended"
+      : `ended ${p.ended_at}${p.duration_seconds === null ? "" : `, ${p.duration_seconds.toFixed(1)} s`}`;
   const lines = [
-    `#${p.id} ${p.mirror} ${p.mode}${p.dry_run ? " (dry run)" : ""}: ${outcome} (started ${p.started_at}${took})`,
+    `#${p.id} ${p.mirror} ${p.mode}${p.dry_run ? " (dry run)" : ""}: ${outcome} (started ${p.started_at}, ${ended})`,
     `  trigger ${p.trigger_id ?? "not started"}${p.since ? `, since ${p.since}` : ""}${p.replica?.name ? `, on ${p.replica.name}` : ""}`,
   ];
   if (p.message) lines.push(`  ${p.message}`);
@@ -34,7 +37,9 @@ function formatPass(p: PassJson): string[] {
     );
   for (const e of p.errors) {
     const where = [e.sync_id, e.user_email, e.source].filter((x) => x !== null).join(" ");
-    lines.push(`  error ${e.at}${where ? ` [${where}]` : ""}: ${e.error}`);
+    lines.push(
+      `  error ${e.at}${where ? ` [${where}]` : ""}${e.replica ? ` on ${e.replica}` : ""}: ${e.error}`,
+    );
   }
   return lines;
 }

@@ -78,7 +78,7 @@ export async function buildHistory(
   // One more than asked: whether an older page exists, without a count.
   const records = await store.history.list({
     mirror: params.mirror,
-    before: params.before,
+    ...(typeof params.before === "object" ? { startedBefore: params.before.at } : { before: params.before }),
     limit: params.limit + 1,
   });
   const page = records.slice(0, params.limit);

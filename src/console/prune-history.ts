@@ -2,7 +2,8 @@
  * Retention of the pass history (`history.keep_days`): passes that finished longer ago are deleted
  * with their runs and errors, a batch per transaction, except the ones the sync logic still reads
  * (`HistoryRepo.prune` says which); problems not seen for as long go too. The daemon runs it at
- * start-up and every hour; any replica may, at the same time as others (deleting is idempotent).
+ * start-up and every hour, `sync` after its passes; any process may, at the same time as others
+ * (deleting is idempotent).
  */
 import type { Logger } from "../log.js";
 import type { Store } from "../store/store.js";
@@ -31,6 +32,25 @@ export async function pruneHistory(store: Store, keepDays: number, now: Date): P
 }
 
 /**
+ * One round of retention, as the daemon runs it every hour and `sync` after its passes: what was
+ * pruned is logged after its commit; a failure is logged, never thrown (the next round tries again).
+ */
+export async function pruneOnce(
+  store: Store,
+  keepDays: number,
+  log: Logger,
+  retry = "the next sync or daemon tries again",
+): Promise<void> {
+  try {
+    const pruned = await pruneHistory(store, keepDays, new Date());
+    if (pruned.passes > 0 || pruned.problems > 0)
+      log.info({ ...pruned, keep_days: keepDays }, "history pruned");
+  } catch (error) {
+    log.warn({ err: (error as Error).message }, `could not prune the history; ${retry}`);
+  }
+}
+
+/**
  * The daemon's retention: prunes now (resolving once done) and every hour until stopped. A failure
  * is logged and waits for the next round; what was pruned is logged after its commit.
  */
@@ -40,18 +60,7 @@ export async function startHistoryPruning(deps: {
   log: Logger;
 }): Promise<{ stop(): void }> {
   const { store, keepDays, log } = deps;
-  const round = async () => {
-    try {
-      const pruned = await pruneHistory(store, keepDays, new Date());
-      if (pruned.passes > 0 || pruned.problems > 0)
-        log.info({ ...pruned, keep_days: keepDays }, "history pruned");
-    } catch (error) {
-      log.warn(
-        { err: (error as Error).message },
-        "could not prune the history; trying again within the hour",
-      );
-    }
-  };
+  const round = () => pruneOnce(store, keepDays, log, "trying again within the hour");
   await round();
   const timer = setInterval(() => void round(), PRUNE_EVERY_MS);
   timer.unref();

@@ -18,8 +18,16 @@ export interface HistoryRepo {
   addErrors(triggerRowId: number, errors: readonly PassError[]): Promise<void>;
   /** The errors kept for one trigger, in the order they were added: what `list` gives that pass. */
   errors(triggerRowId: number): Promise<PassError[]>;
-  /** Passes newest first by trigger row id (below `before` when given), each with its errors and its runs' totals. */
-  list(q: { mirror?: string | undefined; before?: number | undefined; limit: number }): Promise<PassRecord[]>;
+  /**
+   * Passes newest first by trigger row id (below `before`, and started before `startedBefore`, when
+   * given), each with its errors and its runs' totals.
+   */
+  list(q: {
+    mirror?: string | undefined;
+    before?: number | undefined;
+    startedBefore?: string | undefined;
+    limit: number;
+  }): Promise<PassRecord[]>;
   /**
    * Deletes up to `limit` passes that finished before `finishedBefore`, with their runs, sources
    * and errors; returns how many. Kept whatever their age, because the sync logic reads them: a

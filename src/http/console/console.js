@@ -193,13 +193,14 @@ function problemsTable(problems) {
 function passEntry(p) {
   const outcome = p.state === "in_flight" ? "in flight" : (p.outcome ?? "—");
   const c = p.counts;
+  const flags = [p.dry_run && "dry run", p.resumed && "resumed", p.adopted && "runs adopted"].filter(Boolean);
   return el(
     "article",
     { class: "pass", "data-pass": p.id },
     el(
       "header",
       {},
-      el("h3", {}, `#${p.id} ${p.mirror} ${p.mode}`),
+      el("h3", {}, `#${p.id} ${p.mirror} ${p.mode}${flags.length ? ` (${flags.join(", ")})` : ""}`),
       el(
         "span",
         { class: `badge ${p.outcome === "succeeded" ? "ok" : p.outcome ? "bad" : "running"}` },
@@ -211,16 +212,24 @@ function passEntry(p) {
       { class: "muted" },
       "started ",
       time(p.started_at),
-      `, ${duration(p.duration_seconds)}`,
+      ", ",
+      p.ended_at ? ["ended ", time(p.ended_at), ` (${duration(p.duration_seconds)})`] : "not ended",
       p.replica?.name ? ` on ${p.replica.name}` : "",
+    ),
+    el(
+      "p",
+      { class: "muted" },
+      p.trigger_id ? `trigger ${p.trigger_id}` : "trigger not sent yet",
+      ", ",
+      p.since ? ["since ", time(p.since)] : "no since (full)",
     ),
     p.message ? el("p", {}, p.message) : null,
     el(
       "p",
       { class: "counts" },
       `keys ${p.keys.new} new, ${p.keys.changed} changed, ${p.keys.unchanged ?? "?"} unchanged; `,
-      `rows ${c.upserted} upserted, ${c.rejected} rejected; ${c.deleted} deleted, ${c.revoked} revoked, ${c.held} held; `,
-      `runs: ${counted(p.runs)}; sources: ${counted(p.sources)}`,
+      `rows ${c.upserted} upserted, ${c.unchanged} unchanged, ${c.rejected} rejected; ${c.deleted} deleted, ${c.revoked} revoked, ${c.held} held; `,
+      `runs: ${counted(p.runs)}; sources: ${counted(p.sources)}; skipped pairs: ${counted(p.skipped)}`,
     ),
     p.sweep_approval
       ? el(
@@ -240,6 +249,7 @@ function passEntry(p) {
               time(e.at),
               " ",
               [e.user_email, e.source, e.sync_id && `run ${e.sync_id}`].filter(Boolean).join(" · "),
+              e.replica ? ` on ${e.replica}` : "",
               el("span", { class: "error-text" }, e.error),
             ),
           ),

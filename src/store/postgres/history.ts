@@ -48,7 +48,7 @@ export function createHistoryRepo({ db, client }: Conn): HistoryRepo {
         .orderBy(asc(passErrors.id));
     },
 
-    async list({ mirror, before, limit }) {
+    async list({ mirror, before, startedBefore, limit }) {
       const rows = await db
         .select()
         .from(triggers)
@@ -56,6 +56,7 @@ export function createHistoryRepo({ db, client }: Conn): HistoryRepo {
           and(
             mirror === undefined ? undefined : eq(triggers.mirror, mirror),
             before === undefined ? undefined : lt(triggers.id, before),
+            startedBefore === undefined ? undefined : lt(triggers.intentAt, startedBefore),
           ),
         )
         .orderBy(desc(triggers.id))

@@ -50,7 +50,7 @@ export function createHistoryRepo(db: Db): Sync<HistoryRepo> {
         .all();
     },
 
-    list({ mirror, before, limit }) {
+    list({ mirror, before, startedBefore, limit }) {
       const rows = db
         .select()
         .from(triggers)
@@ -58,6 +58,7 @@ export function createHistoryRepo(db: Db): Sync<HistoryRepo> {
           and(
             mirror === undefined ? undefined : eq(triggers.mirror, mirror),
             before === undefined ? undefined : lt(triggers.id, before),
+            startedBefore === undefined ? undefined : lt(triggers.intentAt, startedBefore),
           ),
         )
         .orderBy(desc(triggers.id))

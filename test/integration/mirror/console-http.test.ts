@@ -92,6 +92,14 @@ describe("the console over HTTP", () => {
       await cliJson(h, ["history", "--limit", "1", "--before", String(entries[0]?.id)]),
     );
     expect((older.json as { passes: { id: number }[] }).passes.map((p) => p.id)).toEqual([entries[1]?.id]);
+    const startedAt = (entries[0] as unknown as { started_at: string }).started_at;
+    expect((await call(d, `/v1/passes?limit=1&before=${startedAt}`)).json, "before a time").toEqual(
+      older.json,
+    );
+    const offset = startedAt.replace("Z", "+00:00");
+    expect((await call(d, `/v1/passes?limit=1&before=${offset}`)).json, "its + unencoded").toEqual(
+      older.json,
+    );
     const problems = await call(d, "/v1/problems?mirror=main");
     expect(problems.status).toBe(200);
     expect(problems.json).toEqual(await cliJson(h, ["problems", "--mirror", "main"]));
@@ -102,6 +110,7 @@ describe("the console over HTTP", () => {
     for (const path of [
       "/v1/passes?limit=0",
       "/v1/passes?before=x",
+      "/v1/passes?before=2026-02-30",
       "/v1/problems?mirror=nope",
       "/v1/passes?x=1",
     ])

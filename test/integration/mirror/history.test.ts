@@ -159,6 +159,10 @@ describe("history", () => {
     for (let i = 0; i < 5; i++) await h.sync({ full: i === 0 });
 
     const page1 = await history(["--limit", "2"]);
+    const text = await h.cli(["history", "--limit", "2"]);
+    expect(text.stdout.trimEnd().split("\n").at(-1), "the next page's command, runnable as printed").toBe(
+      `older passes: syncmirror history --limit 2 --before ${page1.next_before} --config ${h.configPath}`,
+    );
     const ids = page1.passes.map((p) => p.id);
     expect(ids).toHaveLength(2);
     expect(ids[0]).toBeGreaterThan(ids[1] as number);
@@ -171,11 +175,18 @@ describe("history", () => {
     expect(page3.next_before).toBeNull();
     expect(page3.passes.at(-1)).toMatchObject({ mode: "full", outcome: "succeeded" });
     expect((await history(["--mirror", "main", "--limit", "500"])).passes).toHaveLength(5);
+    // `before` is also a time: the passes started before it, so a page's last `started_at` pages on.
+    const last = page1.passes.at(-1)?.started_at as string;
+    expect(await history(["--limit", "2", "--before", last])).toEqual(page2);
+    const offset = new Date(Date.parse(last)).toISOString().replace("Z", "+00:00");
+    expect(await history(["--limit", "2", "--before", offset])).toEqual(page2);
+    expect((await history(["--before", "2000-01-01T00:00:00Z"])).passes).toEqual([]);
 
     for (const bad of [
       ["--limit", "0"],
       ["--limit", "501"],
       ["--before", "x"],
+      ["--before", "2026-13-01T00:00:00Z"],
       ["--mirror", "nope"],
     ]) {
       const r = await h.cli(["history", ...bad]);

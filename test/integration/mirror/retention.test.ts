@@ -73,4 +73,21 @@ describe("history retention", () => {
     });
     expect(h.sim.runs.list().filter((r) => r.trigger_id === summary.trigger_id)).toHaveLength(1);
   });
+
+  it("prunes with sync too, so a mirror kept by cron alone, with no daemon, keeps history.keep_days", async () => {
+    const h = suite.use(await createHarness({ sim: { docs: 10, users: 1 } }));
+    const full = await h.sync();
+    await h.sync();
+    await h.sync();
+    const old = new Date(Date.now() - 100 * DAY_MS).toISOString();
+    await execute(h, "UPDATE triggers SET finished_at = ?", old);
+    const sync = await h.cli(["sync", "--json"]);
+    expect(sync.code, sync.stderr).toBe(0);
+    const next = JSON.parse(sync.stdout).mirrors[0];
+    const r = await h.cli(["history", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    // The two incremental passes in between went; the one just run and the last full are kept.
+    const passes = (JSON.parse(r.stdout) as HistoryJson).passes;
+    expect(passes.map((p) => p.trigger_id)).toEqual([next.trigger_id, full.trigger_id]);
+  });
 });
