@@ -152,18 +152,17 @@ export const SkippedPair = z.object({
 export type SkippedPair = z.infer<typeof SkippedPair>;
 
 /**
- * `skipped` and `skipped_count` are required: together they say whether the list is complete, and a
- * complete list decides who left the project. Read without them, a user skipped past the first 100
- * would look gone from the trigger and lose their access; an answer lacking either is unreadable,
- * so the trigger's runs are adopted and the access check decides instead.
+ * `skipped` and `skipped_count` together say whether the skipped list is complete, and only a
+ * complete list decides who left the project: `sync/trigger.ts` reads an answer lacking either as
+ * an unknown list, for the access check to decide, never as an empty or whole one.
  */
 export const TriggerResponse = z.object({
   trigger_id: z.string(),
   sync_config_id: z.string(),
   since: z.string().nullable().optional(),
   runs: z.array(TriggerRun),
-  skipped: z.array(SkippedPair),
-  skipped_count: z.number().int().nonnegative(),
+  skipped: z.array(SkippedPair).optional(),
+  skipped_count: z.number().int().nonnegative().optional(),
 });
 export type TriggerResponse = z.infer<typeof TriggerResponse>;
 

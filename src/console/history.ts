@@ -140,7 +140,7 @@ function passJson(r: PassRecord): PassJson {
     runs: r.runs,
     sources: r.sources,
     skipped,
-    skipped_total: t.adopted ? null : t.skippedCount,
+    skipped_total: t.skipped === null ? null : t.skippedCount,
     sweep_approval: a === null ? null : { pairs: a.pairs, up_to: a.upTo, used: a.used, by: a.by, at: a.at },
     errors: r.errors.map(passErrorJson),
   };

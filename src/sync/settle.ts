@@ -83,7 +83,7 @@ export async function settle(
   }
   summary.keys = keys;
   for (const s of skipped) summary.skipped[s.reason] = (summary.skipped[s.reason] ?? 0) + 1;
-  summary.skipped_total = trigger.adopted ? null : trigger.skippedCount;
+  summary.skipped_total = trigger.skipped === null ? null : trigger.skippedCount;
   summary.counts.deleted = trigger.deleted;
   summary.counts.access_revoked = trigger.revoked;
   summary.counts.sweeps_held = trigger.sweepsHeld;

@@ -36,7 +36,7 @@ export interface MirrorSummary {
   };
   /** Skipped pairs listed by the trigger, by reason. */
   skipped: Record<string, number>;
-  /** The trigger's `skipped_count`; null when its runs were adopted and the response is unknown. */
+  /** The trigger's `skipped_count`; null when its skipped list is unknown (runs adopted, or an answer without it). */
   skipped_total: number | null;
   pairs_awaiting_baseline: number;
   /**

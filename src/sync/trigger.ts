@@ -1,7 +1,7 @@
 /**
  * Starting a trigger, or adopting the runs of one whose POST got no response (docs/reference/sync-semantics.md#one-trigger-per-mirror). The intent row is written before the POST so a crash leaves a trace.
  */
-import type { RunListItem } from "../api/schemas.js";
+import type { RunListItem, TriggerResponse } from "../api/schemas.js";
 import { TriggerOutcomeUnknownError } from "../errors.js";
 import { consumeDue } from "../store/schedule-rules.js";
 import type { StoreOps } from "../store/store.js";
@@ -107,8 +107,7 @@ async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promis
     intent,
     {
       triggerId: response.trigger_id,
-      skipped: response.skipped,
-      skippedCount: response.skipped_count,
+      ...skippedOf(response),
       adopted: false,
       startedAt: ctx.now().toISOString(),
     },
@@ -123,12 +122,27 @@ async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promis
     {
       trigger_id: response.trigger_id,
       runs: response.runs.length,
-      skipped: response.skipped_count,
+      skipped: response.skipped_count ?? null,
       since: intent.since,
     },
     "triggered",
   );
   return active;
+}
+
+/** API.md: a trigger's answer lists at most the first 100 pairs it skipped. */
+const SKIPPED_LISTED_AT_MOST = 100;
+
+/**
+ * The answer's skipped pairs as `leavers.ts` reads them. Without `skipped`, or without a count for
+ * a list as long as the service ever lists (it may have been cut), the list is unknown (null, as
+ * for adopted runs): the access check decides who left. A shorter list without a count is whole.
+ */
+function skippedOf(response: TriggerResponse): Pick<Trigger, "skipped" | "skippedCount"> {
+  const { skipped, skipped_count: count } = response;
+  if (skipped === undefined || (count === undefined && skipped.length >= SKIPPED_LISTED_AT_MOST))
+    return { skipped: null, skippedCount: count ?? 0 };
+  return { skipped, skippedCount: count ?? skipped.length };
 }
 
 /**

@@ -161,6 +161,57 @@ describe("users who left the project", () => {
   });
 });
 
+describe("a trigger answer without its skipped list or count", () => {
+  async function explicitWithLeaver(): Promise<string[]> {
+    const mirror: Record<string, unknown> = {};
+    h = await createHarness({ sim: { docs: 40 }, mirror });
+    mirror.sync_config_id = h.sim.configs.create({ userEmails: [U1, U2, U3] });
+    h.writeConfig();
+    await h.sync();
+    const held = visibleKeys(h, U2);
+    expect(held.length).toBeGreaterThan(10);
+    h.sim.people.leaveProject(U2);
+    return held;
+  }
+
+  it("takes a list shorter than the 100 the service lists as whole: no access check, the leaver loses access", async () => {
+    await explicitWithLeaver();
+    h.sim.faults.inject("POST /sync-task", { kind: "missing-field", field: "skipped_count" });
+    h.sim.faults.inject("GET /sync-configs/{id}/access", {
+      kind: "429",
+      retryAfterSeconds: 0,
+      times: Infinity,
+    });
+    const full = await h.sync({ full: true });
+    expect(full, full.message).toMatchObject({ outcome: "succeeded", adopted: false });
+    expect(full.skipped_total).toBe(h.sim.servers.length);
+    expect(visibleKeys(h, U2)).toEqual([]);
+  });
+
+  it("keeps the answer's runs (nothing adopted) and asks the access check who left when the list is missing", async () => {
+    const held = await explicitWithLeaver();
+    h.sim.faults.inject("POST /sync-task", { kind: "missing-field", field: ["skipped", "skipped_count"] });
+    const full = await h.sync({ full: true });
+    expect(full, full.message).toMatchObject({ outcome: "succeeded", adopted: false, skipped_total: null });
+    expect(held.length).toBeGreaterThan(0);
+    expect(visibleKeys(h, U2)).toEqual([]);
+    for (const user of [U1, U3]) expect(visibleKeys(h, user)).toEqual(expectedKeys(h.sim, user));
+  });
+
+  it("ends partial and revokes nobody for leaving when the list is missing and the access check fails", async () => {
+    const held = await explicitWithLeaver();
+    h.sim.faults.inject("POST /sync-task", { kind: "missing-field", field: ["skipped", "skipped_count"] });
+    h.sim.faults.inject("GET /sync-configs/{id}/access", {
+      kind: "429",
+      retryAfterSeconds: 0,
+      times: Infinity,
+    });
+    const full = await h.sync({ full: true });
+    expect(full).toMatchObject({ outcome: "partial", adopted: false });
+    expect(visibleKeys(h, U2)).toEqual(held);
+  });
+});
+
 describe("since once a pair is gone from the trigger", () => {
   /** Two incrementals after `leave`, 30 minutes apart: the second's since, and the first's runs' time. */
   async function twoIncrementals(
