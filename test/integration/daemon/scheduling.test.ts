@@ -90,11 +90,12 @@ describe("syncmirror run: scheduling", () => {
       const h = suite.use(
         await createHarness({ dialect, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
       );
-      const soon = twoTimesSoon();
-      setCrons(h, { incremental_cron: NEVER, full_cron: soon.cron });
       const before = await suite.daemon(h);
       await until(() => h.query("SELECT 1 FROM schedules").length, "the schedule recorded");
       expect((await before.stop()).code).toBe(0);
+      // Set once the daemon is down, so however slowly it started and stopped, both times fall while no process runs.
+      const soon = twoTimesSoon();
+      setCrons(h, { incremental_cron: NEVER, full_cron: soon.cron });
       await until(() => Date.now() > soon.last.getTime() + 200, "both full_cron times to pass", 20_000);
       expect(triggers(h), "nothing ran while the daemon was down").toEqual([]);
 
