@@ -18,7 +18,7 @@ export interface State {
 }
 interface Change {
   key: string;
-  resource: { title: string | null; content_hash: string } | null;
+  resource: { title: string | null; content_hash: string; deleted_at: string | null } | null;
   access: { user_email: string }[];
 }
 interface Page {
@@ -35,8 +35,8 @@ export async function catchUp(baseUrl: string, token: string, state: State, wait
     if (!res.ok) throw new Error(`GET /v1/changes answered ${res.status}: ${await res.text()}`);
     const page = (await res.json()) as Page;
     for (const c of page.changes) {
-      // Each change carries the key's current row: null means gone, so delete; else replace.
-      if (c.resource === null) delete state.index[c.key];
+      // Each change carries the key's current row: a tombstone (deleted_at set) means gone; else replace.
+      if (c.resource === null || c.resource.deleted_at !== null) delete state.index[c.key];
       else
         state.index[c.key] = {
           title: c.resource.title,

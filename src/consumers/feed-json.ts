@@ -52,7 +52,7 @@ function resourceJson(r: FeedResource) {
     relations: r.relations,
     attachments: r.attachments,
     provenance: r.provenance,
-    // Every public column: the feed hands over live resources only (a deleted key's is null).
-    deleted_at: null,
+    // Every public column: a deleted key's row is its tombstone, as the table keeps it.
+    deleted_at: r.deletedAt,
   };
 }

@@ -5,7 +5,8 @@
 import type { ChangeOp, ResourceInput } from "./types.js";
 
 /** The current row, the same fields the ingest writes (JSON columns parsed). */
-export type FeedResource = ResourceInput;
+/** A key's current row: live, or its tombstone (`deletedAt` set, content cleared). */
+export type FeedResource = ResourceInput & { deletedAt: string | null };
 
 export interface FeedAccess {
   mirror: string;

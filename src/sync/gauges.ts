@@ -10,7 +10,7 @@ import type { Store } from "../store/store.js";
 import { MODES, type Trigger } from "../store/types.js";
 
 /**
- * The reasons served at 0 when no pair has them: the three API.md names, and `unlisted`, the pairs
+ * The reasons served at 0 when no pair has them: the three the upstream API names (docs/reference/upstream-api.md), and `unlisted`, the pairs
  * past the first 100 the trigger lists (`skipped_count` counts them, with no reason).
  */
 const KNOWN_SKIP_REASONS = ["not_a_project_user", "not_syncable", "not_accessible", "unlisted"];

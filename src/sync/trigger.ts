@@ -130,7 +130,7 @@ async function postTrigger({ mirror, ctx }: MirrorPass, intent: Trigger): Promis
   return active;
 }
 
-/** API.md: a trigger's answer lists at most the first 100 pairs it skipped. */
+/** A trigger's answer lists at most the first 100 pairs it skipped (docs/reference/upstream-api.md). */
 const SKIPPED_LISTED_AT_MOST = 100;
 
 /**

@@ -1,6 +1,6 @@
 /**
  * The change feed on PostgreSQL, the same page as `../sqlite/feed.ts` reads: each change with
- * the key's current row (null once deleted) and its current access list, in one REPEATABLE READ
+ * the key's current row (its tombstone once deleted) and its current access list, in one REPEATABLE READ
  * snapshot so a page is consistent while replicas commit. Seqs commit in order (see changes.ts),
  * so a consumer that moves past a seq never misses a lower one committed later.
  */
@@ -17,8 +17,8 @@ const PAGE_SQL = `SELECT seq::float8 AS seq, key, op, at FROM changes c WHERE se
 
 const RESOURCES_SQL = `SELECT key, content_hash, content_text, content_format, content_status, title, url,
     type, source_type, server_instance_id, native_id, modified_at, fetched_at, fields, metadata,
-    relations, attachments, provenance
-  FROM resources WHERE key = ANY($1::text[]) AND deleted_at IS NULL`;
+    relations, attachments, provenance, deleted_at
+  FROM resources WHERE key = ANY($1::text[])`;
 
 const ACCESS_SQL = `SELECT key, mirror, user_email, source FROM resource_access
   WHERE key = ANY($1::text[]) AND ($2::text IS NULL OR mirror = $2)
@@ -98,5 +98,6 @@ function toResource(r: Row): FeedResource {
     relations: r.relations,
     attachments: r.attachments,
     provenance: r.provenance,
+    deletedAt: time(r.deleted_at),
   };
 }

@@ -105,6 +105,35 @@ describe("/v1/changes", () => {
     );
   });
 
+  it("hands over a deleted key's tombstone as its current row, with no access", async () => {
+    const h = suite.use(await createHarness({ sim: { docs: 30 } }));
+    configureConsumers(h, { search: true });
+    await h.sync();
+    const doc = pickDoc(h, (x) => x.visibleTo.length >= 1);
+    h.sim.docs.setVisibility(doc.docId, []);
+    const from = lastSeq(h);
+    await h.sync({ full: true });
+    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
+    const d = await suite.daemon(h);
+    const page = await get(d, `/v1/changes?after=${from}`);
+    expect(page.json.changes).toHaveLength(1);
+    const [change] = page.json.changes;
+    const tombstone = resourceRow(h, doc.key);
+    expect(tombstone?.deleted_at).toEqual(expect.any(String));
+    expect(change).toMatchObject({ key: doc.key, op: "delete", access: [] });
+    expect(change.resource).toMatchObject({
+      key: doc.key,
+      content_hash: tombstone?.content_hash,
+      deleted_at: new Date(String(tombstone?.deleted_at)).toISOString(),
+      content_text: null,
+      fields: null,
+      metadata: null,
+      relations: null,
+      attachments: null,
+      provenance: null,
+    });
+  });
+
   it("prints the same page from syncmirror changes", async () => {
     const { h, d } = await servedMirror();
     const http = await get(d, "/v1/changes?after=2&limit=3");

@@ -52,7 +52,7 @@ describe("syncmirror_skipped_pairs", () => {
     const server = h.sim.servers[0];
     if (!user || !server) throw new Error("the simulator has no user or server");
     h.sim.people.setAuth(user, server.server_instance_id, "not_authenticated");
-    // A reason API.md does not list yet, as a later version of the service may send.
+    // A reason the upstream API does not list yet, as a later version of the service may send.
     proxy.trigger = (body) => body.replaceAll('"not_accessible"', '"not_licensed"');
     await h.sync();
     expect(await skippedGauge(h)).toMatchObject({ not_licensed: 1, not_accessible: 0 });
