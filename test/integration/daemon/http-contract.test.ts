@@ -7,8 +7,10 @@
 import { describe, expect, it } from "vitest";
 import { configureConsumers, HTTP_TOKEN, HTTP_TOKEN_ENV } from "../../helpers/consumers.js";
 import { type DaemonProcess, until } from "../../helpers/daemon.js";
+import { onPostgres } from "../../helpers/dialect.js";
 import { lastSeq, pickDoc } from "../../helpers/mirror-db.js";
-import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { createHarness, DATABASE_URL_ENV, type Harness } from "../../helpers/mirror-harness.js";
+import { startCuttableProxy } from "../../helpers/tcp-proxy.js";
 import { daemonSuite, editConfig, NEVER, setCrons } from "./setup.js";
 
 const suite = daemonSuite();
@@ -248,5 +250,45 @@ describe("syncmirror reindex", () => {
     const beside = await h.cli(["reindex"]);
     expect(beside.code, beside.stderr).toBe(h.dialect === "postgres" ? 0 : 1);
     expect(await searchKeys(d, U1, phrase(doc.title))).toContain(doc.key);
+  });
+});
+
+describe.runIf(onPostgres)("while the database does not answer (PostgreSQL)", () => {
+  it("answers /status and /v1/* 503 NOT_READY without its password, and serves again once it answers", async () => {
+    const h = await quietHarness("127.0.0.1:0", 10);
+    configureConsumers(h, { search: true });
+    await h.sync();
+    const proxy = await startCuttableProxy(h.databaseUrl as string);
+    try {
+      const url = new URL(proxy.url);
+      url.password = "db-password-3e9a71";
+      const d = await suite.daemon(h, { env: { [DATABASE_URL_ENV]: url.toString() } });
+      const paths = [
+        "/status",
+        "/v1/changes?after=0",
+        `/v1/search?user=${U1}&q=the`,
+        "/v1/passes",
+        "/v1/problems",
+      ];
+      for (const path of paths) expect((await call(d, path, auth)).status, path).toBe(200);
+
+      await proxy.cut();
+      await until(async () => (await call(d, "/readyz")).status === 503, "/readyz 503 while cut off");
+      expect((await call(d, "/healthz")).status).toBe(200);
+      expect((await call(d, "/metrics")).status).toBe(200);
+      for (const path of paths) {
+        const res = await call(d, path, auth);
+        expect(res.status, path).toBe(503);
+        expect(res.json.error.code, path).toBe("NOT_READY");
+        expect(res.text, path).not.toContain("db-password-3e9a71");
+      }
+
+      await proxy.restore();
+      await until(async () => (await call(d, "/readyz")).status === 200, "/readyz 200 again");
+      for (const path of paths) expect((await call(d, path, auth)).status, path).toBe(200);
+      expect(d.stderr()).not.toContain("db-password-3e9a71");
+    } finally {
+      await proxy.close();
+    }
   });
 });
