@@ -224,6 +224,21 @@ describe("the feed and search follow the daemon's own passes", () => {
   });
 });
 
+describe("/v1/search input", () => {
+  it("reads a control character in q (a NUL) as a space, on either store, never answering 500", async () => {
+    const { h, d } = await servedConsumers(20);
+    const doc = pickDoc(h, (x) => x.visibleTo.includes(U1));
+    const [first, second] = doc.title.split(" ");
+    const spaced = await searchKeys(d, U1, `${first} ${second ?? ""}`);
+    expect(spaced).toContain(doc.key);
+    expect(await searchKeys(d, U1, `${first}\u0000${second ?? ""}`)).toEqual(spaced);
+    expect(await searchKeys(d, U1, `"${first}\u0001${second ?? ""}"`)).toContain(doc.key);
+    const onlyNul = await call(d, `/v1/search?user=${U1}&q=%00`, auth);
+    expect(onlyNul.status).toBe(400);
+    expect(onlyNul.json.error.message).toMatch(/^q: is required/);
+  });
+});
+
 describe("syncmirror reindex", () => {
   it("builds the index of a mirror synced while search was off; until then search says to run it", async () => {
     const h = await quietHarness("127.0.0.1:0", 20);
