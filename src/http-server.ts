@@ -146,6 +146,7 @@ async function apiRoute(deps: HttpServerDeps, req: IncomingMessage): Promise<Rep
   } catch (err) {
     // Logged here with its detail; the client gets the same JSON shape as every other /v1/ error.
     deps.log.error({ err, path: pathOf(req) }, "http request failed");
+    if (!deps.isReady()) return databaseLostReply();
     return errorReply(500, "INTERNAL", "internal error: the daemon's log says what failed");
   }
   return errorReply(404, "NOT_FOUND", `no endpoint ${pathOf(req)}: docs/reference/http.md lists them`);
@@ -193,6 +194,15 @@ export function notReadyReply(): Reply {
   );
 }
 
+/** A request that failed while the daemon is not ready (the database stopped answering): retry later. */
+function databaseLostReply(): Reply {
+  return errorReply(
+    503,
+    "NOT_READY",
+    "not ready: the database does not answer now; retry later (/readyz answers 200 once it does)",
+  );
+}
+
 async function status(deps: HttpServerDeps): Promise<Reply> {
   try {
     const report = await deps.getStatus();
@@ -200,6 +210,7 @@ async function status(deps: HttpServerDeps): Promise<Reply> {
     return { status: 200, contentType: JSON_TYPE, body: JSON.stringify(report) };
   } catch (err) {
     deps.log.error({ err }, "building /status failed");
+    if (!deps.isReady()) return databaseLostReply();
     return errorReply(500, "INTERNAL", "status unavailable: the daemon's log says why");
   }
 }

@@ -57,7 +57,11 @@ const FeedParams = z.strictObject({
 
 const SearchParams = z.strictObject({
   user: z.string().trim().min(1, "is required: search always runs as one user").max(320),
-  q: z.string().trim().min(1, "is required").max(1000, "must be at most 1000 characters"),
+  // A control character (a NUL PostgreSQL cannot hold, a tab) separates words, as a space does.
+  q: z.preprocess(
+    (v) => (typeof v === "string" ? v.replace(/\p{Cc}/gu, " ") : v),
+    z.string().trim().min(1, "is required").max(1000, "must be at most 1000 characters"),
+  ),
   limit: integer(1, SEARCH_MAX_LIMIT).default(20),
   mirror: mirrorName.optional(),
 });

@@ -63,5 +63,6 @@ export type SearchSettingApplied = { action: "built"; indexed: number } | { acti
 export const SEARCH_QUERY_ADVICE =
   'the search query is not valid: use words, "quoted phrases", prefix* and AND / OR / NOT; put words with punctuation in double quotes';
 
+/** Reached only with search.enabled: true (the commands and /v1/search check it first): the index is not built yet. */
 export const SEARCH_UNAVAILABLE_ADVICE =
-  "the search index does not exist: set search.enabled: true in the config and run syncmirror reindex";
+  "the search index does not exist yet: run syncmirror reindex (syncmirror run and sync also build it at start)";
