@@ -45,11 +45,16 @@ type TokenKind = keyof typeof TOKENS;
 const NAMES_A_VARIABLE = /_env$/;
 
 /**
- * A random token written where a variable's name belongs: upper and lower case and digits mixed,
- * long. Conventional variable names (SYNCMIRROR_API_TOKEN, my_token_1) are never all three.
+ * A random token written where a variable's name belongs, long: upper and lower case and digits
+ * mixed, or letters and many digits with no underscore (a hex token). Conventional variable names
+ * (SYNCMIRROR_API_TOKEN, my_token_1) are neither; the message about an unset variable would
+ * otherwise print the token as the variable's name.
  */
 function looksLikeToken(value: string): boolean {
-  return value.length >= 16 && /[a-z]/.test(value) && /[A-Z]/.test(value) && /\d/.test(value);
+  if (value.length < 16 || !/\d/.test(value)) return false;
+  const mixedCase = /[a-z]/.test(value) && /[A-Z]/.test(value);
+  const hexLike = !value.includes("_") && (value.match(/\d/g) ?? []).length >= 4;
+  return mixedCase || hexLike;
 }
 
 /**

@@ -15,6 +15,7 @@ import { createHarness, type Harness, TOKEN_ENV } from "../../helpers/mirror-har
 import { buildOnce } from "../daemon/setup.js";
 
 const FILE_SECRET = "tok_written_in_the_file_8c1f";
+const HEX_TOKEN = "a3f6c2a918d4e4b7a9c152e8f0d6b1a4";
 const PG_PASSWORD = "pgpass_in_the_file_77d2";
 const HTTP_TOKEN_ENV = "SYNCMIRROR_TEST_HTTP_TOKEN";
 const HTTP_TOKEN = "http_token_from_env_51ab";
@@ -106,6 +107,20 @@ const CASES: Case[] = [
   {
     name: "a token written in place of api.token_env",
     edit: (c) => (c.api.token_env = `ghp_${FILE_SECRET}_A1b2C3d4E5f6G7h8`),
+    key: "api.token_env",
+    says: /token/,
+  },
+  {
+    name: "a lowercase hex token written in place of http.token_env",
+    command: ["run"],
+    edit: (c) => ((c.http as Record<string, unknown>).token_env = HEX_TOKEN),
+    key: "http.token_env",
+    says: /token/,
+  },
+  {
+    name: "a lowercase hex token written in place of api.token_env",
+    command: ["sync"],
+    edit: (c) => (c.api.token_env = HEX_TOKEN),
     key: "api.token_env",
     says: /token/,
   },
@@ -335,7 +350,10 @@ afterAll(async () => {
 
 async function cli(args: string[], extraEnv: Record<string, string | undefined> = {}, cwd?: string) {
   const p = spawnCli(args, { ...env, ...extraEnv }, { cwd });
+  // A command that started instead of refusing (`run` serves until stopped) fails the test, not hangs it.
+  const started = setTimeout(() => p.child.kill("SIGKILL"), 20_000);
   const { code } = await p.exited;
+  clearTimeout(started);
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }
 
@@ -359,7 +377,7 @@ async function expectRefused(command: [string, ...string[]], c: Case): Promise<v
   if (c.key) expect(r.stderr, what).toContain(c.key);
   expect(r.stderr, what).toMatch(c.says);
   expect(r.stderr, what).not.toMatch(STACK);
-  for (const secret of [FILE_SECRET, PG_PASSWORD, h.sim.token, HTTP_TOKEN])
+  for (const secret of [FILE_SECRET, HEX_TOKEN, PG_PASSWORD, h.sim.token, HTTP_TOKEN])
     expect(`${r.stdout}${r.stderr}`, `${what}\nleaks a secret`).not.toContain(secret);
   expect(existsSync(dbPath), `${what}\ncreated the database`).toBe(false);
   expect(h.sim.requests.length, `${what}\nreached the API`).toBe(requests);
