@@ -46,8 +46,9 @@ unset), else \`config/syncmirror.yaml\`. \`syncmirror init\` writes a minimal on
 - Secrets are never read from the file: the API token, the HTTP token and a PostgreSQL URL come
   from the environment variables the file names (\`api.token_env\`, \`http.token_env\`,
   \`database.url_env\`). A key named like a secret holding a string, a value equal to one of the
-  tokens, or a \`postgres://\` URL anywhere in the file is a config error naming the key, never
-  the value.
+  tokens, a \`postgres://\` URL or a URL with a password in it (\`https://user:secret@host\`)
+  anywhere in the file is a config error naming the key, never the value; so is an
+  \`api.base_url\` with a user name, a query string or a fragment.
 - Environment variables: [operations.md](operations.md#environment).
 `;
 

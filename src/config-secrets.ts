@@ -34,6 +34,8 @@ const SECRET_KEY = /(^|_)(token|secret|password|api_?key|bearer)$/i;
  * in a value it sits (a message or instructions quoting it are sent upstream).
  */
 const DATABASE_URL = /postgres(ql)?:\/\//i;
+/** Any URL with a password in it (`https://user:secret@host`): the password is a secret too. */
+const URL_WITH_PASSWORD = /\b[a-z][a-z0-9+.-]*:\/\/[^\s/?#@:]*:[^\s/?#@]+@/i;
 
 /** The two tokens: which `*.token_env` names the variable, and the variable it defaults to. */
 const TOKENS = { api: DEFAULT_TOKEN_ENV, http: DEFAULT_HTTP_TOKEN_ENV } as const;
@@ -43,11 +45,16 @@ type TokenKind = keyof typeof TOKENS;
 const NAMES_A_VARIABLE = /_env$/;
 
 /**
- * A random token written where a variable's name belongs: upper and lower case and digits mixed,
- * long. Conventional variable names (SYNCMIRROR_API_TOKEN, my_token_1) are never all three.
+ * A random token written where a variable's name belongs, long: upper and lower case and digits
+ * mixed, or letters and many digits with no underscore (a hex token). Conventional variable names
+ * (SYNCMIRROR_API_TOKEN, my_token_1) are neither; the message about an unset variable would
+ * otherwise print the token as the variable's name.
  */
 function looksLikeToken(value: string): boolean {
-  return value.length >= 16 && /[a-z]/.test(value) && /[A-Z]/.test(value) && /\d/.test(value);
+  if (value.length < 16 || !/\d/.test(value)) return false;
+  const mixedCase = /[a-z]/.test(value) && /[A-Z]/.test(value);
+  const hexLike = !value.includes("_") && (value.match(/\d/g) ?? []).length >= 4;
+  return mixedCase || hexLike;
 }
 
 /**
@@ -80,6 +87,11 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
           path: formatPath(path),
           message:
             "holds a database URL, which carries a password: put it in an environment variable and name that variable in database.url_env",
+        });
+      } else if (URL_WITH_PASSWORD.test(value)) {
+        issues.push({
+          path: formatPath(path),
+          message: `holds a URL with a password in it: remove the user name and password from the URL (the service's token is read only from the environment variable named by api.token_env, by default ${DEFAULT_TOKEN_ENV})`,
         });
       } else if (namesVariable && (envToken !== undefined || looksLikeToken(value))) {
         issues.push({

@@ -146,10 +146,16 @@ const Mirror = z
 const FileKeys = z.strictObject({
   api: z
     .strictObject({
-      base_url: z.url({ protocol: /^https?$/ }).meta({
-        description: "Base URL of the upstream service's API, including its version prefix `/api/v1`.",
-        examples: ["https://api.example.com/api/v1"],
-      }),
+      base_url: z
+        .url({ protocol: /^https?$/ })
+        .refine(isPlainBaseUrl, {
+          message:
+            "must not carry a user name, a query string or a fragment: the API's paths are appended to it, and the token is read only from the environment variable named by api.token_env",
+        })
+        .meta({
+          description: "Base URL of the upstream service's API, including its version prefix `/api/v1`.",
+          examples: ["https://api.example.com/api/v1"],
+        }),
       token_env: envName
         .default(DEFAULT_TOKEN_ENV)
         .describe(
@@ -548,6 +554,12 @@ function freeze(file: string, data: z.infer<typeof File>, env: Env): Config {
 
 function camelCase(key: string): string {
   return key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+/** A base URL the API's paths can be appended to, with no credentials or parameters in it. */
+function isPlainBaseUrl(url: string): boolean {
+  const u = URL.parse(url);
+  return u !== null && u.username === "" && u.password === "" && u.search === "" && u.hash === "";
 }
 
 function isTimeZone(tz: string): boolean {
