@@ -28,11 +28,11 @@ export const DatabaseSection = z
     lease_seconds: z
       .number()
       .int()
-      .min(5)
+      .min(1)
       .max(3600)
       .default(60)
       .describe(
-        "How long a mirror's lease lasts without renewal: a replica that dies mid-pass is replaced within this plus one poll interval.",
+        "How long a mirror's lease lasts without renewal (renewed every third of it while a pass runs): a replica that dies mid-pass is replaced within this plus one poll interval. Short leases fail over fast but take a replica's mirrors from it whenever it stalls that long (a pause, a slow database).",
       ),
     pool_size: z
       .number()

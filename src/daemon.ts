@@ -246,10 +246,16 @@ async function refreshGauges(
 
 /**
  * One poll interval: how soon a trigger orphaned by a dead replica is resumed after its lease
- * expires, or a pass left due by another replica or by a control is started.
+ * expires, or a pass left due by another replica or by a control is started. It is also the
+ * heartbeat, which lives one lease: at most a third of it, so a lease shorter than the poll
+ * interval never lets a live replica look gone (to `status`, or to `trigger`, which would then run
+ * the pass itself).
  */
 function watchIntervalMs(config: Config): number {
-  const seconds = Math.min(...config.mirrors.map((m) => m.pollInitialSeconds));
+  const seconds = Math.min(
+    ...config.mirrors.map((m) => m.pollInitialSeconds),
+    config.database.leaseSeconds / 3,
+  );
   return Math.max(250, seconds * 1000);
 }
 

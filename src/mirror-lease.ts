@@ -68,7 +68,7 @@ export async function withMirrorLease<T>(
           ),
       );
     },
-    Math.max(1000, (leaseSeconds * 1000) / 3),
+    (leaseSeconds * 1000) / 3,
   );
   renew.unref();
   try {

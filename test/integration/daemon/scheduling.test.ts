@@ -10,7 +10,7 @@ import { until } from "../../helpers/daemon.js";
 import { onPostgres, type TestDialect } from "../../helpers/dialect.js";
 import { createHarness, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
-import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
+import { daemonSuite, EVERY_SECOND, NEVER, setCrons, twoTimesSoon } from "./setup.js";
 
 const suite = daemonSuite();
 const HTTP_TOKEN = "controls-bearer-51c0";
@@ -40,15 +40,6 @@ const schedule = (h: Harness) =>
     due_reason: string | null;
     paused_by: string | null;
   }>("SELECT due_mode, due_at, due_reason, paused_by FROM schedules WHERE mirror = 'main'")[0];
-
-/** Two whole seconds of one minute, at least four seconds ahead: a full_cron falling twice soon. */
-function twoTimesSoon(): { cron: string; first: Date; last: Date } {
-  let first = new Date(Math.ceil((Date.now() + 4000) / 1000) * 1000);
-  if (first.getUTCSeconds() > 55) first = new Date(Math.ceil(first.getTime() / 60_000) * 60_000 + 1000);
-  const last = new Date(first.getTime() + 2000);
-  const cron = `${first.getUTCSeconds()},${last.getUTCSeconds()} ${first.getUTCMinutes()} ${first.getUTCHours()} * * *`;
-  return { cron, first, last };
-}
 
 describe("syncmirror run: scheduling", () => {
   it("coalesces the ticks falling while its pass runs into one due pass, run once after it", async () => {

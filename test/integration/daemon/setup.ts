@@ -14,6 +14,15 @@ export const EVERY_SECOND = "*/1 * * * * *";
 /** 03:00:00 on 1 January: never during a test run. */
 export const NEVER = "0 0 3 1 1 *";
 
+/** Two whole seconds of one minute, at least four seconds ahead: a full_cron falling twice soon. */
+export function twoTimesSoon(): { cron: string; first: Date; last: Date } {
+  let first = new Date(Math.ceil((Date.now() + 4000) / 1000) * 1000);
+  if (first.getUTCSeconds() > 55) first = new Date(Math.ceil(first.getTime() / 60_000) * 60_000 + 1000);
+  const last = new Date(first.getTime() + 2000);
+  const cron = `${first.getUTCSeconds()},${last.getUTCSeconds()} ${first.getUTCMinutes()} ${first.getUTCHours()} * * *`;
+  return { cron, first, last };
+}
+
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 
 /** Rewrites the harness's config file through `edit` (the parsed YAML document). */
