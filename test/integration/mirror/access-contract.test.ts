@@ -170,7 +170,7 @@ describe("the mass-delete guard's bounds", () => {
     expect(status.code).toBe(0);
     expect(JSON.parse(status.stdout).mirrors[0].held_revocations).toBe(11);
     const text = await h.cli(["status"]);
-    expect(text.stdout).toMatch(/held/i);
+    expect(text.stdout).toMatch(/held revocations:\s+11\b/);
 
     const applied = await sync(["--full", "--allow-mass-delete"]);
     expect(applied.code).toBe(0);
