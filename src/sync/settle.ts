@@ -215,6 +215,9 @@ export async function settleWithoutRuns(
   const summary = summaryOf(mirror.name, trigger, r.resumed);
   summary.outcome = r.outcome;
   summary.message = r.message;
+  // A refused full pass still takes the access of users who left (sweep.ts).
+  summary.counts.deleted = trigger.deleted;
+  summary.counts.access_revoked = trigger.revoked;
   const at = ctx.now();
   summary.duration_seconds = Math.max(0, (at.getTime() - r.startedAtMs) / 1000);
   // Kept with the trigger, so a trigger resumed after several failed attempts shows each of them.

@@ -308,7 +308,7 @@ function reportSweep({ ctx, mirror }: MirrorPass, pair: PairRef, swept: SweptPai
 }
 
 async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRuns): Promise<void> {
-  const { ctx, mirror } = pass;
+  const { ctx } = pass;
   const { store } = ctx;
   const { leaving, leaversUnknown, unlisted } = await findLeavingPairs(pass, trigger, read);
   const at = ctx.now().toISOString();
@@ -322,6 +322,32 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRun
       "skipped pairs the trigger did not list, found by the access check",
     );
   }
+  await revokeLeaving(pass, trigger, leaving, at);
+  await store.triggers.markLeaversSwept(trigger.id, leaversUnknown);
+}
+
+/**
+ * A full pass the service refused before any run started (400, 409, the feature off) has no
+ * snapshot, but the access check still says who left the project or the sync config: they lose
+ * their access now, as at a full snapshot, rather than keep it for as long as the refusal lasts (a
+ * config whose every user left is refused with 400 for good). Pairs out of reach keep theirs: their
+ * grace ends at a full snapshot. A failed check revokes nobody.
+ */
+export async function sweepLeaversOfRefusedPass(pass: MirrorPass, trigger: Trigger): Promise<void> {
+  const { leaving, leaversUnknown } = await findLeavingPairs(pass, trigger, { runs: [], sources: new Map() });
+  const left = leaving.filter(({ reason }) => reason !== "inaccessible");
+  await revokeLeaving(pass, trigger, left, pass.ctx.now().toISOString());
+  await pass.ctx.store.triggers.markLeaversSwept(trigger.id, leaversUnknown);
+}
+
+/** Each leaving pair's access revoked and the pair retired, one transaction per pair. */
+async function revokeLeaving(
+  { ctx, mirror }: MirrorPass,
+  trigger: Trigger,
+  leaving: readonly LeavingPair[],
+  at: string,
+): Promise<void> {
+  const { store } = ctx;
   for (const { pair, reason } of leaving) {
     const revoked = await store.transaction(async (tx) => {
       // Issued at once, in this order (one round trip on PostgreSQL): only the revocations need the keys.
@@ -345,7 +371,6 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRun
       revoked.revoked > 0 ? "pair lost its access" : "pair retired: it held no access any more",
     );
   }
-  await store.triggers.markLeaversSwept(trigger.id, leaversUnknown);
 }
 
 /**

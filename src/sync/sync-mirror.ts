@@ -17,7 +17,7 @@ import { passErrorJson } from "./pass-error-json.js";
 import { planPass } from "./plan.js";
 import { settle, settleWithoutRuns } from "./settle.js";
 import { type MirrorSummary, notStartedSummary } from "./summary.js";
-import { sweep } from "./sweep.js";
+import { sweep, sweepLeaversOfRefusedPass } from "./sweep.js";
 import { establishTrigger, recordIntent } from "./trigger.js";
 import { readTriggerRuns } from "./trigger-runs.js";
 import { waitAndIngest } from "./wait.js";
@@ -161,6 +161,11 @@ async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<
         at: ctx.now().toISOString(),
         createRefused: false,
       });
+    // Refused before any run: no snapshot, but users who left still lose their access.
+    if (outcome === "refused" && trigger.state === "intent" && trigger.mode === "full" && !trigger.dryRun) {
+      await sweepLeaversOfRefusedPass(pass, trigger);
+      trigger = await ctx.store.triggers.get(trigger.id);
+    }
     return settleWithoutRuns(pass, trigger, { outcome, message, keepInFlight, resumed, startedAtMs });
   }
 }

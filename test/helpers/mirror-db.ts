@@ -2,6 +2,7 @@
  * Database and simulator views for the mirror suite's assertions: table contents without the
  * columns that depend on when things happened, the changes feed, pairs, and document pickers.
  */
+import { expect } from "vitest";
 import type { DocInfo } from "../../src/simulator/index.js";
 import type { Harness } from "./mirror-harness.js";
 
@@ -84,6 +85,17 @@ export interface ResourceRowView {
   provenance: string | null;
   deleted_at: string | null;
 }
+
+/** A tombstone as `resourceRow` reads it: `deleted_at` set, content cleared (docs/reference/sync-semantics.md#deletions-and-changes). */
+export const TOMBSTONE = {
+  deleted_at: expect.any(String),
+  content_text: null,
+  fields: null,
+  metadata: null,
+  relations: null,
+  attachments: null,
+  provenance: null,
+};
 
 export function resourceRow(h: Harness, key: string): ResourceRowView | undefined {
   return h.query<ResourceRowView>(

@@ -101,3 +101,22 @@ export async function exportAll(
   }
   return pages;
 }
+
+/** Replaces an explicit sync config through the service's API (PUT), keeping what `changes` does not name; expects 200. */
+export async function replaceSyncConfig(
+  sim: Pick<Simulator, "baseUrl" | "token" | "projectId" | "configs">,
+  id: string,
+  changes: { server_instance_ids?: string[]; user_emails: string[] },
+): Promise<void> {
+  const config = sim.configs.get(id);
+  const put = await createTestApi(sim).put(`/sync-configs/${id}`, {
+    project_id: sim.projectId,
+    name: config.name,
+    instructions: config.instructions,
+    server_instance_ids: config.server_instance_ids,
+    all_users: false,
+    ...changes,
+  });
+  if (put.status !== 200)
+    throw new Error(`PUT /sync-configs/${id} answered ${put.status}: ${JSON.stringify(put.body)}`);
+}

@@ -9,8 +9,10 @@ import {
   pickDoc,
   resourceRow,
   runCreatedAtMs,
+  TOMBSTONE,
 } from "../../helpers/mirror-db.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
+import { replaceSyncConfig } from "../../helpers/simulator.js";
 
 let h: Harness;
 afterEach(async () => {
@@ -20,25 +22,8 @@ afterEach(async () => {
 const [U1, U2, U3] = ["user1@example.com", "user2@example.com", "user3@example.com"];
 
 /** Edits an explicit sync config through the service's API (PUT), keeping what `changes` does not name. */
-async function editConfig(
-  id: string,
-  changes: { server_instance_ids?: string[]; user_emails: string[] },
-): Promise<void> {
-  const config = h.sim.configs.get(id);
-  const put = await fetch(`${h.sim.baseUrl}/sync-configs/${id}`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${h.sim.token}`, "content-type": "application/json" },
-    body: JSON.stringify({
-      project_id: h.sim.projectId,
-      name: config.name,
-      instructions: config.instructions,
-      server_instance_ids: config.server_instance_ids,
-      all_users: false,
-      ...changes,
-    }),
-  });
-  expect(put.status).toBe(200);
-}
+const editConfig = (id: string, changes: { server_instance_ids?: string[]; user_emails: string[] }) =>
+  replaceSyncConfig(h.sim, id, changes);
 
 describe("access to one document", () => {
   it("revokes access a user lost, keeps the document for others", async () => {
@@ -69,15 +54,7 @@ describe("access to one document", () => {
     const gone = await h.sync({ full: true });
     expect(gone.counts).toMatchObject({ deleted: 1, access_revoked: doc.visibleTo.length });
     const tombstone = resourceRow(h, doc.key);
-    expect(tombstone).toMatchObject({
-      deleted_at: expect.any(String),
-      content_text: null,
-      fields: null,
-      metadata: null,
-      relations: null,
-      attachments: null,
-      provenance: null,
-    });
+    expect(tombstone).toMatchObject(TOMBSTONE);
     expect(changes(h, before)).toEqual([expect.objectContaining({ key: doc.key, op: "delete" })]);
 
     h.sim.docs.setVisibility(doc.docId, [U3]);
