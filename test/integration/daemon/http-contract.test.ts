@@ -180,7 +180,15 @@ describe("the feed and search follow the daemon's own passes", () => {
     await until(async () => (await fullSuccessAt(d)) !== fullBefore, "the full pass to succeed");
     const page = await call(d, `/v1/changes?after=${from}&limit=1000`, auth);
     const byKey = new Map(page.json.changes.map((c: { key: string }) => [c.key, c]));
-    expect(byKey.get(removed.key)).toMatchObject({ op: "delete", resource: null, access: [] });
+    expect(byKey.get(removed.key)).toMatchObject({
+      op: "delete",
+      resource: expect.objectContaining({
+        key: removed.key,
+        deleted_at: expect.any(String),
+        content_text: null,
+      }),
+      access: [],
+    });
     expect(byKey.get(narrowed.key)).toMatchObject({
       op: "access",
       resource: expect.objectContaining({ key: narrowed.key, deleted_at: null }),
