@@ -7,7 +7,15 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { spawnCli, until } from "../../helpers/daemon.js";
-import { accessRows, changes, lastSeq, pickDoc, pickDocs, resourceRow } from "../../helpers/mirror-db.js";
+import {
+  accessRows,
+  changes,
+  lastSeq,
+  pickDoc,
+  pickDocs,
+  resourceRow,
+  runCreatedAtMs,
+} from "../../helpers/mirror-db.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
 import { startRewritingProxy } from "../../helpers/rewriting-proxy.js";
 
@@ -185,8 +193,6 @@ describe("changes", () => {
 describe("resource_access.last_seen_at", () => {
   it("is the service's created_at of the newest run that saw the key for the user", async () => {
     h = await createHarness({ sim: { docs: 20 } });
-    const createdAt = (triggerId: string) =>
-      Date.parse(h.sim.runs.list().find((r) => r.trigger_id === triggerId)?.created_at ?? "");
     const seen = () =>
       new Map(
         h
@@ -196,18 +202,18 @@ describe("resource_access.last_seen_at", () => {
           .map((r) => [`${r.user_email} ${r.key}`, Date.parse(r.last_seen_at)]),
       );
     const first = await sync();
-    const t1 = createdAt(first.mirror.trigger_id);
+    const t1 = runCreatedAtMs(h, first.mirror.trigger_id);
     expect(new Set(seen().values())).toEqual(new Set([t1]));
 
     const doc = pickDoc(h, (d) => d.visibleTo.includes(U1) && d.modifiedAt !== null);
     h.sim.docs.edit(doc.docId);
     const inc = await sync();
-    const t2 = createdAt(inc.mirror.trigger_id);
+    const t2 = runCreatedAtMs(h, inc.mirror.trigger_id);
     for (const [pair, at] of seen())
       expect([pair, at]).toEqual([pair, pair.endsWith(` ${doc.key}`) ? t2 : t1]);
 
     const full = await sync("--full");
-    expect(new Set(seen().values())).toEqual(new Set([createdAt(full.mirror.trigger_id)]));
+    expect(new Set(seen().values())).toEqual(new Set([runCreatedAtMs(h, full.mirror.trigger_id)]));
   });
 });
 
@@ -313,6 +319,24 @@ describe("since", () => {
   });
 });
 
+describe("settings overridden per mirror", () => {
+  it("takes since_overlap_seconds and delete_after_missed_full from the mirror over defaults", async () => {
+    h = await createHarness({
+      sim: { docs: 20 },
+      defaults: { since_overlap_seconds: 300, delete_after_missed_full: 1 },
+      mirror: { since_overlap_seconds: 7, delete_after_missed_full: 2 },
+    });
+    const first = await sync();
+    const t0 = runCreatedAtMs(h, first.mirror.trigger_id);
+    expect(Date.parse((await sync()).mirror.since)).toBe(t0 - 7_000);
+
+    const doc = pickDoc(h, (d) => d.visibleTo.length > 0);
+    h.sim.docs.remove(doc.docId);
+    expect((await sync("--full")).mirror.counts).toMatchObject({ access_revoked: 0, deleted: 0 });
+    expect((await sync("--full")).mirror.counts).toMatchObject({ deleted: 1 });
+  });
+});
+
 describe("since from the service's clock", () => {
   it("follows a service clock years ahead of this host's: since is its created_at minus the overlap", async () => {
     h = await createHarness({
@@ -320,9 +344,7 @@ describe("since from the service's clock", () => {
       defaults: { since_overlap_seconds: 10 },
     });
     const first = await sync();
-    const t0 = Date.parse(
-      h.sim.runs.list().find((r) => r.trigger_id === first.mirror.trigger_id)?.created_at ?? "",
-    );
+    const t0 = runCreatedAtMs(h, first.mirror.trigger_id);
     const doc = pickDoc(h, (d) => d.visibleTo.length > 0 && d.modifiedAt !== null);
     h.sim.docs.edit(doc.docId);
     const before = lastSeq(h);
@@ -334,9 +356,6 @@ describe("since from the service's clock", () => {
 });
 
 describe("since and inaccessible_grace_hours", () => {
-  const createdAt = (triggerId: string) =>
-    Date.parse(h.sim.runs.list().find((r) => r.trigger_id === triggerId)?.created_at ?? "");
-
   it.each([
     ["holds since back at exactly inaccessible_grace_hours behind the newest watermark", 0],
     ["stops holding since back one second past inaccessible_grace_hours", 1000],
@@ -346,12 +365,12 @@ describe("since and inaccessible_grace_hours", () => {
       defaults: { since_overlap_seconds: 60, inaccessible_grace_hours: 2 },
     });
     const first = await sync();
-    const t0 = createdAt(first.mirror.trigger_id);
+    const t0 = runCreatedAtMs(h, first.mirror.trigger_id);
     h.sim.setOutcome({ user: U1 }, { task: "FAILED", times: h.sim.servers.length });
     h.sim.clock.set(new Date(t0 + 2 * 3600_000 + pastGraceMs));
     const second = await sync();
     expect(second.mirror.outcome).toBe("partial");
-    const t1 = createdAt(second.mirror.trigger_id);
+    const t1 = runCreatedAtMs(h, second.mirror.trigger_id);
     expect(t1 - t0).toBe(2 * 3600_000 + pastGraceMs);
 
     // U1 succeeds again: within its grace it is simply caught up; past it, it awaits a full snapshot.
@@ -386,9 +405,7 @@ describe("watermarks the service writes with a UTC offset", () => {
       proxy.runDetail = eastOfUtc;
       const first = await sync();
       expect(first.code).toBe(0);
-      const t0 = Date.parse(
-        h.sim.runs.list().find((r) => r.trigger_id === first.mirror.trigger_id)?.created_at ?? "",
-      );
+      const t0 = runCreatedAtMs(h, first.mirror.trigger_id);
       expect(rewritten).toBeGreaterThan(0);
       proxy.runList = undefined;
       proxy.runDetail = undefined;
@@ -479,9 +496,7 @@ describe("sync --full --dry-run", () => {
   it("moves no watermark: the incremental after it still asks from the last real pass and ingests the edit", async () => {
     h = await createHarness({ sim: { docs: 12 }, defaults: { since_overlap_seconds: 30 } });
     const first = await sync();
-    const created = Date.parse(
-      h.sim.runs.list().find((r) => r.trigger_id === first.mirror.trigger_id)?.created_at ?? "",
-    );
+    const created = runCreatedAtMs(h, first.mirror.trigger_id);
     const doc = pickDoc(h, (d) => d.visibleTo.length > 0 && d.modifiedAt !== null);
     h.sim.docs.edit(doc.docId);
     const hash = resourceRow(h, doc.key)?.content_hash;
