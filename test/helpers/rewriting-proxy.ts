@@ -28,11 +28,14 @@ export interface RewritingProxy {
   runList?: Rewrite;
   /** Rewrites every 2xx answer to the trigger (`POST /sync-task`), while set. */
   trigger?: Rewrite;
+  /** Rewrites every 200 answer to a run's detail (`GET /sync-task/{sync_id}`), while set. */
+  runDetail?: Rewrite;
   close(): Promise<void>;
 }
 
 const EXPORT_PATH = /\/sync-task\/[^/]+\/export$/;
 const SYNC_TASK_PATH = /^\/sync-task$/;
+const RUN_PATH = /^\/sync-task\/[^/]+$/;
 
 export async function startRewritingProxy(): Promise<RewritingProxy> {
   const proxy: RewritingProxy = {
@@ -86,7 +89,9 @@ async function forward(
       ? proxy.runList
       : upstream.ok && req.method === "POST" && SYNC_TASK_PATH.test(route)
         ? proxy.trigger
-        : undefined;
+        : upstream.status === 200 && req.method === "GET" && RUN_PATH.test(route)
+          ? proxy.runDetail
+          : undefined;
   if (rewrite) {
     const out = rewrite(body.toString("utf8"));
     body = typeof out === "string" ? Buffer.from(out, "utf8") : out;
