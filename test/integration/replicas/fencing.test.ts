@@ -232,7 +232,7 @@ describe.skipIf(!available)("fencing a paused replica on PostgreSQL", () => {
 
     h.sim.faults.clear();
     const exit = await c.exited;
-    expect(exit.code, c.stderr()).toBe(0);
+    expect(exit.code, `${c.stdout()}\n${c.stderr()}`).toBe(0);
     expect([...contentHashes(h)].filter(([key, hash]) => preEdit.get(key) === hash)).toEqual([]);
   });
 
