@@ -79,8 +79,9 @@ async function passWaitingOnRuns(h: Harness, d: DaemonProcess): Promise<void> {
   await until(async () => {
     const { body } = await d.get("/status");
     const main = JSON.parse(body).mirrors[0] as MirrorStatus & { in_flight: unknown };
-    return main.in_flight !== null && main.holder !== null;
-  }, "a pass in flight under a holder");
+    // In flight (recorded) a moment before its POST reaches the service: wait for both.
+    return main.in_flight !== null && main.holder !== null && triggerPosts(h) > 0;
+  }, "a pass in flight under a holder, its trigger posted");
 }
 
 /**
@@ -378,8 +379,9 @@ describe.skipIf(!available)("scale-out on PostgreSQL, from outside", () => {
     processes.push(sync);
     const seen = await until(async () => {
       const m = (await mirrorStatus(d)) as (MirrorStatus & { in_flight: unknown }) | undefined;
-      return m?.holder && m.in_flight !== null ? m : undefined;
-    }, "the one-shot sync's trigger in flight");
+      // The trigger is in flight (recorded) a moment before its POST reaches the service.
+      return m?.holder && m.in_flight !== null && triggerPosts(h) > 0 ? m : undefined;
+    }, "the one-shot sync's trigger in flight and posted");
     expect(seen.holder).toBe(`${hostname()}:${sync.child.pid}`);
     expect(triggerPosts(h)).toBe(1);
     sync.child.kill("SIGKILL");
