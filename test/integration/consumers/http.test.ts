@@ -8,7 +8,7 @@ import { RESOURCE_COLUMNS } from "../../../src/store/types.js";
 import { configureConsumers, HTTP_TOKEN } from "../../helpers/consumers.js";
 import { type DaemonProcess, spawnCli, until } from "../../helpers/daemon.js";
 import { TEST_DIALECT } from "../../helpers/dialect.js";
-import { accessRows, lastSeq, pickDoc, resourceRow } from "../../helpers/mirror-db.js";
+import { accessRows, lastSeq, pickDoc, resourceRow, TOMBSTONE } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "../daemon/setup.js";
 
@@ -122,15 +122,10 @@ describe("/v1/changes", () => {
     expect(tombstone?.deleted_at).toEqual(expect.any(String));
     expect(change).toMatchObject({ key: doc.key, op: "delete", access: [] });
     expect(change.resource).toMatchObject({
+      ...TOMBSTONE,
       key: doc.key,
       content_hash: tombstone?.content_hash,
       deleted_at: new Date(String(tombstone?.deleted_at)).toISOString(),
-      content_text: null,
-      fields: null,
-      metadata: null,
-      relations: null,
-      attachments: null,
-      provenance: null,
     });
   });
 
