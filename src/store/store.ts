@@ -128,7 +128,11 @@ export interface PairRepo {
 export interface TriggerRepo {
   findInFlight(mirror: string): Promise<Trigger | undefined>;
   get(id: number): Promise<Trigger>;
-  lastFinished(mirror: string): Promise<Trigger | undefined>;
+  /**
+   * The newest settled trigger; with `answered`, the newest whose response was read (its skipped
+   * list known): not one refused or failed before an answer, nor one whose runs were adopted.
+   */
+  lastFinished(mirror: string, options?: { answered?: boolean }): Promise<Trigger | undefined>;
   /** When the newest pass of one of `modes` was started (its intent), if any. */
   lastIntentAt(mirror: string, modes: readonly Mode[]): Promise<string | undefined>;
   /**

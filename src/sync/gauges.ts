@@ -24,20 +24,26 @@ const otherReasons = new WeakMap<Metrics["skippedPairs"], Map<string, Set<string
  */
 export async function refreshMirrorGauges(store: Store, metrics: Metrics, mirror: string): Promise<number> {
   const labels = { mirror };
-  const [state, live, awaitingBaseline, inFlight, lastFinished, open, schedule] = await Promise.all([
+  const [state, live, awaitingBaseline, inFlight, lastAnswered, open, schedule] = await Promise.all([
     store.mirrors.get(mirror),
     store.access.countLive(mirror),
     store.pairs.countAwaitingBaseline(mirror),
     store.triggers.findInFlight(mirror),
-    store.triggers.lastFinished(mirror),
+    store.triggers.lastFinished(mirror, { answered: true }),
     store.problems.countByKind(),
     store.schedules.find(mirror),
   ]);
   metrics.resources.set(labels, live);
   metrics.pairsAwaitingBaseline.set(labels, awaitingBaseline);
   metrics.heldRevocations.set(labels, state?.heldRevocations ?? 0);
-  // The skipped gauge describes the latest trigger: the one in flight once its POST was answered.
-  recordSkippedGauge(metrics, mirror, inFlight?.state === "active" ? inFlight : lastFinished);
+  // The skipped gauge describes the latest trigger the service answered: the one in flight once
+  // its POST was answered. A refused POST, or one whose answer was lost (its runs adopted), says
+  // nothing of who is skipped, so the pairs the answer before it skipped stay counted.
+  recordSkippedGauge(
+    metrics,
+    mirror,
+    inFlight?.state === "active" && inFlight.skipped !== null ? inFlight : lastAnswered,
+  );
   for (const mode of MODES) {
     const last = mode === "full" ? state?.lastFullSuccessAt : state?.lastIncrementalSuccessAt;
     if (last) metrics.lastSuccess.set({ ...labels, mode }, Date.parse(last) / 1000);

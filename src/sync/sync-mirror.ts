@@ -115,7 +115,7 @@ async function drive(pass: MirrorPass, row: Trigger, resumed: boolean): Promise<
   try {
     if (trigger.state === "intent") trigger = await establishTrigger(pass, trigger, resumed);
     const active = trigger;
-    recordSkippedGauge(ctx.metrics, mirror.name, active);
+    if (active.skipped !== null) recordSkippedGauge(ctx.metrics, mirror.name, active);
     return await withLogContext({ trigger_id: active.triggerId }, async () => {
       // Its trigger, not this pass's options, makes a dry run: one cut short (a stop, a rejected
       // token) and resumed by a real pass is read as a dry run still, never swept as if ingested.

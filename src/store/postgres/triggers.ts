@@ -1,7 +1,7 @@
 /**
  * Triggers, from intent to settled; rows are mapped to `Trigger` here.
  */
-import { and, asc, desc, eq, inArray, max, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, max, sql } from "drizzle-orm";
 import { found, keepJson, toTrigger as mapTrigger } from "../rows.js";
 import type { TriggerRepo } from "../store.js";
 import type { ActiveTrigger, Trigger } from "../types.js";
@@ -17,7 +17,7 @@ export function createTriggerRepo({ db }: Conn): TriggerRepo {
     const [row] = await db.select().from(triggers).where(eq(triggers.id, id));
     return toTrigger(found(row, `trigger row ${id}`));
   };
-  const first = async (mirror: string, inFlight: boolean): Promise<Trigger | undefined> => {
+  const first = async (mirror: string, inFlight: boolean, answered = false): Promise<Trigger | undefined> => {
     const [row] = await db
       .select()
       .from(triggers)
@@ -25,6 +25,7 @@ export function createTriggerRepo({ db }: Conn): TriggerRepo {
         and(
           eq(triggers.mirror, mirror),
           inFlight ? inArray(triggers.state, ["intent", "active"]) : eq(triggers.state, "done"),
+          answered ? isNotNull(triggers.skipped) : undefined,
         ),
       )
       .orderBy(inFlight ? asc(triggers.id) : desc(triggers.id))
@@ -36,7 +37,7 @@ export function createTriggerRepo({ db }: Conn): TriggerRepo {
 
     get,
 
-    lastFinished: (mirror) => first(mirror, false),
+    lastFinished: (mirror, options = {}) => first(mirror, false, options.answered),
 
     async lastIntentAt(mirror, modes) {
       const [row] = await db

@@ -1,7 +1,7 @@
 /**
  * Triggers, from intent to settled; rows are mapped to `Trigger` here, the skipped list parsed once.
  */
-import { and, asc, desc, eq, inArray, max } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNotNull, max } from "drizzle-orm";
 import { p } from "../placeholders.js";
 import { found, toTrigger as mapTrigger, parseJsonText } from "../rows.js";
 import type { TriggerRepo } from "../store.js";
@@ -42,11 +42,17 @@ export function createTriggerRepo(db: Db): Sync<TriggerRepo> {
 
     get,
 
-    lastFinished(mirror) {
+    lastFinished(mirror, options = {}) {
       const row = db
         .select()
         .from(triggers)
-        .where(and(eq(triggers.mirror, mirror), eq(triggers.state, "done")))
+        .where(
+          and(
+            eq(triggers.mirror, mirror),
+            eq(triggers.state, "done"),
+            options.answered ? isNotNull(triggers.skipped) : undefined,
+          ),
+        )
         .orderBy(desc(triggers.id))
         .get();
       return row && toTrigger(row);

@@ -1,6 +1,7 @@
 /**
  * `syncmirror_skipped_pairs` describes the mirror's latest trigger (docs/reference/metrics.md): every pair it
- * skipped, listed or not, and no reason an earlier trigger gave that this one did not.
+ * skipped, listed or not, and no reason an earlier trigger gave that this one did not; a trigger
+ * refused, or whose answer was lost, tells nothing of who is skipped and changes nothing.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
@@ -42,6 +43,30 @@ describe("syncmirror_skipped_pairs", () => {
         h.sim.people.setAuth(user, server.server_instance_id, "authenticated");
     await h.sync();
     expect(sum(await skippedGauge(h))).toBe(0);
+  });
+
+  it("keeps the pairs the last answered trigger skipped through a refused trigger and one whose answer was lost", async () => {
+    h = await createHarness({ sim: { docs: 10 } });
+    const [user] = h.sim.users;
+    const server = h.sim.servers[0];
+    if (!user || !server) throw new Error("the simulator has no user or server");
+    h.sim.people.setAuth(user, server.server_instance_id, "not_authenticated");
+    await h.sync();
+    expect(await skippedGauge(h)).toMatchObject({ not_accessible: 1 });
+
+    h.sim.setPremium(false);
+    expect((await h.sync()).outcome).toBe("refused");
+    expect(await skippedGauge(h)).toMatchObject({ not_accessible: 1 });
+    h.sim.setPremium(true);
+
+    // The service starts the runs but its answer never arrives: the runs are adopted from the run list.
+    h.sim.faults.inject("POST /sync-task", { kind: "drop-after" });
+    const adopted = await h.sync();
+    expect(h.query<{ adopted: number }>("SELECT adopted FROM triggers ORDER BY id DESC LIMIT 1")).toEqual([
+      { adopted: 1 },
+    ]);
+    expect(adopted.outcome).not.toBe("refused");
+    expect(await skippedGauge(h)).toMatchObject({ not_accessible: 1 });
   });
 
   it("drops a reason the latest trigger no longer gives, one the service added since too", async () => {
