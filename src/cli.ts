@@ -85,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (!isCommandName(name)) {
-    process.stderr.write(`syncmirror: unknown command "${name}"\n\n${formatOverview()}`);
+    process.stderr.write(`syncmirror: unknown command "${name}": \`syncmirror --help\` lists the commands\n`);
     return 2;
   }
   if (args.includes("--help") || args.includes("-h")) {

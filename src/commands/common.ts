@@ -20,7 +20,7 @@ import { createLogger } from "../log.js";
 import { openStoreForReading } from "../store/open-store.js";
 import type { Store } from "../store/store.js";
 import type { CommandIo } from "./command.js";
-import { type CommandName, usageHint } from "./help.js";
+import { type CommandName, flagUsage, usageHint } from "./help.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
@@ -39,8 +39,22 @@ export function parseCommandArgs<O extends Options>(
       strict: true,
     });
   } catch (cause) {
-    throw new UsageError(`${(cause as Error).message}\n${usageHint(name)}`, { cause });
+    throw new UsageError(`${parseArgsMessage(name, cause as Error)}\n${usageHint(name)}`, { cause });
   }
+}
+
+/**
+ * parseArgs's message as one line saying what to give. An option followed by another option
+ * (`--mirror --full`) lost its value: parseArgs calls that ambiguous over three lines and explains
+ * how to pass a value starting with a dash, which is not what happened (`joinDashValues` already
+ * passed the negative numbers on).
+ */
+export function parseArgsMessage(name: CommandName, error: Error): string {
+  const option = /^Option '(--[\w-]+)/.exec(error.message)?.[1];
+  const noValue = /argument missing|argument is ambiguous/.test(error.message);
+  if ((error as NodeJS.ErrnoException).code !== "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" || !option || !noValue)
+    return error.message;
+  return `${option} needs a value: ${flagUsage(name, option) ?? `${option} VALUE`}`;
 }
 
 /**

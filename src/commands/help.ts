@@ -318,6 +318,11 @@ export function formatHelp(name: CommandName): string {
   ].join("\n");
 }
 
+/** How the help writes `option` with its value ("--mirror NAME"), when the command takes one. */
+export function flagUsage(name: CommandName, option: string): string | undefined {
+  return HELP[name].flags.map(([flag]) => flag).find((flag) => flag.startsWith(`${option} `));
+}
+
 /** The usage line and where the rest is, for a usage error. */
 export function usageHint(name: CommandName): string {
   return `usage: ${HELP[name].usage}\n(syncmirror ${name} --help lists every option)`;

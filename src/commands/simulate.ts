@@ -8,7 +8,7 @@ import { FIRST_RUN_DATABASE_PATH, FIRST_RUN_LISTEN, mirrorNames, renderConfig } 
 import { listenError } from "../listen-error.js";
 import { type Simulator, type SourceType, startSimulator } from "../simulator/index.js";
 import type { Command, CommandIo } from "./command.js";
-import { joinDashValues, withErrors } from "./common.js";
+import { joinDashValues, parseArgsMessage, withErrors } from "./common.js";
 import { usageHint } from "./help.js";
 
 /** The variable `--print-config --postgres` names for the database URL (docs/scaling-out.md). */
@@ -69,7 +69,7 @@ export const simulate: Command = async (args, io) => {
     if (output.postgres && !output.printConfig) throw new Error("--postgres goes with --print-config");
   } catch (error) {
     io.stderr.write(
-      `syncmirror simulate: ${error instanceof Error ? error.message : String(error)}\n${usageHint("simulate")}\n`,
+      `syncmirror simulate: ${error instanceof Error ? parseArgsMessage("simulate", error) : String(error)}\n${usageHint("simulate")}\n`,
     );
     return 2;
   }
