@@ -15,6 +15,15 @@ import type { Harness } from "./mirror-harness.js";
 export const HTTP_TOKEN_ENV = "SYNCMIRROR_TEST_HTTP_TOKEN";
 export const HTTP_TOKEN = "test-http-token-5f1c9a7e2b";
 
+/** GET `path` of the daemon on loopback `port` with the bearer token: its JSON, once it answers 200. */
+export async function authorizedJson<T>(port: number, path: string): Promise<T> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    headers: { Authorization: `Bearer ${HTTP_TOKEN}` },
+  });
+  if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
 /** Sets `search.enabled` and `http.token_env` in the harness's config and the token in its env. */
 export function configureConsumers(h: Harness, options: { search: boolean }): void {
   const config = parse(readFileSync(h.configPath, "utf8")) as Record<string, Record<string, unknown>>;

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HistoryJson } from "../../../src/console/history.js";
 import type { ProblemsJson } from "../../../src/console/problems.js";
 import { CHROMIUM_PATH, launchChromium } from "../../helpers/browser.js";
-import { configureConsumers, HTTP_TOKEN } from "../../helpers/consumers.js";
+import { authorizedJson, configureConsumers, HTTP_TOKEN } from "../../helpers/consumers.js";
 import { type DaemonProcess, until } from "../../helpers/daemon.js";
 import { pickDocs } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
@@ -26,13 +26,7 @@ const U1 = "user1@example.com";
 /** The service's error text, with markup in it that must show as text and never run. */
 const FAILURE = 'quota exceeded on <b>Roadmap</b><img src="x" onerror="window.pwned = 1">';
 
-async function api<T>(d: DaemonProcess, path: string): Promise<T> {
-  const res = await fetch(`http://127.0.0.1:${d.port}${path}`, {
-    headers: { Authorization: `Bearer ${HTTP_TOKEN}` },
-  });
-  expect(res.status, path).toBe(200);
-  return (await res.json()) as T;
-}
+const api = <T>(d: DaemonProcess, path: string) => authorizedJson<T>(d.port, path);
 
 const triggerCount = (h: Harness) => h.query("SELECT id FROM triggers").length;
 
