@@ -83,6 +83,8 @@ export default defineConfig({
                   ...configDefaults.exclude,
                   "test/integration/reliability/database-path.test.ts",
                   "test/integration/daemon/demo-simulate.test.ts",
+                  "test/integration/daemon/init.test.ts",
+                  "test/integration/mirror/cli-usage.test.ts",
                   // Black-box restatements, through the CLI, of semantics the mirror suites above
                   // already run on PostgreSQL: once, on SQLite, keeps the suite's time down.
                   "test/integration/mirror/sync-semantics-cli.test.ts",
