@@ -4,10 +4,9 @@
  * crash; the restarted daemon resumes the trigger left in flight (no second POST) before anything
  * due, catches up the times that fell while nothing ran once, and runs a full asked for while an
  * incremental ran after it; a trigger whose POST answer was lost is adopted; a stop never waits out
- * a Retry-After or a stalled answer, and a second signal does not kill the drain. SQLite only: the
+ * a Retry-After or a stalled answer (second-signal.test.ts: a signal during the drain). SQLite only: the
  * scheduler is the same on both stores, and replicas/ covers a killed replica on PostgreSQL.
  */
-import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { until } from "../../helpers/daemon.js";
 import { createHarness, expectedKeys, visibleKeys } from "../../helpers/mirror-harness.js";
@@ -165,29 +164,5 @@ describe("SIGTERM while an export page takes a minute to answer", () => {
     expect(h.query("SELECT count(*) AS n FROM resources"), "the first page, all of it, only it").toEqual([
       { n: run?.next_offset },
     ]);
-  });
-});
-
-// Ctrl-C on `npm exec syncmirror run` reaches the daemon twice: from the terminal and from npm.
-describe("a second SIGINT while the daemon drains", () => {
-  it("does not kill the draining daemon: it still exits 0", async () => {
-    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
-    h.sim.runs.hold();
-    const d = await suite.daemon(h);
-    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
-    await until(() => h.query("SELECT 1 FROM runs").length, "the runs recorded");
-    // Holding the write lock keeps the drain waiting, so the second signal surely finds it running.
-    const writer = new Database(h.dbPath);
-    try {
-      writer.exec("BEGIN IMMEDIATE");
-      d.child.kill("SIGINT");
-      await until(() => d.logs().some((l) => String(l.msg).startsWith("stopping")), "the drain to start");
-      d.child.kill("SIGINT");
-      writer.exec("ROLLBACK");
-      const exit = await d.exited;
-      expect(exit, d.stderr()).toEqual({ code: 0, signal: null });
-    } finally {
-      writer.close();
-    }
   });
 });
