@@ -82,6 +82,8 @@ export default defineConfig({
                 exclude: [
                   ...configDefaults.exclude,
                   "test/integration/reliability/database-path.test.ts",
+                  // The scheduler is store-independent; replicas/ kills a replica on PostgreSQL.
+                  "test/integration/reliability/scheduling-crash.test.ts",
                   "test/integration/daemon/demo-simulate.test.ts",
                   "test/integration/daemon/init.test.ts",
                   "test/integration/mirror/cli-usage.test.ts",

@@ -17,8 +17,11 @@ const controller = new AbortController();
 const stop = (signal: NodeJS.Signals) => {
   if (!controller.signal.aborted) controller.abort(new AbortedError(`${signal} received`));
 };
-process.once("SIGTERM", stop);
-process.once("SIGINT", stop);
+// Kept for every later signal too: Ctrl-C on `npm exec syncmirror run` arrives twice (from the
+// terminal and forwarded by npm), and a second signal with no handler killed the drain it began.
+// The drain is bounded (docs/operations.md), so no second signal is needed to force an exit.
+process.on("SIGTERM", stop);
+process.on("SIGINT", stop);
 /**
  * Commands whose work is their output. When their reader closes the pipe early (`syncmirror
  * changes ... | head -c 100`) it took what it wanted: the command stops as on a signal, cleans up

@@ -3,14 +3,13 @@
  * `sync` (PostgreSQL), ticks coalesced while a trigger is in flight, SIGTERM drains and exits 0, a
  * restarted daemon finishes the same trigger.
  */
-import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../../src/store/sqlite/open.js";
 import { type DaemonProcess, parseLogLines, until } from "../../helpers/daemon.js";
 import { onPostgres } from "../../helpers/dialect.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
-import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
+import { daemonSuite, daemonWaitingOnScheduleRow, EVERY_SECOND, NEVER } from "./setup.js";
 
 const EXPORT = "GET /sync-task/{sync_id}/export";
 
@@ -88,29 +87,14 @@ describe.runIf(onPostgres)("syncmirror run beside a sync on PostgreSQL", () => {
 describe.runIf(onPostgres)("SIGTERM while the database keeps the daemon waiting", () => {
   it("exits 0 within 10 s though a row it needs stays locked by another session", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
-    expect((await h.cli(["pause", "--mirror", "main"])).code, "the mirror's schedule row exists").toBe(0);
-    setCrons(h, { incremental_cron: EVERY_SECOND, full_cron: NEVER });
-    const locker = new pg.Client({ connectionString: h.databaseUrl });
-    locker.on("error", () => {});
-    await locker.connect();
+    const { d, release } = await daemonWaitingOnScheduleRow(suite, h);
     try {
-      await locker.query("BEGIN");
-      await locker.query("SELECT * FROM schedules WHERE mirror = 'main' FOR UPDATE");
-      const d = await daemon(h, { ready: false });
-      await until(
-        () =>
-          h.query(
-            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-          ).length,
-        "the daemon recording a tick, waiting for the locked row",
-      );
       const stopped = await d.stop();
       expect(stopped.code).toBe(0);
       expect(stopped.ms).toBeLessThan(10_000);
       expect(d.logs().some((l) => String(l.msg).startsWith("the drain did not finish"))).toBe(true);
     } finally {
-      await locker.query("ROLLBACK");
-      await locker.end();
+      await release();
     }
   });
 });

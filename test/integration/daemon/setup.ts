@@ -4,7 +4,8 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeAll } from "vitest";
+import pg from "pg";
+import { afterEach, beforeAll, expect } from "vitest";
 import { parse, stringify } from "yaml";
 import { type DaemonProcess, startDaemon, until } from "../../helpers/daemon.js";
 import type { Harness } from "../../helpers/mirror-harness.js";
@@ -79,4 +80,40 @@ export function daemonSuite(): {
       return d;
     },
   };
+}
+
+/**
+ * PostgreSQL only: a daemon whose `main` is paused and ticks every second, started while another
+ * session holds the mirror's schedule row locked, once it waits for that row. Its drain waits too
+ * (without blocking the process) until `release()` or the drain's own time limit.
+ */
+export async function daemonWaitingOnScheduleRow(
+  suite: ReturnType<typeof daemonSuite>,
+  h: Harness,
+): Promise<{ d: DaemonProcess; release(): Promise<void> }> {
+  expect((await h.cli(["pause", "--mirror", "main"])).code, "the mirror's schedule row exists").toBe(0);
+  setCrons(h, { incremental_cron: EVERY_SECOND, full_cron: NEVER });
+  const locker = new pg.Client({ connectionString: h.databaseUrl });
+  locker.on("error", () => {});
+  await locker.connect();
+  const release = async () => {
+    await locker.query("ROLLBACK");
+    await locker.end();
+  };
+  try {
+    await locker.query("BEGIN");
+    await locker.query("SELECT * FROM schedules WHERE mirror = 'main' FOR UPDATE");
+    const d = await suite.daemon(h, { ready: false });
+    await until(
+      () =>
+        h.query(
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        ).length,
+      "the daemon recording a tick, waiting for the locked row",
+    );
+    return { d, release };
+  } catch (error) {
+    await release();
+    throw error;
+  }
 }
