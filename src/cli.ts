@@ -13,9 +13,22 @@ import { type CommandName, formatHelp, formatOverview, isCommandName } from "./c
 import { AbortedError, OutputClosedError } from "./errors.js";
 
 const controller = new AbortController();
+/**
+ * How long a stop may take before the process ends anyway: a statement waiting on a row another
+ * database session keeps locked does not hear the stop, and a second signal no longer kills the
+ * process (below). `run` exits 0 within 10 s of a stop as promised, having cut its own drain at 6 s;
+ * any other command was interrupted (exit 1). What was not committed is rolled back by the database.
+ */
+const STOP_DEADLINE_MS = 9000;
 // Commands log the stop themselves: stderr carries JSON log lines only (docs/operations.md#logs).
 const stop = (signal: NodeJS.Signals) => {
-  if (!controller.signal.aborted) controller.abort(new AbortedError(`${signal} received`));
+  if (controller.signal.aborted) return;
+  controller.abort(new AbortedError(`${signal} received`));
+  setTimeout(() => {
+    const msg = `still stopping ${STOP_DEADLINE_MS / 1000} s after ${signal}: exiting now; what was not committed is rolled back`;
+    process.stderr.write(`${JSON.stringify({ level: 50, time: Date.now(), pid: process.pid, msg })}\n`);
+    process.exit(command === "run" ? 0 : 1);
+  }, STOP_DEADLINE_MS).unref();
 };
 // Kept for every later signal too: Ctrl-C on `npm exec syncmirror run` arrives twice (from the
 // terminal and forwarded by npm), and a second signal with no handler killed the drain it began.
