@@ -81,8 +81,18 @@ export const PageMeta = z.object({
   size: z.number().optional(),
 });
 
+/**
+ * An item of the config list, whose shape the API leaves open (a read is what documents a config):
+ * only what finds a config is required; what it holds is read with `GET /sync-configs/{id}`.
+ */
+export const SyncConfigListItem = z.object({
+  id: z.string(),
+  name: z.string(),
+});
+export type SyncConfigListItem = z.infer<typeof SyncConfigListItem>;
+
 export const SyncConfigPage = z.object({
-  items: z.array(SyncConfig),
+  items: z.array(SyncConfigListItem),
   meta: PageMeta,
 });
 export type SyncConfigPage = z.infer<typeof SyncConfigPage>;

@@ -26,8 +26,11 @@ export interface SyncConfigFields {
 
 export interface SyncConfigApi {
   getSyncConfig(id: string, signal?: AbortSignal): Promise<S.SyncConfig>;
-  /** Every config of the project, newest first, 100 per request; stop iterating to stop fetching. */
-  listSyncConfigs(projectId: string, signal?: AbortSignal): AsyncIterable<S.SyncConfig>;
+  /**
+   * Every config of the project, newest first, 100 per request; stop iterating to stop fetching.
+   * Each by id and name only: `getSyncConfig` reads what one holds.
+   */
+  listSyncConfigs(projectId: string, signal?: AbortSignal): AsyncIterable<S.SyncConfigListItem>;
   /** 409 NameTakenError, 404 no such project, 400 BadRequestError naming the bad server or user. */
   createSyncConfig(
     body: SyncConfigFields & { project_id: string },

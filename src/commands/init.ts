@@ -7,7 +7,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import { createApiClient } from "../api/client.js";
-import type { SyncConfig } from "../api/schemas.js";
+import type { SyncConfigListItem } from "../api/schemas.js";
 import { requireDefaultToken, resolveConfigPath } from "../config.js";
 import { PLACEHOLDERS } from "../config-placeholders.js";
 import {
@@ -105,7 +105,7 @@ async function simulatorConfig(url: string, io: CommandIo): Promise<Written> {
     retriedBy: "operator",
     log: createIoLogger(io),
   });
-  let found: { project: string; configs: SyncConfig[] } | undefined;
+  let found: { project: string; configs: SyncConfigListItem[] } | undefined;
   try {
     const [project] = await api.listProjects(io.signal);
     if (project !== undefined)

@@ -35,6 +35,11 @@ export type Fault =
    * newer service), except inside values kept verbatim (a resource's `fields`, `metadata`, ...).
    */
   | { kind: "extra-fields"; times?: number }
+  /**
+   * Handled normally; each item of a 2xx page keeps only `id`, `name` and `created_at`: a list
+   * lighter than a read, which the API allows (it documents the full config only for a read).
+   */
+  | { kind: "light-items"; times?: number }
   /** Handled fully (a trigger creates its runs), then the connection is destroyed unanswered. */
   | { kind: "drop-after"; times?: number }
   /**

@@ -65,6 +65,18 @@ export function dropField(body: unknown, field: string | undefined): unknown {
   return copy;
 }
 
+const LIGHT_ITEM_FIELDS = ["id", "name", "created_at"];
+
+/** A page whose items keep only the fields that identify them. */
+export function withLightItems(body: unknown): unknown {
+  if (typeof body !== "object" || body === null || !("items" in body) || !Array.isArray(body.items))
+    return body;
+  const items = body.items.map((item: Record<string, unknown>) =>
+    Object.fromEntries(LIGHT_ITEM_FIELDS.filter((f) => f in item).map((f) => [f, item[f]])),
+  );
+  return { ...body, items };
+}
+
 /** Values a client keeps as they come (a resource's free-form parts, the export's side lists). */
 const VERBATIM = new Set([
   "fields",

@@ -8,7 +8,7 @@ import { formatZuluIso } from "./clock.js";
 import { notFinishedReply } from "./export.js";
 import type { Fault, FaultController, FaultKind } from "./faults.js";
 import { HttpError } from "./http-error.js";
-import { dropField, isAuthorized, readJson, sendJson, withExtraFields } from "./http-io.js";
+import { dropField, isAuthorized, readJson, sendJson, withExtraFields, withLightItems } from "./http-io.js";
 import type { Query } from "./paging.js";
 import { matchRoute, type Reply, type Route, type RouteMatch } from "./router.js";
 
@@ -147,6 +147,8 @@ async function answer(
   if (fault?.kind === "extra-fields" && reply.status < 300) {
     reply = { ...reply, body: withExtraFields(reply.body) };
   }
+  if (fault?.kind === "light-items" && reply.status < 300)
+    reply = { ...reply, body: withLightItems(reply.body) };
   if (fault?.kind === "not-finished" && reply.status < 300) reply = notFinishedReply(reply.body);
   if (fault?.kind === "date-filtered" && reply.status < 300) {
     reply = { ...reply, body: { ...(reply.body as Record<string, unknown>), since: fault.since } };

@@ -5,7 +5,7 @@
  * a full snapshot, so that what is no longer collected is swept.
  */
 import type { ApiClient } from "../api/client.js";
-import type { SyncConfig } from "../api/schemas.js";
+import type { SyncConfigListItem } from "../api/schemas.js";
 import { CreateOutcomeUnknownError, NameTakenError } from "../errors.js";
 import type { Store } from "../store/store.js";
 import { aPass } from "../sync/pass-name.js";
@@ -82,7 +82,7 @@ export async function applyEntry(e: PlanEntry, deps: ApplyDeps, flags: ApplyFlag
         `mirror ${e.mirror} has ${aPass(inFlight.mode)} in flight (trigger ${inFlight.triggerId ?? "being started"}): its runs keep their settings, so the change waits; apply again once it ends (\`syncmirror status\` shows it), or let the daemon (manage_sync_configs: true) apply it before the next pass`,
       );
   }
-  let remote: SyncConfig | undefined;
+  let remote: SyncConfigListItem | undefined;
   try {
     if (e.action === "create") {
       await deps.store.syncConfigs.recordCreating(e.mirror, {
@@ -155,7 +155,7 @@ async function prune(
  * POSTs the config. A POST that may have created it is followed by a lookup of its name (names are
  * unique in a project, so a config found is the one it made), and only then by one more POST.
  */
-async function create(want: DesiredSyncConfig, deps: ApplyDeps): Promise<SyncConfig> {
+async function create(want: DesiredSyncConfig, deps: ApplyDeps): Promise<SyncConfigListItem> {
   const body = { project_id: want.projectId, ...want.fields };
   for (let attempt = 1; ; attempt++) {
     try {
@@ -164,7 +164,7 @@ async function create(want: DesiredSyncConfig, deps: ApplyDeps): Promise<SyncCon
       const mayExist =
         error instanceof CreateOutcomeUnknownError || (attempt > 1 && error instanceof NameTakenError);
       if (!mayExist) throw error;
-      let found: SyncConfig | undefined;
+      let found: SyncConfigListItem | undefined;
       try {
         for await (const c of deps.api.listSyncConfigs(want.projectId, deps.signal)) {
           if (c.name !== want.fields.name) continue;

@@ -7,7 +7,7 @@
  * answer was lost, or a mirror since renamed in the file) and otherwise needs `apply --adopt`.
  */
 import type { ApiClient } from "../api/client.js";
-import type { SyncConfig } from "../api/schemas.js";
+import type { SyncConfig, SyncConfigListItem } from "../api/schemas.js";
 import type { Config, MirrorConfig } from "../config.js";
 import { declaredKey } from "../config-sync-config.js";
 import { NotFoundError } from "../errors.js";
@@ -107,13 +107,14 @@ const NOTHING: SyncConfig = {
 interface Lookup {
   /** The remote config, or undefined when it is gone (404). */
   byId(id: string): Promise<SyncConfig | undefined>;
-  byName(projectId: string, name: string): Promise<SyncConfig | undefined>;
+  /** The config of that name as the project's list gives it: which one it is, not what it holds. */
+  byName(projectId: string, name: string): Promise<SyncConfigListItem | undefined>;
 }
 
 function createLookup({ api, signal }: PlanDeps): Lookup {
-  const lists = new Map<string, Promise<Map<string, SyncConfig>>>();
+  const lists = new Map<string, Promise<Map<string, SyncConfigListItem>>>();
   const listOf = async (projectId: string) => {
-    const byName = new Map<string, SyncConfig>();
+    const byName = new Map<string, SyncConfigListItem>();
     for await (const c of api.listSyncConfigs(projectId, signal))
       if (!byName.has(c.name)) byName.set(c.name, c);
     return byName;
@@ -154,7 +155,8 @@ async function planDeclared(want: DesiredSyncConfig, ctx: PlanContext): Promise<
   if (record?.syncConfigId && !remote)
     e.notes.push(`sync config ${record.syncConfigId}, which syncmirror ${record.origin}, is gone upstream`);
   if (!remote) {
-    remote = await ctx.lookup.byName(want.projectId, want.fields.name);
+    const listed = await ctx.lookup.byName(want.projectId, want.fields.name);
+    remote = listed && (await ctx.lookup.byId(listed.id));
     const owner = [...ctx.records.values()].find((r) => r.syncConfigId === remote?.id && r.mirror !== name);
     if (remote && owner && !isDeclaredIn(ctx.config, owner.mirror)) e.takenFrom = owner.mirror;
     else if (remote && !record?.creatingAt) e.needs = "adopt";

@@ -85,6 +85,13 @@ describe("sync configs", () => {
     });
     expect(second.body.items.map((c: { name: string }) => c.name)).toEqual(["one", "All servers, all users"]);
     expect(second.body.meta).toMatchObject({ has_next: false, next_cursor: null, has_prev: true });
+    sim.faults.inject("GET /sync-configs", { kind: "light-items" });
+    const light = await api.get("/sync-configs", { project_id: sim.projectId, size: 2 });
+    expect(light.body.items).toEqual([
+      { id: expect.any(String), name: "three", created_at: expect.any(String) },
+      { id: expect.any(String), name: "two", created_at: expect.any(String) },
+    ]);
+    expect(light.body.meta).toEqual(first.body.meta);
     expect((await api.get("/sync-configs", { cursor: "garbage!" })).status).toBe(400);
     expect((await api.get("/sync-configs", { project_id: "nope" })).status).toBe(404);
   });
