@@ -3,7 +3,7 @@
  * errors a command cannot recover from into a message and an exit code.
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import { type Config, loadConfig, readLogLevel, resolveConfigPath } from "../config.js";
+import { type Config, loadConfig, type MirrorConfig, readLogLevel, resolveConfigPath } from "../config.js";
 import {
   AbortedError,
   ConfigError,
@@ -195,4 +195,18 @@ export async function withStoreUnlocked<T>(config: Config, fn: (store: Store) =>
   } finally {
     await store.close();
   }
+}
+
+/** The named mirrors as a set, in the order first named (a repeated name counts once); none named: every mirror. */
+export function selectMirrors(config: Config, names: string[]): MirrorConfig[] {
+  if (names.length === 0) return [...config.mirrors];
+  return [...new Set(names)].map((name) => {
+    const mirror = config.mirrors.find((m) => m.name === name);
+    if (!mirror) {
+      throw new UsageError(
+        `no mirror named "${name}" in ${config.file} (known: ${config.mirrors.map((m) => m.name).join(", ")})`,
+      );
+    }
+    return mirror;
+  });
 }

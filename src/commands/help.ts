@@ -165,8 +165,15 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
   },
   reindex: {
     summary: "build or rebuild the search index from the mirror (stop the daemon first)",
-    usage: "syncmirror reindex [--config FILE]",
-    flags: [CONFIG_FLAG, HELP_FLAG],
+    usage: "syncmirror reindex [--mirror NAME]... [--config FILE]",
+    flags: [
+      [
+        "--mirror NAME",
+        "a mirror whose keys to index; repeat for several. The index serves every mirror, so it is rebuilt whole (default: every mirror)",
+      ],
+      CONFIG_FLAG,
+      HELP_FLAG,
+    ],
     exit: "0; 1 the database is in use; 2 bad usage or config, search disabled",
     example: "syncmirror reindex --config /config/syncmirror.yaml",
   },

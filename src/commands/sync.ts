@@ -27,6 +27,7 @@ import {
   type JsonFailure,
   loadCommandConfig,
   parseCommandArgs,
+  selectMirrors,
   withErrors,
   withJsonFailure,
   writeJson,
@@ -147,20 +148,6 @@ function drawProgress(io: CommandIo, p: Progress): void {
   io.stdout.write(
     `\r\x1b[K${p.mirror}: ${p.finished}/${p.runs} runs finished, ${p.ingested} ingested, ${p.resources} resources read`,
   );
-}
-
-/** The named mirrors as a set, in the order first named: a repeated name is one pass, one trigger. */
-function selectMirrors(config: Config, names: string[]): MirrorConfig[] {
-  if (names.length === 0) return [...config.mirrors];
-  return [...new Set(names)].map((name) => {
-    const mirror = config.mirrors.find((m) => m.name === name);
-    if (!mirror) {
-      throw new UsageError(
-        `no mirror named "${name}" in ${config.file} (known: ${config.mirrors.map((m) => m.name).join(", ")})`,
-      );
-    }
-    return mirror;
-  });
 }
 
 /** `rows` are exported rows read (a key seen by k users is k rows); new / changed / unchanged are keys. */
