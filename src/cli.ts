@@ -83,6 +83,7 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   history: async () => (await import("./commands/history.js")).history,
   problems: async () => (await import("./commands/problems.js")).problems,
   "approve-sweep": async () => (await import("./commands/approve-sweep.js")).approveSweep,
+  forget: async () => (await import("./commands/forget.js")).forget,
 };
 
 async function main(argv: string[]): Promise<number> {

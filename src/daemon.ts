@@ -31,7 +31,7 @@ import { createIoLogger, createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import type { LeaseHolder } from "./store/types.js";
 import { followPasses, refreshMirrorGauges, refreshProblemGauges } from "./sync/gauges.js";
-import { buildStatus } from "./sync/status-report.js";
+import { buildStatus, retiredGrants } from "./sync/status-report.js";
 import { checkBindings } from "./sync-configs/bind.js";
 import { reconcileMirror } from "./sync-configs/reconcile.js";
 import { isDeclared } from "./sync-configs/resolve.js";
@@ -121,6 +121,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       if (runtime === undefined) return;
       // Ready only once the gauges are back: the first scrape after ready shows the stored state.
       await restoreMetrics(runtime, metrics);
+      await warnRetired(runtime);
       connected = true;
       const rt = runtime;
       pruning = await startHistoryPruning({ store: rt.store, keepDays: config.history.keepDays, log });
@@ -270,6 +271,15 @@ async function restoreMetrics(runtime: Runtime, metrics: Metrics): Promise<void>
       metrics.syncConfigDrift.set({ mirror: mirror.name }, record?.lastError ? 1 : 0);
     }
   }
+}
+
+/** No pass runs for a mirror the config no longer names: said once at start, with what it still grants. */
+async function warnRetired(runtime: Runtime): Promise<void> {
+  for (const retired of await runtime.store.mirrors.retired(runtime.config.mirrors.map((m) => m.name)))
+    runtime.log.warn(
+      { mirror: retired.mirror, users: retired.users, keys: retired.keys },
+      `retired mirror ${retired.mirror} (not in the config) ${retiredGrants(retired)}`,
+    );
 }
 
 /**

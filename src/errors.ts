@@ -315,3 +315,16 @@ export class NothingHeldError extends SyncmirrorError {
     );
   }
 }
+
+/** `forget` for a mirror whose lease another process holds: its pass runs there, nothing is revoked under it. */
+export class MirrorBusyError extends SyncmirrorError {
+  readonly code = "MIRROR_BUSY" as const;
+  constructor(
+    readonly mirror: string,
+    readonly holder: string | null,
+  ) {
+    super(
+      `mirror ${mirror} is held by another syncmirror process (${holder ?? "unknown"}), which runs its pass there: nothing was revoked; run the command again once that pass ends (\`syncmirror status\` shows the holder)`,
+    );
+  }
+}

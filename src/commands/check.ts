@@ -19,6 +19,7 @@ import {
 import { silentLogger } from "../log.js";
 import { createConfiguredApi, createIoLogger } from "../runtime.js";
 import { checkStore, openStoreForReading } from "../store/open-store.js";
+import { type RetiredMirrorStatus, retiredGrants } from "../sync/status-report.js";
 import { type PlanEntry, planSyncConfigs } from "../sync-configs/plan.js";
 import type { Command, CommandIo } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
@@ -37,6 +38,7 @@ export const check: Command = (args, io) =>
       const database = await checkStore(config, silentLogger());
       io.stdout.write(`${database.status === "ok" ? "" : "PROBLEM "}${database.message}\n`);
       let problems = database.status === "ok" ? 0 : 1;
+      if (database.status === "ok") problems += await checkRetired(config, io, log);
       const unreachable = await reachApi(api, io.signal);
       if (unreachable !== null) {
         // Every mirror would meet the same failure: one line says it and what to do.
@@ -63,6 +65,29 @@ export const check: Command = (args, io) =>
       await api.close();
     }
   });
+
+/**
+ * Mirrors the database knows that the config no longer names: one that still grants access is a
+ * problem (nothing sweeps it any more), one that grants nothing only a note. Returns the problems.
+ */
+async function checkRetired(
+  config: Config,
+  io: CommandIo,
+  log: ReturnType<typeof createIoLogger>,
+): Promise<number> {
+  const store = await openStoreForReading(config, log);
+  let retired: RetiredMirrorStatus[];
+  try {
+    retired = await store.mirrors.retired(config.mirrors.map((m) => m.name));
+  } finally {
+    await store.close();
+  }
+  for (const r of retired)
+    io.stdout.write(
+      `${r.keys > 0 ? "PROBLEM " : ""}retired mirror ${r.mirror} (not in the config) ${retiredGrants(r)}\n`,
+    );
+  return retired.filter((r) => r.keys > 0).length;
+}
 
 /**
  * Asks `GET /projects` once before any mirror: a rejected token, a service nobody answers at or a

@@ -23,7 +23,8 @@ export type CommandName =
   | "trigger"
   | "history"
   | "problems"
-  | "approve-sweep";
+  | "approve-sweep"
+  | "forget";
 
 interface CommandHelp {
   summary: string;
@@ -300,6 +301,22 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     ],
     exit: "0 approved; 1 nothing held (nothing is approved); 2 bad usage or config, unknown mirror",
     example: "syncmirror approve-sweep --mirror eng-wiki",
+  },
+  forget: {
+    summary:
+      "revoke all access a mirror removed from the config still grants, then delete its state (its history stays)",
+    usage: "syncmirror forget --mirror NAME [--json] [--config FILE]",
+    flags: [
+      [
+        "--mirror NAME",
+        "the retired mirror (required): one the database knows that the config no longer names (status lists them)",
+      ],
+      ["--json", "print what was revoked as one JSON object (default: one line)"],
+      CONFIG_FLAG,
+      HELP_FLAG,
+    ],
+    exit: "0 forgotten; 1 another process holds the mirror's lease (nothing is revoked), the database does not answer (--json: a JSON error document); 2 bad usage or config, a mirror still in the config, or one the database does not know",
+    example: "syncmirror forget --mirror old-wiki",
   },
 };
 

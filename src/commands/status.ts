@@ -3,7 +3,13 @@
  * lock, so it works beside a running daemon.
  */
 import { missingDatabaseFile } from "../store/open-store.js";
-import { buildStatus, type MirrorStatus, type ReplicaStatus } from "../sync/status-report.js";
+import {
+  buildStatus,
+  type MirrorStatus,
+  type ReplicaStatus,
+  type RetiredMirrorStatus,
+  retiredGrants,
+} from "../sync/status-report.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, printFromStore, withErrors } from "./common.js";
 
@@ -22,7 +28,8 @@ export const status: Command = (args, io) =>
       config,
       values.json ?? false,
       (store) => buildStatus(store, config.mirrors),
-      (report) => `${report.mirrors.map(formatMirror).join("\n")}\n${formatReplicas(report.replicas)}`,
+      (report) =>
+        `${report.mirrors.map(formatMirror).join("\n")}\n${formatRetired(report.retired_mirrors)}${formatReplicas(report.replicas)}`,
     );
     return 0;
   });
@@ -86,6 +93,13 @@ function scheduleLines(s: MirrorStatus): string[] {
     );
   }
   return lines;
+}
+
+/** Nothing when every mirror the database knows is in the config. */
+function formatRetired(retired: readonly RetiredMirrorStatus[]): string {
+  if (retired.length === 0) return "";
+  const rows = retired.map((r) => `  ${r.mirror}: ${retiredGrants(r)}`);
+  return `retired mirrors (in the database, not in the config):\n${rows.join("\n")}\n`;
 }
 
 function formatReplicas(replicas: readonly ReplicaStatus[]): string {

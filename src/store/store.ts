@@ -36,6 +36,7 @@ import type {
   PendingContinue,
   Replica,
   ResourceWrite,
+  RetiredMirror,
   Run,
   RunSource,
   SeenRow,
@@ -214,6 +215,17 @@ export interface MirrorRepo {
     mirror: string,
     o: { mode: Mode; outcome: string; message: string; at: string; heldRevocations?: number },
   ): Promise<void>;
+  /**
+   * The mirrors the database knows that are not among `configured`, by name. Cheap when there are
+   * none: the mirror names are read one index probe each, and only a retired mirror's rows counted.
+   */
+  retired(configured: readonly string[]): Promise<RetiredMirror[]>;
+  /**
+   * Deletes the mirror's own state: its `mirror_state` row, pairs, schedule (pause, pass due), open
+   * problems, pending sweep approvals, and the trigger in flight with its runs. Its finished passes,
+   * operators' controls and lease row stay (the history). Its access must be revoked first.
+   */
+  forget(mirror: string): Promise<void>;
 }
 
 /**

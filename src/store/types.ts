@@ -150,6 +150,17 @@ export interface MirrorState {
   heldRevocations: number;
 }
 
+/**
+ * A mirror the database knows (access rows or a `mirror_state` row) that the config no longer
+ * names: no pass runs for it, so nothing ever sweeps what it grants (`syncmirror forget`).
+ */
+export interface RetiredMirror {
+  mirror: string;
+  /** Distinct users and keys its `resource_access` rows still grant. */
+  users: number;
+  keys: number;
+}
+
 /** One (mirror, user, server). A type, not an interface: drizzle takes it as placeholder values. */
 export type PairRef = {
   mirror: string;

@@ -16,7 +16,7 @@ export interface Revocations {
 }
 
 export async function applyRevocations(
-  ctx: SyncContext,
+  ctx: Pick<SyncContext, "now">,
   tx: StoreOps,
   mirror: string,
   keys: readonly string[],

@@ -2,7 +2,8 @@
  * What `status` (and HTTP `/status`) shows per mirror: last incremental and full success, the
  * since the next trigger would send, the trigger and runs in flight, live resources, pairs
  * awaiting a baseline, held revocations, the process holding the mirror's lease, its next
- * scheduled times, whether it is paused and the pass due; and the daemons alive. Read-only.
+ * scheduled times, whether it is paused and the pass due; the mirrors the database knows that the
+ * config no longer names (retired); and the daemons alive. Read-only.
  */
 import type { MirrorConfig } from "../config.js";
 import { cronOccurrences } from "../cron-occurrences.js";
@@ -61,6 +62,25 @@ export interface MirrorStatus {
   due: { mode: Mode; reason: DueReason; since: string; by: string | null } | null;
 }
 
+/**
+ * A mirror the database knows that the config no longer names: nothing sweeps what it grants
+ * until `syncmirror forget` revokes it (or the mirror is put back in the config).
+ */
+export interface RetiredMirrorStatus {
+  mirror: string;
+  /** Distinct users and keys its `resource_access` rows still grant. */
+  users: number;
+  keys: number;
+}
+
+/** What a retired mirror still grants and what to do about it, as `status` and `check` say it. */
+export function retiredGrants(r: RetiredMirrorStatus): string {
+  const fix = `run syncmirror forget --mirror ${r.mirror} to revoke it, or put it back in the config`;
+  return r.keys === 0
+    ? `grants no access; its state is still kept: run syncmirror forget --mirror ${r.mirror} to delete it`
+    : `still grants ${r.users} user(s) access to ${r.keys} key(s); ${fix}`;
+}
+
 /** A daemon alive on the database, by its last heartbeat. */
 export interface ReplicaStatus {
   instance_id: string;
@@ -77,7 +97,7 @@ export async function buildStatus(
   store: Store,
   mirrors: readonly MirrorConfig[],
   now: Date = new Date(),
-): Promise<{ mirrors: MirrorStatus[]; replicas: ReplicaStatus[] }> {
+): Promise<{ mirrors: MirrorStatus[]; retired_mirrors: RetiredMirrorStatus[]; replicas: ReplicaStatus[] }> {
   // A holder on this host whose process is gone (a killed `sync`, a crashed daemon) runs nothing,
   // though its lease has not run out yet: the next pass takes the mirror over at once.
   const holders = new Map(
@@ -99,7 +119,8 @@ export async function buildStatus(
     slots: r.slots,
     running: r.running,
   }));
-  return { mirrors: statuses, replicas };
+  const retired = await store.mirrors.retired(mirrors.map((m) => m.name));
+  return { mirrors: statuses, retired_mirrors: retired, replicas };
 }
 
 /** A mirror's pause as `status --json` and the controls' replies show it. */

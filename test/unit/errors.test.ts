@@ -110,6 +110,12 @@ const TABLE: readonly Row[] = [
   plain(errors.SearchQueryError, "SEARCH_QUERY_INVALID"),
   plain(errors.SearchUnavailableError, "SEARCH_UNAVAILABLE"),
   { cls: errors.NothingHeldError, code: "NOTHING_HELD", args: ["eng-wiki"], fields: { mirror: "eng-wiki" } },
+  {
+    cls: errors.MirrorBusyError,
+    code: "MIRROR_BUSY",
+    args: ["old-wiki", "host:42"],
+    fields: { mirror: "old-wiki", holder: "host:42" },
+  },
 ];
 
 const construct = (row: Row) => new row.cls(...(row.args as never[]));

@@ -3,6 +3,7 @@
  */
 import { eq } from "drizzle-orm";
 import { outcomeColumns } from "../outcome-columns.js";
+import * as retiredSql from "../retired-mirrors.js";
 import type { MirrorRepo } from "../store.js";
 import type { Conn } from "./connection.js";
 import { mirrorState } from "./schema.js";
@@ -23,6 +24,22 @@ export function createMirrorRepo({ db }: Conn): MirrorRepo {
 
     async recordOutcome(mirror, o) {
       await db.update(mirrorState).set(outcomeColumns(o)).where(eq(mirrorState.mirror, mirror));
+    },
+
+    async retired(configured) {
+      const names = retiredSql.retiredNames(
+        (await db.execute<{ mirror: string }>(retiredSql.MIRROR_NAMES)).rows,
+        configured,
+      );
+      if (names.length === 0) return [];
+      const counts = await db.execute<{ mirror: string; users: string; keys: string }>(
+        retiredSql.countGranted(names),
+      );
+      return retiredSql.withCounts(names, counts.rows);
+    },
+
+    async forget(mirror) {
+      for (const statement of retiredSql.forgetStatements(mirror)) await db.execute(statement);
     },
   };
 }

@@ -3,6 +3,7 @@
  */
 import { eq } from "drizzle-orm";
 import { outcomeColumns } from "../outcome-columns.js";
+import * as retiredSql from "../retired-mirrors.js";
 import type { MirrorRepo } from "../store.js";
 import type { Db } from "./open.js";
 import { mirrorState } from "./schema.js";
@@ -23,6 +24,19 @@ export function createMirrorRepo(db: Db): Sync<MirrorRepo> {
 
     recordOutcome(mirror, o) {
       db.update(mirrorState).set(outcomeColumns(o)).where(eq(mirrorState.mirror, mirror)).run();
+    },
+
+    retired(configured) {
+      const names = retiredSql.retiredNames(db.all<{ mirror: string }>(retiredSql.MIRROR_NAMES), configured);
+      if (names.length === 0) return [];
+      return retiredSql.withCounts(
+        names,
+        db.all<{ mirror: string; users: number; keys: number }>(retiredSql.countGranted(names)),
+      );
+    },
+
+    forget(mirror) {
+      for (const statement of retiredSql.forgetStatements(mirror)) db.run(statement);
     },
   };
 }

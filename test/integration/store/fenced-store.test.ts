@@ -34,6 +34,7 @@ const READS = new Set([
   "runs.sourcesOf",
   "runs.sourcesOfTrigger",
   "mirrors.get",
+  "mirrors.retired",
   "leases.isHeld",
   "syncConfigs.find",
   "syncConfigs.list",

@@ -253,6 +253,91 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     });
   });
 
+  it("lists the mirrors not configured with what they grant, and forgets one's state but not its history", async () => {
+    const { store } = opened;
+    const id = uid();
+    const [kept, retired, stateOnly] = [`${id}-a`, `${id}-r`, `${id}-s`];
+    const seen = (mirror: string, userEmail: string, key: string) => ({
+      mirror,
+      userEmail,
+      key,
+      serverInstanceId: "srv-1",
+      source: "docs",
+      seenAt: T1,
+    });
+    await store.transaction(async (tx) => {
+      for (const mirror of [kept, retired, stateOnly]) await tx.mirrors.ensure(mirror, "cfg-1");
+      await tx.access.seeAll([
+        seen(kept, "ann@example.test", `${id}-k1`),
+        seen(retired, "ann@example.test", `${id}-k1`),
+        seen(retired, "ann@example.test", `${id}-k2`),
+        seen(retired, "bo@example.test", `${id}-k2`),
+        seen(retired, "bo@example.test", `${id}-k3`),
+      ]);
+    });
+    const ours = async (configured: string[]) =>
+      (await store.mirrors.retired(configured)).filter((r) => r.mirror.startsWith(id));
+    expect(await ours([kept])).toEqual([
+      { mirror: retired, users: 2, keys: 3 },
+      { mirror: stateOnly, users: 0, keys: 0 },
+    ]);
+    expect(await ours([kept, retired, stateOnly])).toEqual([]);
+
+    const bo = { mirror: retired, userEmail: "bo@example.test", serverInstanceId: "srv-1" };
+    await store.pairs.succeeded(bo, T1, true);
+    const done = await intent(retired, { intentAt: T1 });
+    await store.triggers.finish(done.id, {
+      outcome: "succeeded",
+      message: "ok",
+      summary: {},
+      finishedAt: T2,
+    });
+    const inFlight = await intent(retired, { intentAt: T2 });
+    await store.runs.insertMany(inFlight.id, retired, [
+      { syncId: `${id}-run`, userEmail: bo.userEmail, status: "RUNNING", createdAt: T2 },
+    ]);
+    await store.transaction((tx) =>
+      tx.schedules.save({
+        mirror: retired,
+        incrementalSlot: T1,
+        fullSlot: T1,
+        due: null,
+        paused: { at: T2, by: "ana" },
+      }),
+    );
+    await store.controls.record({ mirror: retired, action: "pause", mode: null, actor: "ana", at: T2 });
+    await store.problems.record([
+      {
+        mirror: retired,
+        kind: "failed_source",
+        subject: "s-1",
+        userEmail: bo.userEmail,
+        serverInstanceId: "srv-1",
+        source: "docs",
+        syncId: `${id}-run`,
+        key: null,
+        reason: "FAILED",
+        count: null,
+        at: T2,
+      },
+    ]);
+
+    await store.transaction((tx) => tx.mirrors.forget(retired));
+    expect(await store.mirrors.get(retired)).toBeUndefined();
+    expect(await store.pairs.listForMirror(retired)).toEqual([]);
+    expect(await store.triggers.findInFlight(retired)).toBeUndefined();
+    expect(await store.runs.isKnown(`${id}-run`)).toBe(false);
+    expect(await store.schedules.find(retired)).toBeUndefined();
+    expect(await store.problems.list({ mirror: retired, limit: 10 })).toEqual([]);
+    expect((await store.triggers.lastFinished(retired))?.id, "its history stays").toBe(done.id);
+    expect(await store.controls.list({ mirror: retired, limit: 10 })).toHaveLength(1);
+    expect(await store.mirrors.get(kept), "another mirror is untouched").toBeDefined();
+    expect(await ours([kept]), "its access rows are the caller's to revoke first").toEqual([
+      { mirror: retired, users: 2, keys: 3 },
+      { mirror: stateOnly, users: 0, keys: 0 },
+    ]);
+  });
+
   it("totals what a dry-run sweep would revoke and delete, then forgets it", async () => {
     const mirror = `m-${uid()}`;
     const ann: PairRef = { mirror, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
