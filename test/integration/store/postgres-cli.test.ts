@@ -51,6 +51,7 @@ const JSON_COMMANDS: readonly { args: readonly string[]; document?: Record<strin
   { args: ["history"] },
   { args: ["problems"] },
   { args: ["approve-sweep", "--mirror", "main"] },
+  { args: ["forget", "--mirror", "removed"] },
 ];
 
 /** Each `--json` command against the URL, search enabled so that `search` gets as far as the database. */
