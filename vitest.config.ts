@@ -91,6 +91,11 @@ export default defineConfig({
                   // already run on PostgreSQL: once, on SQLite, keeps the suite's time down.
                   "test/integration/mirror/sync-semantics-cli.test.ts",
                   "test/integration/mirror/access-contract.test.ts",
+                  // About the service, not the store: the HTTP fault matrix (the API client's
+                  // retries; the store sees the same calls) and plan/apply against the service
+                  // (the store's part is in store/sync-configs-contract, on both stores).
+                  "test/integration/reliability/faults-http.test.ts",
+                  "test/integration/mirror/declared-configs.test.ts",
                 ],
                 env: { SYNCMIRROR_TEST_DIALECT: "postgres" },
               },
