@@ -36,7 +36,10 @@ export interface MirrorSummary {
   };
   /** Skipped pairs listed by the trigger, by reason. */
   skipped: Record<string, number>;
-  /** The trigger's `skipped_count`; null when its skipped list is unknown (runs adopted, or an answer without it). */
+  /**
+   * The trigger's `skipped_count`; null when its skipped list is unknown: no answer (refused, or
+   * the pass never started), runs adopted, or an answer without it.
+   */
   skipped_total: number | null;
   pairs_awaiting_baseline: number;
   /**
@@ -94,7 +97,7 @@ export function emptySummary(mirror: string, mode: Mode): MirrorSummary {
       held_revocations: 0,
     },
     skipped: {},
-    skipped_total: 0,
+    skipped_total: null,
     pairs_awaiting_baseline: 0,
     errors: [],
     outcome: "failed",

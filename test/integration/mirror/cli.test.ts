@@ -181,8 +181,11 @@ describe("refusals", () => {
     h = await createHarness({ sim: { docs: 10 } });
     h.sim.setCannotStart("Another sync of this config is still running.");
     const refused = await h.sync();
-    expect(refused).toMatchObject({ outcome: "refused", trigger_id: null });
+    // No answer, so no skipped list: unknown, as the pass's history entry says too.
+    expect(refused).toMatchObject({ outcome: "refused", trigger_id: null, skipped_total: null });
     expect(refused.message).toMatch(/Another sync of this config is still running/);
+    const history = JSON.parse((await h.cli(["history", "--json"])).stdout);
+    expect(history.passes[0]).toMatchObject({ outcome: "refused", skipped_total: null });
     expect(h.sim.requests.filter((r) => r.method === "POST" && r.route === "/sync-task")).toHaveLength(1);
 
     h.sim.setCannotStart(null);
