@@ -96,6 +96,16 @@ async function takeOver({ h, trigger, frozenAt }: Paused<CliProcess>): Promise<D
     "the paused replica's trigger finished by the other",
     60_000,
   );
+  // The ticks A coalesced while its pass ran left a pass due, which B runs next: wait for it too, so
+  // that what the test does next (edits, a pass of its own) meets a mirror nobody is running.
+  await until(
+    async () =>
+      h.query("SELECT 1 FROM schedules WHERE mirror = 'main' AND due_mode IS NOT NULL").length === 0 &&
+      h.query("SELECT 1 FROM triggers WHERE state <> 'done'").length === 0 &&
+      (await b.metric("syncmirror_mirror_held", { mirror: "main" })) === 0,
+    "the other replica to run what was due and let the mirror go",
+    60_000,
+  );
   const resumed = b.logs().find((l) => l.msg === "resuming the trigger left in flight");
   const takeover = b.logs().find((l) => typeof l.dead_holder === "string");
   console.info(
