@@ -65,10 +65,9 @@ describe("forget", () => {
     setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
     const daemon = await startDaemon(h);
     try {
-      const served = await until(async () => {
-        const r = await daemon.get("/status");
-        return r.status === 200 && JSON.parse(r.body);
-      }, "/status");
+      // Ready comes after the start-up warnings; /status may answer before them.
+      await until(async () => (await daemon.get("/readyz")).status === 200, "/readyz");
+      const served = JSON.parse((await daemon.get("/status")).body);
       expect(served.retired_mirrors).toEqual(retired);
       expect(daemon.logs().filter((l) => l.mirror === "other")).toMatchObject([
         {
