@@ -258,6 +258,31 @@ function passEntry(p) {
   );
 }
 
+/**
+ * A mirror the database knows and the config no longer names: no pass runs for it, so nothing
+ * sweeps the access it still grants. Only the CLI's `forget` (under the mirror's lease) revokes it;
+ * the page says what to run and offers no control.
+ */
+function retiredCard(r) {
+  const grants =
+    r.keys === 0
+      ? "It grants no access; its state is still kept."
+      : `It still grants ${r.users} user(s) access to ${r.keys} key(s), and no pass runs for it.`;
+  return el(
+    "article",
+    { class: "card", "data-retired": r.mirror },
+    el("header", {}, el("h3", {}, r.mirror), el("span", { class: "badge bad" }, "not in the config")),
+    el("p", {}, grants),
+    el(
+      "p",
+      { class: "muted" },
+      "Run ",
+      el("code", {}, `syncmirror forget --mirror ${r.mirror}`),
+      " to revoke it, or put the mirror back in the config.",
+    ),
+  );
+}
+
 /** The daemons alive on the database (by heartbeat): who will take a pass asked for now. */
 function replicasLine(replicas) {
   if (!replicas?.length) return "No daemon alive: a pass asked for here waits for one.";
@@ -267,7 +292,10 @@ function replicasLine(replicas) {
 function render(status, problems, history) {
   const approvals = problems.pending_sweep_approvals;
   $("replicas").textContent = replicasLine(status.replicas);
-  $("mirrors").replaceChildren(...status.mirrors.map((m) => mirrorCard(m, problems, approvals)));
+  $("mirrors").replaceChildren(
+    ...status.mirrors.map((m) => mirrorCard(m, problems, approvals)),
+    ...status.retired_mirrors.map(retiredCard),
+  );
   $("problems").replaceChildren(...[problemsTable(problems)].flat().filter(Boolean));
   view.passes = history.passes;
   view.nextBefore = history.next_before;

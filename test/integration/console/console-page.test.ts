@@ -14,12 +14,14 @@ import type { Browser, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { HistoryJson } from "../../../src/console/history.js";
 import type { ProblemsJson } from "../../../src/console/problems.js";
+import type { RetiredMirrorStatus } from "../../../src/sync/status-report.js";
 import { CHROMIUM_PATH, launchChromium } from "../../helpers/browser.js";
 import { authorizedJson, configureConsumers, HTTP_TOKEN } from "../../helpers/consumers.js";
 import { type DaemonProcess, until } from "../../helpers/daemon.js";
 import { pickDocs } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
-import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "../daemon/setup.js";
+import { useMirrors } from "../../helpers/replicas.js";
+import { daemonSuite, EVERY_SECOND, editConfig, NEVER, setCrons } from "../daemon/setup.js";
 
 const ARTIFACTS = join(import.meta.dirname, "..", "..", "..", "test-results");
 const U1 = "user1@example.com";
@@ -165,6 +167,40 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page in a browser", ()
     expect(await page.evaluate<number>("sessionStorage.length")).toBe(0);
     await page.reload();
     await poll(() => page.locator("#token").isVisible(), "the prompt after forgetting").toBe(true);
+    await context.close();
+  });
+
+  it("shows a mirror removed from the config as retired, with what to run and no control, until it is forgotten", async () => {
+    const h = suite.use(await createHarness({ sim: { docs: 30 } }));
+    const [kept, removed] = useMirrors(h, 2) as [string, string];
+    configureConsumers(h, { search: false });
+    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
+    expect((await h.cli(["sync"])).code).toBe(0);
+    editConfig(h, (config) => {
+      config.mirrors = (config.mirrors as { name: string }[]).filter((m) => m.name === kept);
+    });
+    const d = await suite.daemon(h);
+    const [retired] = (await api<{ retired_mirrors: RetiredMirrorStatus[] }>(d, "/status")).retired_mirrors;
+    expect(retired).toMatchObject({ mirror: removed, users: h.sim.users.length });
+    expect(retired?.keys).toBeGreaterThan(0);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const page = await context.newPage();
+    await page.goto(`http://127.0.0.1:${d.port}/`);
+    await signIn(page, HTTP_TOKEN);
+    const card = page.locator(`article.card[data-retired="${removed}"]`);
+    await card.waitFor();
+    expect(await page.locator(`article.card[data-mirror="${kept}"]`).count()).toBe(1);
+    expect(await card.innerText()).toContain(
+      `It still grants ${retired?.users} user(s) access to ${retired?.keys} key(s), and no pass runs for it.`,
+    );
+    expect(await card.innerText()).toContain(`Run syncmirror forget --mirror ${removed} to revoke it`);
+    expect(await card.locator("button").count(), "forget is the CLI's, under the mirror's lease").toBe(0);
+
+    expect((await h.cli(["forget", "--mirror", removed])).code).toBe(0);
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await poll(() => card.count(), "the forgotten mirror gone from the page").toBe(0);
+    expect(await page.locator(`article.card[data-mirror="${kept}"]`).count()).toBe(1);
     await context.close();
   });
 
