@@ -29,7 +29,7 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page's pass history", 
     server = createHttpServer({
       registry: new Registry(),
       isReady: () => true,
-      getStatus: () => ({ mirrors: [], replicas: [] }),
+      getStatus: () => ({ mirrors: [], retired_mirrors: [], replicas: [] }),
       token: TOKEN,
       routes: [
         async (req) => {
