@@ -133,10 +133,10 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
   changes: {
     summary: "the change feed as JSON (the same shape as GET /v1/changes), from a saved seq",
     usage:
-      "syncmirror changes --after SEQ [--limit N] [--mirror NAME] [--wait SECONDS | --follow] [--config FILE]",
+      "syncmirror changes [--after SEQ] [--limit N] [--mirror NAME] [--wait SECONDS | --follow] [--config FILE]",
     flags: [
-      ["--after SEQ", "the last seq already processed (required; 0 reads from the start)"],
-      ["--limit N", "changes per page, 1 to 1000 (default: 100)"],
+      ["--after SEQ", "the last seq already processed (default: 0, from the start)"],
+      ["--limit N", "changes per page, 1 or more, at most 1000 served (default: 100)"],
       ["--mirror NAME", "only changes recorded by, or keys visible through, this mirror (default: all)"],
       [
         "--wait SECONDS",
@@ -155,7 +155,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     flags: [
       ["--user EMAIL", "search as this user: only their live resources (required)"],
       ["--mirror NAME", "only through this mirror (default: every mirror)"],
-      ["--limit N", "results, 1 to 100 (default: 20)"],
+      ["--limit N", "results, 1 or more, at most 100 served (default: 20)"],
       ["--q QUERY", "the query, as GET /v1/search names it (instead of QUERY after the options)"],
       ["--json", "print the JSON object GET /v1/search serves (default: text)"],
       CONFIG_FLAG,
@@ -264,7 +264,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     usage: "syncmirror history [--mirror NAME] [--limit N] [--before ID|TIME] [--json] [--config FILE]",
     flags: [
       ["--mirror NAME", "only this mirror's passes (default: every mirror)"],
-      ["--limit N", "passes per page, 1 to 500 (default: 20)"],
+      ["--limit N", "passes per page, 1 or more, at most 500 served (default: 20)"],
       [
         "--before ID|TIME",
         "the page of passes older than pass ID (a reply's next_before), or started before TIME (ISO 8601, e.g. a pass's started_at); default: the newest",
@@ -282,7 +282,10 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     usage: "syncmirror problems [--mirror NAME] [--limit N] [--json] [--config FILE]",
     flags: [
       ["--mirror NAME", "only this mirror's problems (default: every mirror)"],
-      ["--limit N", "problems listed, 1 to 10000 (default: 1000; the counts cover them all)"],
+      [
+        "--limit N",
+        "problems listed, 1 or more, at most 10000 served (default: 1000; the counts cover them all)",
+      ],
       ["--json", "print the JSON object GET /v1/problems serves (default: text)"],
       CONFIG_FLAG,
       HELP_FLAG,

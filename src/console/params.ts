@@ -3,7 +3,7 @@
  * `problems`): one zod schema each, so both refuse the same input with the same words.
  */
 import { z } from "zod";
-import { integer, mirrorName, type ParamNames, parseParams } from "../consumers/params.js";
+import { integer, mirrorName, type ParamNames, pageLimit, parseParams } from "../consumers/params.js";
 
 export const HISTORY_DEFAULT_LIMIT = 20;
 export const HISTORY_MAX_LIMIT = 500;
@@ -47,13 +47,13 @@ const passCursor = z.string().transform((text, ctx): number | { at: string } => 
 
 const HistoryParams = z.strictObject({
   mirror: mirrorName.optional(),
-  limit: integer(1, HISTORY_MAX_LIMIT).default(HISTORY_DEFAULT_LIMIT),
+  limit: pageLimit(HISTORY_MAX_LIMIT, HISTORY_DEFAULT_LIMIT),
   before: passCursor.optional(),
 });
 
 const ProblemParams = z.strictObject({
   mirror: mirrorName.optional(),
-  limit: integer(1, PROBLEMS_MAX_LIMIT).default(PROBLEMS_DEFAULT_LIMIT),
+  limit: pageLimit(PROBLEMS_MAX_LIMIT, PROBLEMS_DEFAULT_LIMIT),
 });
 
 const ApproveParams = z.strictObject({ mirror: mirrorName });

@@ -44,13 +44,24 @@ export const seconds = (max: number) =>
       return z.NEVER;
     });
 
+/**
+ * A page size: 1 or more, `fallback` when not given. Above `max` it is `max`: a client asking for
+ * more than a page holds gets a full page and reads on as from any other (`has_more`,
+ * `next_after`, `next_before`), rather than a refusal for wanting everything at once.
+ */
+export const pageLimit = (max: number, fallback: number) =>
+  integer(1, Number.POSITIVE_INFINITY)
+    .transform((n) => Math.min(n, max))
+    .default(fallback);
+
 const tooSmall = (min: number) => (min === 0 ? "must be 0 or more" : `must be at least ${min}`);
 
 export const mirrorName = z.string().regex(/^[a-z0-9_-]+$/, "must be a mirror name ([a-z0-9_-]+)");
 
 const FeedParams = z.strictObject({
-  after: integer(0, Number.MAX_SAFE_INTEGER),
-  limit: integer(1, FEED_MAX_LIMIT).default(100),
+  // Not given: from the start, as `after=0` (a new consumer's first read).
+  after: integer(0, Number.MAX_SAFE_INTEGER).default(0),
+  limit: pageLimit(FEED_MAX_LIMIT, 100),
   wait: seconds(FEED_MAX_WAIT_SECONDS).default(0),
   mirror: mirrorName.optional(),
 });
@@ -62,7 +73,7 @@ const SearchParams = z.strictObject({
     (v) => (typeof v === "string" ? v.replace(/\p{Cc}/gu, " ") : v),
     z.string().trim().min(1, "is required").max(1000, "must be at most 1000 characters"),
   ),
-  limit: integer(1, SEARCH_MAX_LIMIT).default(20),
+  limit: pageLimit(SEARCH_MAX_LIMIT, 20),
   mirror: mirrorName.optional(),
 });
 
@@ -74,11 +85,7 @@ export type ParamNames = Readonly<Record<string, string>>;
 
 /** Throws UsageError (HTTP 400, CLI exit 2) naming each bad parameter. */
 export function parseFeedParams(raw: Raw, mirrors: readonly string[], names: ParamNames = {}): FeedParams {
-  return checkMirror(
-    parse(FeedParams, raw, { after: "is required (0 reads from the start)" }, names),
-    mirrors,
-    names,
-  );
+  return parseParams(FeedParams, raw, mirrors, names);
 }
 
 export function parseSearchParams(
