@@ -155,7 +155,8 @@ async function sleep(ms: number, signal: AbortSignal): Promise<void> {
   }
 }
 
-function createCrashPoint(env: CommandIo["env"]): (point: CrashPoint) => void {
+/** The SYNCMIRROR_CRASH_AT seam (`readCrashAt`): a no-op unless the variable is set. */
+export function createCrashPoint(env: CommandIo["env"]): (point: CrashPoint) => void {
   const crashAt = readCrashAt(env);
   if (crashAt === null) return () => {};
   let hits = 0;

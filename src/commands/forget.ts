@@ -9,6 +9,7 @@ import { UsageError } from "../errors.js";
 import { createLeaseHolder } from "../lease-holder.js";
 import { createLogger } from "../log.js";
 import { createMetrics } from "../metrics.js";
+import { createCrashPoint } from "../runtime.js";
 import { forgetMirror } from "../sync/forget.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, printFromStore, withErrors } from "./common.js";
@@ -37,6 +38,7 @@ export const forget: Command = (args, io) =>
           // A one-shot command's registry is never scraped; the lease and the revocations count into it as a pass's do.
           metrics: createMetrics(new Registry(), { defaultMetrics: false }),
           now: () => new Date(),
+          crashPoint: createCrashPoint(io.env),
         }),
       (forgotten) => `${forgotten.message}\n`,
     );

@@ -16,7 +16,9 @@ export type CrashPoint =
   | "between-pages"
   | "before-sweep"
   | "mid-sweep"
-  | "during-continue";
+  | "during-continue"
+  | "mid-forget"
+  | "before-forget-state";
 
 /** Everything one pass needs, passed explicitly. */
 export interface SyncContext {

@@ -14,6 +14,7 @@ import type { Metrics } from "../metrics.js";
 import { withMirrorLease } from "../mirror-lease.js";
 import type { Store } from "../store/store.js";
 import type { LeaseHolder, RetiredMirror } from "../store/types.js";
+import type { SyncContext } from "./context.js";
 import { fencedStore } from "./fence.js";
 import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
 
@@ -38,6 +39,7 @@ export interface ForgetOptions {
   log: Logger;
   metrics: Metrics;
   now: () => Date;
+  crashPoint: SyncContext["crashPoint"];
 }
 
 /** The mirror forgotten; UsageError for a configured or unknown name, MirrorBusyError (nothing done) while another process holds its lease. */
@@ -83,9 +85,12 @@ async function revokeAll(
   signal: AbortSignal,
   options: ForgetOptions,
 ): Promise<Revocations> {
-  const { now, metrics } = options;
+  const { now, metrics, crashPoint } = options;
   // A scope of its own: the changes feed keeps at most one change per key per scope, so a mirror
-  // forgotten again later (after it came back) records its changes anew.
+  // forgotten again later (after it came back) records its changes anew. So does a run that
+  // finishes a killed one: a change of the killed run's scope may no longer be a key's latest (a
+  // pass of another mirror recorded one since), and leaving out an `access` it already said would
+  // hide the access removed now from a consumer that read the later change.
   const scope = `forget:${mirror}:${now().toISOString()}`;
   const total: Revocations = { revoked: 0, deleted: 0 };
   for (const pair of await store.access.pairsWithAccess(mirror)) {
@@ -97,7 +102,9 @@ async function revokeAll(
     countRevocations(metrics, mirror, revoked);
     total.revoked += revoked.revoked;
     total.deleted += revoked.deleted;
+    crashPoint("mid-forget");
   }
+  crashPoint("before-forget-state");
   await store.transaction((tx) => tx.mirrors.forget(mirror));
   return total;
 }
