@@ -122,8 +122,22 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       // Ready only once the gauges are back: the first scrape after ready shows the stored state.
       await restoreMetrics(runtime, metrics);
       await warnRetired(runtime);
-      connected = true;
       const rt = runtime;
+      const beat = () =>
+        rt.store.replicas.beat(
+          {
+            instanceId: holder.id,
+            name: holder.name,
+            startedAt,
+            slots: config.maxConcurrentMirrors,
+            running: scheduler?.running() ?? 0,
+          },
+          config.database.leaseSeconds,
+        );
+      // Alive on the database before ready: a `trigger` sent once /readyz answers leaves its pass
+      // to this daemon (which takes it once its schedules start) instead of running it itself.
+      await beat();
+      connected = true;
       pruning = await startHistoryPruning({ store: rt.store, keepDays: config.history.keepDays, log });
       const sched = createScheduler({
         mirrors: config.mirrors,
@@ -139,18 +153,6 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       scheduler = sched;
       if (config.manageSyncConfigs) await applyAtStart(rt, holder, io.signal);
       await checkBindings(config, rt.store);
-      const beat = () =>
-        rt.store.replicas.beat(
-          {
-            instanceId: holder.id,
-            name: holder.name,
-            startedAt,
-            slots: config.maxConcurrentMirrors,
-            running: sched.running(),
-          },
-          config.database.leaseSeconds,
-        );
-      await beat();
       await sched.start();
       const passes = followPasses(rt.store, rt.metrics, mirrors);
       watcher = setInterval(() => {

@@ -103,6 +103,8 @@ describe("syncmirror run with manage_sync_configs: true", () => {
     const second = await suite.daemon(h);
     expect(await second.metric("syncmirror_sync_config_drift", { mirror: "bad" })).toBe(1);
     expect(second.logs().some((l) => l.msg === "daemon started")).toBe(false);
+    // Ready is alive on the database already: `trigger` leaves a pass asked for now to this daemon.
+    expect(h.query("SELECT name FROM replicas"), "the heartbeat of the daemon now ready").toHaveLength(1);
     expect((await second.stop()).code).toBe(0);
   });
 

@@ -254,6 +254,8 @@ describe.skipIf(!available)("fencing a paused replica on PostgreSQL", () => {
     harness.sim.faults.inject(TRIGGER, { kind: "429", retryAfterSeconds: 3, times: 1 });
     const a = await startDaemon(harness);
     processes.push(a);
+    // Ready, it is alive on the database: the pass asked for is left to it, not run by `trigger`.
+    await until(async () => (await a.get("/readyz")).status === 200, "the replica ready");
     expect((await harness.cli(["trigger", "--mirror", "main"])).code).toBe(0);
     await until(
       () => a.logs().some((l) => l.route === "/sync-task" && l.status === "429"),
