@@ -140,7 +140,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       ["--mirror NAME", "only changes recorded by, or keys visible through, this mirror (default: all)"],
       [
         "--wait SECONDS",
-        "when nothing is new, wait up to 60 s for a change to commit, as GET /v1/changes?wait= does (default: 0)",
+        "when nothing is new, wait for a change to commit, up to 60 s (more is 60), as GET /v1/changes?wait= does (default: 0)",
       ],
       ["--follow", "keep printing pages as new changes commit, until stopped (default: one page)"],
       CONFIG_FLAG,

@@ -29,8 +29,9 @@ export const integer = (min: number, max: number) =>
     });
 
 /**
- * Seconds between 0 and `max`, fractions allowed (`wait=0.5`: a client polling often need not wait
- * a whole second), in plain digits: no exponent, no sign but a minus (which is too small).
+ * Seconds from 0, fractions allowed (`wait=0.5`: a client polling often need not wait a whole
+ * second), in plain digits: no exponent, no sign but a minus (which is too small). Above `max` it
+ * is `max`, as a page limit is: a long poll that answers empty sooner is asked again.
  */
 export const seconds = (max: number) =>
   z
@@ -38,9 +39,8 @@ export const seconds = (max: number) =>
     .regex(/^-?(?:\d+(?:\.\d*)?|\.\d+)$/, "must be a number of seconds written in digits")
     .transform((text, ctx) => {
       const value = Number(text);
-      if (value < 0) ctx.addIssue({ code: "custom", message: tooSmall(0) });
-      else if (value > max) ctx.addIssue({ code: "custom", message: `is too large: must be at most ${max}` });
-      else return value;
+      if (value >= 0) return Math.min(value, max);
+      ctx.addIssue({ code: "custom", message: tooSmall(0) });
       return z.NEVER;
     });
 

@@ -1,6 +1,7 @@
 /**
  * Every endpoint's and command's `limit` (docs/reference/http.md): 1 or more, and above what a page
- * holds it is that most, not a refusal; the feed's `after` not given reads from the start.
+ * holds it is that most, not a refusal, as is the feed's `wait` above 60 seconds; the feed's
+ * `after` not given reads from the start.
  */
 import { describe, expect, it } from "vitest";
 import { parseHistoryParams, parseProblemParams } from "../../src/console/params.js";
@@ -16,6 +17,13 @@ describe("page limits", () => {
     expect(search("101")).toBe(100);
     expect(parseHistoryParams({ limit: "1000" }, []).limit).toBe(500);
     expect(parseProblemParams({ limit: "20000" }, []).limit).toBe(10_000);
+  });
+
+  it("serve a long poll's wait above 60 seconds as 60, and refuse a negative one", () => {
+    expect(parseFeedParams({ wait: "3600" }, []).wait).toBe(60);
+    expect(parseFeedParams({ wait: "60.5" }, []).wait).toBe(60);
+    expect(parseFeedParams({ wait: "0.5" }, []).wait).toBe(0.5);
+    expect(() => parseFeedParams({ wait: "-1" }, [])).toThrow(new UsageError("wait: must be 0 or more"));
   });
 
   it("keep a limit within range as given, and the defaults", () => {

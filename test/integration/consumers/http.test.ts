@@ -265,10 +265,8 @@ describe("bad input", () => {
       ["/v1/changes?after=9007199254740992", /^after: is too large: must be at most 9007199254740991$/],
       ["/v1/changes?after=-99999999999999999999", /^after: must be 0 or more$/],
       ["/v1/changes?after=0&limit=0", /limit: must be at least 1/],
-      ["/v1/changes?after=0&wait=3600", /wait: is too large: must be at most 60/],
       ["/v1/changes?after=0&wait=-5", /wait: must be 0 or more/],
       ["/v1/changes?after=0&wait=-0.5", /^wait: must be 0 or more$/],
-      ["/v1/changes?after=0&wait=60.5", /^wait: is too large: must be at most 60$/],
       ["/v1/changes?after=0&wait=soon", /^wait: must be a number of seconds written in digits$/],
       ["/v1/changes?after=0&wait=1e3", /^wait: must be a number of seconds written in digits$/],
       ["/v1/changes?after=0&after=1", /after: given more than once/],
@@ -360,14 +358,9 @@ describe("syncmirror search and changes --follow", () => {
         resource: expect.objectContaining({ content_text: "waited for" }),
       }),
     ]);
-    for (const [args, message] of [
-      [["--wait", "61"], /--wait: is too large: must be at most 60/],
-      [["--wait", "1", "--follow"], /--wait: not with --follow/],
-    ] as const) {
-      const bad = await h.cli(["changes", "--after", "0", ...args]);
-      expect(bad.code, args.join(" ")).toBe(2);
-      expect(bad.stderr).toMatch(message);
-    }
+    const both = await h.cli(["changes", "--after", "0", "--wait", "1", "--follow"]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--wait: not with --follow/);
   });
 
   it("follows new changes until stopped", async () => {
