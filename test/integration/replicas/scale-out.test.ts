@@ -38,9 +38,14 @@ async function harness(options: Parameters<typeof createHarness>[0] = {}): Promi
   return h;
 }
 
+/**
+ * A replica once ready: alive on the database from then on, so a `trigger` sent next leaves its
+ * pass to the replicas rather than run it itself.
+ */
 async function replica(h: Harness, options: { wrap?: readonly string[] } = {}): Promise<DaemonProcess> {
   const d = await startDaemon(h, {}, options);
   processes.push(d);
+  await until(async () => (await d.get("/readyz")).status === 200, "the replica ready", 30_000);
   return d;
 }
 
