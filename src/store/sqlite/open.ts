@@ -24,6 +24,8 @@ export interface OpenDatabase {
 
 const MIGRATIONS_DIR = migrationsDir("sqlite");
 const OWNER_ONLY = 0o600;
+/** Tries at switching a new file to WAL (below), about 25 ms apart: a few seconds in all. */
+const WAL_ATTEMPTS = 120;
 
 /**
  * Opens (creating if needed) the database, applies the migrations and, with `lock`, takes the
@@ -103,7 +105,7 @@ function openSqlite(path: string): Database.Database {
       chmodSync(path, OWNER_ONLY);
     }
     const sqlite = new Database(path);
-    sqlite.pragma("journal_mode = WAL");
+    enableWal(sqlite);
     sqlite.pragma("synchronous = NORMAL");
     sqlite.pragma("foreign_keys = ON");
     sqlite.pragma("busy_timeout = 5000");
@@ -120,6 +122,24 @@ function openSqlite(path: string): Database.Database {
       `cannot open database ${path}: ${(cause as Error).message}. Check that the file and its directory exist and are writable by this user, and that the disk is not full.`,
       { cause },
     );
+  }
+}
+
+/**
+ * A new file is switched to WAL under its exclusive lock. When processes open it together (a
+ * daemon starting beside `status`), SQLite answers BUSY at once instead of calling its busy handler
+ * where waiting could deadlock, so the switch is tried again after a short wait. Open is
+ * synchronous, and this happens once per process at most.
+ */
+function enableWal(sqlite: Database.Database): void {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      sqlite.pragma("journal_mode = WAL");
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== "SQLITE_BUSY" || attempt >= WAL_ATTEMPTS) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 + Math.random() * 30);
+    }
   }
 }
 
