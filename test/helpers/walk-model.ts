@@ -3,6 +3,8 @@
  * simulator says is true upstream, what one pass exported, and the mirror's state as sets, so the
  * walk compares sets and never trusts the mirror for what it should hold.
  */
+import { expect } from "vitest";
+import type { Outcome } from "../../src/simulator/index.js";
 import type { ResourceRowView } from "./mirror-db.js";
 import type { Harness } from "./mirror-harness.js";
 import { createTestApi, exportAll } from "./simulator.js";
@@ -43,24 +45,29 @@ export interface Truth {
   live: Set<string>;
 }
 
-export function upstreamTruth(h: Harness): Truth {
-  const projectUsers = new Set(
+/** The users in the project now. */
+export function projectUsers(h: Harness): Set<string> {
+  return new Set(
     h.sim.people
       .list()
       .filter((p) => p.projectUser)
       .map((p) => p.email),
   );
+}
+
+export function upstreamTruth(h: Harness): Truth {
+  const inProject = projectUsers(h);
   const access = new Set<AccessId>();
   const live = new Set<string>();
   for (const doc of h.sim.docs.list()) {
     if (doc.deleted) continue;
     for (const user of doc.visibleTo) {
-      if (!projectUsers.has(user)) continue;
+      if (!inProject.has(user)) continue;
       access.add(accessId(user, doc.key));
       live.add(doc.key);
     }
   }
-  return { projectUsers, access, live };
+  return { projectUsers: inProject, access, live };
 }
 
 /** What one trigger's runs exported, as the service serves it, and which sources succeeded. */
@@ -153,4 +160,154 @@ export function difference<T>(a: Iterable<T>, b: ReadonlySet<T>): T[] {
 /** The access ids holding `key`, sorted: what "who may see it" means for the feed. */
 export function holdersOf(access: ReadonlySet<AccessId>, key: string): string[] {
   return sorted([...access].filter((a) => a.endsWith(`|${key}`)));
+}
+
+export const serverOfKey = (key: string) => key.split(":")[1] ?? "";
+
+/** `user|server_instance_id`: the pair an access id belongs to. */
+export const pairOf = (id: AccessId) => {
+  const [user = "", key = ""] = id.split("|");
+  return `${user}|${serverOfKey(key)}`;
+};
+
+/** One pass's mirror before and after, and the changes it recorded. */
+export interface FeedPass {
+  ctx: string;
+  before: MirrorState;
+  after: MirrorState;
+  feed: ChangeWithRun[];
+}
+
+/**
+ * The per-run feed rules, then a consumer replaying it in order: `consumerLive` is what that
+ * consumer holds live, carried from pass to pass.
+ */
+export function checkFeed(p: FeedPass, consumerLive: Set<string>): void {
+  const { ctx, before, after, feed } = p;
+  const perRun = new Map<string, number>();
+  for (const c of feed) {
+    const id = `${c.sync_id ?? "sweep"} ${c.key}`;
+    perRun.set(id, (perRun.get(id) ?? 0) + 1);
+  }
+  expect(
+    [...perRun].filter(([, n]) => n > 1),
+    `${ctx}: more than one change per key per run`,
+  ).toEqual([]);
+  const keys = new Set([...before.rows.keys(), ...after.rows.keys(), ...feed.map((c) => c.key)]);
+  for (const key of keys) {
+    const ops = feed.filter((c) => c.key === key).map((c) => c.op);
+    const was = before.live.has(key);
+    const is = after.live.has(key);
+    const what = `${ctx}: changes of ${key} (${was ? "live" : "absent"} -> ${is ? "live" : "absent"})`;
+    if (!was && is) expect(ops, what).toContain("upsert");
+    else if (was && !is) expect(ops.at(-1), what).toBe("delete");
+    else if (!was && !is) expect(ops, what).toEqual([]);
+    else if (before.rows.get(key)?.content_hash !== after.rows.get(key)?.content_hash)
+      expect(ops, what).toContain("upsert");
+    else if (holdersOf(before.access, key).join() === holdersOf(after.access, key).join())
+      expect(ops, what).toEqual([]);
+    else expect(new Set(ops), what).toEqual(new Set(["access"]));
+  }
+  for (const c of feed) {
+    if (c.op === "upsert") consumerLive.add(c.key);
+    else {
+      const known = consumerLive.has(c.key);
+      expect(known, `${ctx}: ${c.op} #${c.seq} of a key the feed never made live`).toBe(true);
+      if (c.op === "delete") consumerLive.delete(c.key);
+    }
+  }
+  expect(sorted(consumerLive), `${ctx}: a consumer replaying the feed`).toEqual(sorted(after.live));
+}
+
+/** Ways a source does not succeed (the task, or the export status of a task that completed). */
+export const SOURCE_FAILURES: Outcome[] = [
+  { task: "FAILED" },
+  { task: "INCOMPLETE", includeFraction: 0.5 },
+  { task: "COMPLETED", exportStatus: "degraded" },
+  { task: "COMPLETED", exportStatus: "authentication_required" },
+];
+
+/** Makes the pair's source not succeed in the next pass, one of SOURCE_FAILURES picked; returns how. */
+export function failSource(h: Harness, rng: WalkRandom, pair: string): string {
+  const [user, server] = pair.split("|");
+  const outcome = rng.pick(SOURCE_FAILURES);
+  h.sim.setOutcome({ user, server_instance_id: server }, { ...outcome, times: 1 });
+  return outcome.exportStatus ?? outcome.task;
+}
+
+export type DocumentChange = "edit" | "add" | "remove" | "grant" | "revoke";
+
+/**
+ * One random change to one document upstream; keys edited or added join `edited`. Returns what it
+ * did, for the assertion messages.
+ */
+export function changeDocument(
+  h: Harness,
+  rng: WalkRandom,
+  kind: DocumentChange,
+  edited: Set<string>,
+): string {
+  if (kind === "add") {
+    const visibleTo = h.sim.users.filter(() => rng.chance(0.4));
+    const server = rng.pick(h.sim.servers).server_instance_id;
+    const docId = h.sim.docs.add({ server_instance_id: server, visibleTo });
+    edited.add(h.sim.docs.get(docId).key);
+    return `add ${docId} for [${visibleTo}]`;
+  }
+  const doc = rng.pick(h.sim.docs.list().filter((d) => !d.deleted));
+  if (kind === "edit") {
+    h.sim.docs.edit(doc.docId);
+    edited.add(doc.key);
+    return `edit ${doc.docId}`;
+  }
+  if (kind === "remove") {
+    h.sim.docs.remove(doc.docId);
+    return `remove ${doc.docId}`;
+  }
+  const user = rng.pick(h.sim.users);
+  const visibleTo =
+    kind === "grant" ? [...new Set([...doc.visibleTo, user])] : doc.visibleTo.filter((u) => u !== user);
+  h.sim.docs.setVisibility(doc.docId, visibleTo);
+  return `${kind} ${user} on ${doc.docId}`;
+}
+
+/** One pass, as the edited documents are checked against it. */
+export interface EditedPass {
+  ctx: string;
+  truth: Truth;
+  exported: PassExport;
+  after: MirrorState;
+  /** A source failed in this pass: what it missed stays to be checked in the next. */
+  failed: boolean;
+  /** The pass's since (ms): a document modified before it is not exported; null for a full snapshot. */
+  since: number | null;
+}
+
+/**
+ * Every document of `edited` (edited or added since the last pass without a failed source) that is
+ * live, visible to a pair whose source succeeded in this pass and modified no earlier than its
+ * since, was exported and holds the new content_hash. Leaves in `edited` what a failed source may
+ * still owe.
+ */
+export function checkEdited(h: Harness, p: EditedPass, edited: Set<string>): void {
+  const docs = new Map(h.sim.docs.list().map((d) => [d.key, d]));
+  for (const key of edited) {
+    const doc = docs.get(key);
+    if (!doc || doc.deleted) continue;
+    const reachable = doc.visibleTo.some(
+      (u) => p.truth.projectUsers.has(u) && p.exported.succeeded.has(`${u}|${serverOfKey(key)}`),
+    );
+    const modifiedMs = doc.modifiedAt === null ? null : Date.parse(doc.modifiedAt);
+    const inWindow = p.since === null || (modifiedMs !== null && modifiedMs >= p.since);
+    if (!reachable || !inWindow) continue;
+    const hash = p.exported.hashes.get(key);
+    expect(
+      hash,
+      `${p.ctx}: ${doc.docId} (${key}) edited since the last good pass was not exported`,
+    ).toBeDefined();
+    expect(p.after.rows.get(key)?.content_hash, `${p.ctx}: content_hash of edited ${key}`).toBe(hash);
+    expect(p.after.live.has(key), `${p.ctx}: edited ${key} is live`).toBe(true);
+    edited.delete(key);
+  }
+  if (!p.failed) edited.clear();
 }

@@ -5,21 +5,27 @@
  * step, so a failure replays by running that seed alone.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { Outcome } from "../../../src/simulator/index.js";
 import { databaseProblems } from "../../helpers/db-snapshot.js";
 import { TOMBSTONE } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import {
   type AccessId,
   type ChangeWithRun,
+  changeDocument,
   changesAfter,
+  checkEdited,
+  checkFeed,
+  type DocumentChange,
   difference,
   emptyMirror,
-  holdersOf,
+  failSource,
   type MirrorState,
   mirrorState,
   type PassExport,
+  pairOf,
   passExport,
+  projectUsers,
+  serverOfKey,
   sorted,
   type Truth,
   upstreamTruth,
@@ -59,12 +65,6 @@ interface Pass {
   exported: PassExport;
   feed: ChangeWithRun[];
 }
-
-const serverOfKey = (key: string) => key.split(":")[1] ?? "";
-const pairOf = (id: AccessId) => {
-  const [user = "", key = ""] = id.split("|");
-  return `${user}|${serverOfKey(key)}`;
-};
 
 describe("a seeded random walk of upstream changes and passes", () => {
   it.each(SEEDS)("keeps the mirror equal to the model (seed %i)", async (seed) => {
@@ -120,8 +120,9 @@ async function runPass(w: Walk, label: string, actions: string[], full: boolean)
   );
   if (full) checkFull(w, pass);
   else checkIncremental(pass);
-  checkEdited(w, pass);
-  checkFeed(w, pass);
+  // No pass here lags past the grace, so every pair holds since back to its last success.
+  checkEdited(w.h, { ...pass, failed: failed !== undefined, since: null }, w.edited);
+  checkFeed(pass, w.consumerLive);
   if (actions.length === 0 && !failed && w.lastOutcome === "succeeded" && (w.lastFull || !full))
     expect(pass.feed, `${ctx}: a pass with nothing new records nothing`).toEqual([]);
   for (const key of pass.after.live) w.everLive.add(key);
@@ -163,80 +164,12 @@ function checkIncremental(p: Pass): void {
     expect(after.rows.get(key)?.content_hash, `${ctx}: content_hash of ${key}`).toBe(hash);
 }
 
-/**
- * Every document edited or added since the last pass that succeeded, live and visible to a pair
- * whose source succeeded in this pass, was exported and holds the new content_hash.
- */
-function checkEdited(w: Walk, p: Pass): void {
-  const docs = new Map(w.h.sim.docs.list().map((d) => [d.key, d]));
-  for (const key of w.edited) {
-    const doc = docs.get(key);
-    const reachable = doc?.visibleTo.some(
-      (u) => p.truth.projectUsers.has(u) && p.exported.succeeded.has(`${u}|${serverOfKey(key)}`),
-    );
-    if (!doc || doc.deleted || !reachable) continue;
-    const hash = p.exported.hashes.get(key);
-    expect(
-      hash,
-      `${p.ctx}: ${doc.docId} (${key}) edited since the last good pass was not exported`,
-    ).toBeDefined();
-    expect(p.after.rows.get(key)?.content_hash, `${p.ctx}: content_hash of edited ${key}`).toBe(hash);
-    expect(p.after.live.has(key), `${p.ctx}: edited ${key} is live`).toBe(true);
-    w.edited.delete(key);
-  }
-  if (!p.failed) w.edited.clear();
-}
-
-/** The per-run feed rules, then a consumer replaying it in order. */
-function checkFeed(w: Walk, p: Pass): void {
-  const { ctx, before, after, feed } = p;
-  const perRun = new Map<string, number>();
-  for (const c of feed) {
-    const id = `${c.sync_id ?? "sweep"} ${c.key}`;
-    perRun.set(id, (perRun.get(id) ?? 0) + 1);
-  }
-  expect(
-    [...perRun].filter(([, n]) => n > 1),
-    `${ctx}: more than one change per key per run`,
-  ).toEqual([]);
-  const keys = new Set([...before.rows.keys(), ...after.rows.keys(), ...feed.map((c) => c.key)]);
-  for (const key of keys) {
-    const ops = feed.filter((c) => c.key === key).map((c) => c.op);
-    const was = before.live.has(key);
-    const is = after.live.has(key);
-    const what = `${ctx}: changes of ${key} (${was ? "live" : "absent"} -> ${is ? "live" : "absent"})`;
-    if (!was && is) expect(ops, what).toContain("upsert");
-    else if (was && !is) expect(ops.at(-1), what).toBe("delete");
-    else if (!was && !is) expect(ops, what).toEqual([]);
-    else if (before.rows.get(key)?.content_hash !== after.rows.get(key)?.content_hash)
-      expect(ops, what).toContain("upsert");
-    else if (holdersOf(before.access, key).join() === holdersOf(after.access, key).join())
-      expect(ops, what).toEqual([]);
-    else expect(new Set(ops), what).toEqual(new Set(["access"]));
-  }
-  replayFeed(w, p);
-}
-
-/** A consumer applying the ops in order holds live exactly the keys the mirror holds live. */
-function replayFeed(w: Walk, { ctx, feed, after }: Pass): void {
-  for (const c of feed) {
-    if (c.op === "upsert") w.consumerLive.add(c.key);
-    else {
-      const known = w.consumerLive.has(c.key);
-      expect(known, `${ctx}: ${c.op} #${c.seq} of a key the feed never made live`).toBe(true);
-      if (c.op === "delete") w.consumerLive.delete(c.key);
-    }
-  }
-  expect(sorted(w.consumerLive), `${ctx}: a consumer replaying the feed`).toEqual(sorted(after.live));
-}
-
-type ChangeKind = "edit" | "add" | "remove" | "grant" | "revoke" | "leave" | "rejoin";
+type ChangeKind = DocumentChange | "leave" | "rejoin";
 const repeat = (kind: ChangeKind, n: number): ChangeKind[] => Array<ChangeKind>(n).fill(kind);
 
 /** One random upstream change; returns what it did, for the assertion messages. */
 function applyChange(w: Walk): string {
   const { h, rng } = w;
-  const live = h.sim.docs.list().filter((d) => !d.deleted);
   const people = h.sim.people.list();
   const inProject = people.filter((p) => p.projectUser).map((p) => p.email);
   const left = people.filter((p) => !p.projectUser).map((p) => p.email);
@@ -256,37 +189,8 @@ function applyChange(w: Walk): string {
     else h.sim.people.joinProject(user);
     return `${kind} ${user}`;
   }
-  if (kind === "add") {
-    const visibleTo = h.sim.users.filter(() => rng.chance(0.4));
-    const server = rng.pick(h.sim.servers).server_instance_id;
-    const docId = h.sim.docs.add({ server_instance_id: server, visibleTo });
-    w.edited.add(h.sim.docs.get(docId).key);
-    return `add ${docId} for [${visibleTo}]`;
-  }
-  const doc = rng.pick(live);
-  if (kind === "edit") {
-    h.sim.docs.edit(doc.docId);
-    w.edited.add(doc.key);
-    return `edit ${doc.docId}`;
-  }
-  if (kind === "remove") {
-    h.sim.docs.remove(doc.docId);
-    return `remove ${doc.docId}`;
-  }
-  const user = rng.pick(h.sim.users);
-  const visibleTo =
-    kind === "grant" ? [...new Set([...doc.visibleTo, user])] : doc.visibleTo.filter((u) => u !== user);
-  h.sim.docs.setVisibility(doc.docId, visibleTo);
-  return `${kind} ${user} on ${doc.docId}`;
+  return changeDocument(h, rng, kind, w.edited);
 }
-
-/** Ways a source does not succeed (the task, or the export status of a task that completed). */
-const FAILURES: Outcome[] = [
-  { task: "FAILED" },
-  { task: "INCOMPLETE", includeFraction: 0.5 },
-  { task: "COMPLETED", exportStatus: "degraded" },
-  { task: "COMPLETED", exportStatus: "authentication_required" },
-];
 
 /**
  * Makes one (project user, server) source not succeed in the next pass: which pair, and how. Mostly
@@ -295,12 +199,7 @@ const FAILURES: Outcome[] = [
  */
 function failOneSource(w: Walk): { pair: string; how: string } {
   const { h, rng } = w;
-  const inProject = new Set(
-    h.sim.people
-      .list()
-      .filter((p) => p.projectUser)
-      .map((p) => p.email),
-  );
+  const inProject = projectUsers(h);
   const soleViewers = h.sim.docs.list().flatMap((d) => {
     const viewers = d.visibleTo.filter((u) => inProject.has(u));
     return !d.deleted && w.edited.has(d.key) && viewers.length === 1
@@ -311,8 +210,5 @@ function failOneSource(w: Walk): { pair: string; how: string } {
     soleViewers.length > 0 && rng.chance(0.7)
       ? rng.pick(soleViewers)
       : `${rng.pick([...inProject])}|${rng.pick(h.sim.servers).server_instance_id}`;
-  const [user, server] = pair.split("|");
-  const outcome = rng.pick(FAILURES);
-  h.sim.setOutcome({ user, server_instance_id: server }, { ...outcome, times: 1 });
-  return { pair, how: outcome.exportStatus ?? outcome.task };
+  return { pair, how: failSource(h, rng, pair) };
 }
