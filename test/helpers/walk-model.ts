@@ -5,7 +5,7 @@
  */
 import { expect } from "vitest";
 import type { Outcome } from "../../src/simulator/index.js";
-import type { ResourceRowView } from "./mirror-db.js";
+import { type ResourceRowView, TOMBSTONE } from "./mirror-db.js";
 import type { Harness } from "./mirror-harness.js";
 import { createTestApi, exportAll } from "./simulator.js";
 
@@ -169,6 +169,27 @@ export const pairOf = (id: AccessId) => {
   const [user = "", key = ""] = id.split("|");
   return `${user}|${serverOfKey(key)}`;
 };
+
+/**
+ * A pass's resources rows: live keys are exactly the keys someone may see; a live key holds what
+ * this pass exported, or else what it held; every other key the mirror ever held live is a tombstone.
+ */
+export function checkRows(
+  p: { ctx: string; before: MirrorState; after: MirrorState; exported: PassExport },
+  everLive: ReadonlySet<string>,
+): void {
+  const { ctx, before, after, exported } = p;
+  const liveWithAccess = new Set([...after.access].map((id) => id.split("|")[1] ?? ""));
+  expect(sorted(after.live), `${ctx}: live keys are the keys someone may see`).toEqual(
+    sorted(liveWithAccess),
+  );
+  for (const key of new Set([...everLive, ...after.rows.keys()])) {
+    if (after.live.has(key)) {
+      const hash = exported.hashes.get(key) ?? before.rows.get(key)?.content_hash;
+      expect(after.rows.get(key)?.content_hash, `${ctx}: content_hash of ${key}`).toBe(hash);
+    } else expect(after.rows.get(key), `${ctx}: ${key} is a tombstone`).toMatchObject(TOMBSTONE);
+  }
+}
 
 /** One pass's mirror before and after, and the changes it recorded. */
 export interface FeedPass {

@@ -9,7 +9,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuthStatus } from "../../../src/simulator/people.js";
 import { databaseProblems } from "../../helpers/db-snapshot.js";
-import { TOMBSTONE } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import {
   type AccessId,
@@ -17,6 +16,7 @@ import {
   changesAfter,
   checkEdited,
   checkFeed,
+  checkRows,
   type DocumentChange,
   difference,
   emptyMirror,
@@ -215,16 +215,7 @@ async function runPass(w: Walk, label: string, asked: { full: boolean; allowMass
   const heldTotal = [...model.held.values()].reduce((n, k) => n + k, 0);
 
   expect(sorted(after.access), `${ctx}: resource_access`).toEqual(sorted(model.access));
-  const liveWithAccess = new Set([...after.access].map((id) => id.split("|")[1] ?? ""));
-  expect(sorted(after.live), `${ctx}: live keys are the keys someone may see`).toEqual(
-    sorted(liveWithAccess),
-  );
-  for (const key of new Set([...w.everLive, ...after.rows.keys()])) {
-    if (after.live.has(key)) {
-      const hash = exported.hashes.get(key) ?? before.rows.get(key)?.content_hash;
-      expect(after.rows.get(key)?.content_hash, `${ctx}: content_hash of ${key}`).toBe(hash);
-    } else expect(after.rows.get(key), `${ctx}: ${key} is a tombstone`).toMatchObject(TOMBSTONE);
-  }
+  checkRows({ ctx, before, after, exported }, w.everLive);
   expect(summary.outcome, `${ctx}: outcome (held: ${[...model.held.keys()]})`).toBe(
     failed || heldTotal > 0 ? "partial" : "succeeded",
   );
