@@ -4,9 +4,11 @@
  * random walk: documents are hidden from a user and some brought back (edited, so an incremental
  * sees them again), edited, added and removed, users leave and rejoin, and now and then the
  * trigger's response is lost so its runs are adopted and the access check decides who left, that
- * check failing too on some passes. After every pass (mostly full, some incremental) the mirror is
- * compared with a model that counts each (pair, key)'s misses itself. Every message names the seed
- * and step.
+ * check failing too on some passes. The guard is off (`max_delete_fraction` 1), except in a second
+ * walk where many of a pair's documents are hidden at once, the guard holds the pair's sweep
+ * (counting no misses) and `approve-sweep` lets the next full pass apply it. After every pass
+ * (mostly full, some incremental) the mirror is compared with a model that counts each
+ * (pair, key)'s misses itself. Every message names the seed and step.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { databaseProblems } from "../../helpers/db-snapshot.js";
@@ -33,6 +35,10 @@ import {
 
 const SEEDS = [4, 9, 20, 24];
 const STEPS = 20;
+const GUARD_SEEDS = [1, 13];
+const GUARD_FRACTION = 0.5;
+/** The guard holds a sweep only above this many keys, whatever the fraction. */
+const GUARD_MIN_KEYS = 10;
 
 let h: Harness;
 afterEach(async () => {
@@ -53,12 +59,22 @@ interface Seen {
   adoptedLeaverLost: number;
   /** After a lost trigger response and a failed access check, a leaver kept its access. */
   adoptedLeaverKept: number;
+  /** The mass-delete guard held a pair's sweep (guard on only). */
+  held: number;
+  /** A held sweep applied on an approval (guard on only). */
+  appliedOnApproval: number;
 }
 
 interface Walk {
   h: Harness;
   rng: WalkRandom;
   threshold: number;
+  /** `max_delete_fraction`: 1 turns the guard off. */
+  fraction: number;
+  /** Pairs whose sweep the guard holds now, with the revocations held. */
+  held: Map<string, number>;
+  /** An approve-sweep not yet taken by a full pass: the held pairs it covers. */
+  approval: Map<string, number> | undefined;
   /** The access the mirror should hold, with each one's misses in full snapshots in a row. */
   misses: Map<AccessId, number>;
   /** Access whose misses a sighting reset, until missed again. */
@@ -80,53 +96,81 @@ interface Walk {
 type Trigger = "answered" | "lost" | "lost, access check failing";
 
 describe("a seeded random walk of keys missed in full snapshots in a row", () => {
-  it.each(SEEDS)("keeps the mirror equal to the model (seed %i)", async (seed) => {
-    const threshold = seed % 3 === 0 ? 3 : 2;
-    h = await createHarness({
-      sim: { seed, docs: 40, users: 4, serversPerType: { notion: 1, github: 1, google_docs: 1 } },
-      defaults: { delete_after_missed_full: threshold, max_delete_fraction: 1 },
-    });
-    const walk: Walk = {
-      h,
-      rng: walkRandom(seed),
-      threshold,
-      misses: new Map(),
-      reset: new Set(),
-      hidden: new Set(),
-      broughtBack: false,
-      returned: new Set(),
-      everLive: new Set(),
-      edited: new Set(),
-      consumerLive: new Set(),
-      first: true,
-      seen: {
-        keptBelowThreshold: 0,
-        revokedAtThreshold: 0,
-        resetByIncremental: 0,
-        missedAfterReset: 0,
-        adoptedLeaverLost: 0,
-        adoptedLeaverKept: 0,
-      },
-    };
-    const label = (step: number) => `seed ${seed} (threshold ${threshold}) step ${step}`;
-    await runPass(walk, `${label(0)} (first pass)`, { full: true, trigger: "answered" });
-    for (let step = 1; step <= STEPS; step++) {
-      const actions = Array.from({ length: walk.rng.int(1, 4) }, () => applyChange(walk));
-      // A document brought back and edited: mostly an incremental, which sees it again.
-      const full = walk.rng.chance(walk.broughtBack ? 0.3 : 0.7);
-      walk.broughtBack = false;
-      const inProject = projectUsers(h);
-      const leaverHolds = [...walk.misses.keys()].some((id) => !inProject.has(id.split("|")[0] ?? ""));
-      const trigger: Trigger =
-        full && walk.rng.chance(leaverHolds ? 0.7 : 0.1)
-          ? walk.rng.pick(["lost", "lost, access check failing"] as const)
-          : "answered";
-      await runPass(walk, `${label(step)} [${actions.join(", ")}]`, { full, trigger });
-    }
-    for (const [what, n] of Object.entries(walk.seen))
-      expect(n, `seed ${seed}: how often the walk saw ${what}`).toBeGreaterThan(0);
-  });
+  it.each(SEEDS)("keeps the mirror equal to the model (seed %i)", (seed) => walkSeed(seed, 1));
 });
+
+describe("the same walk with the mass-delete guard on, and approve-sweep", () => {
+  it.each(GUARD_SEEDS)("keeps the mirror equal to the model (seed %i)", (seed) =>
+    walkSeed(seed, GUARD_FRACTION),
+  );
+});
+
+async function walkSeed(seed: number, fraction: number): Promise<void> {
+  const threshold = seed % 3 === 0 ? 3 : 2;
+  const guard = fraction < 1;
+  h = await createHarness({
+    sim: { seed, docs: guard ? 120 : 40, users: 4, serversPerType: { notion: 1, github: 1, google_docs: 1 } },
+    defaults: { delete_after_missed_full: threshold, max_delete_fraction: fraction },
+  });
+  const walk: Walk = {
+    h,
+    rng: walkRandom(seed),
+    threshold,
+    fraction,
+    held: new Map(),
+    approval: undefined,
+    misses: new Map(),
+    reset: new Set(),
+    hidden: new Set(),
+    broughtBack: false,
+    returned: new Set(),
+    everLive: new Set(),
+    edited: new Set(),
+    consumerLive: new Set(),
+    first: true,
+    seen: {
+      keptBelowThreshold: 0,
+      revokedAtThreshold: 0,
+      resetByIncremental: 0,
+      missedAfterReset: 0,
+      adoptedLeaverLost: 0,
+      adoptedLeaverKept: 0,
+      held: 0,
+      appliedOnApproval: 0,
+    },
+  };
+  const label = (step: number) =>
+    `seed ${seed} (threshold ${threshold}, max_delete_fraction ${fraction}) step ${step}`;
+  await runPass(walk, `${label(0)} (first pass)`, { full: true, trigger: "answered" });
+  for (let step = 1; step <= STEPS; step++) {
+    const actions = Array.from({ length: walk.rng.int(1, 4) }, () => applyChange(walk));
+    if (walk.held.size > 0 && walk.rng.chance(0.6)) actions.push(await approveSweep(walk));
+    // A document brought back and edited: mostly an incremental, which sees it again.
+    const full = walk.rng.chance(walk.broughtBack ? 0.3 : 0.7);
+    walk.broughtBack = false;
+    const inProject = projectUsers(h);
+    const leaverHolds = [...walk.misses.keys()].some((id) => !inProject.has(id.split("|")[0] ?? ""));
+    const trigger: Trigger =
+      full && walk.rng.chance(leaverHolds ? 0.7 : 0.1)
+        ? walk.rng.pick(["lost", "lost, access check failing"] as const)
+        : "answered";
+    await runPass(walk, `${label(step)} [${actions.join(", ")}]`, { full, trigger });
+  }
+  const unexercised = guard ? [] : ["held", "appliedOnApproval"];
+  for (const [what, n] of Object.entries(walk.seen))
+    if (!unexercised.includes(what))
+      expect(n, `seed ${seed}: how often the walk saw ${what}`).toBeGreaterThan(0);
+}
+
+/** `approve-sweep` through the CLI: the held sweeps, each up to what it held, for the next full pass. */
+async function approveSweep(w: Walk): Promise<string> {
+  const r = await w.h.cli(["approve-sweep", "--mirror", "main", "--json"]);
+  expect(r.code, r.stderr).toBe(0);
+  const heldTotal = [...w.held.values()].reduce((n, k) => n + k, 0);
+  expect(JSON.parse(r.stdout), "approve-sweep").toMatchObject({ pairs: w.held.size, up_to: heldTotal });
+  w.approval = new Map(w.held);
+  return `approve-sweep (${w.held.size} pair(s), up to ${heldTotal})`;
+}
 
 async function runPass(w: Walk, label: string, asked: { full: boolean; trigger: Trigger }): Promise<void> {
   const { h } = w;
@@ -157,11 +201,22 @@ async function runPass(w: Walk, label: string, asked: { full: boolean; trigger: 
   if (failed) expect(exported.succeeded.has(failed.pair), `${ctx}: the failure was not applied`).toBe(false);
 
   const checkFailed = asked.trigger === "lost, access check failing";
-  const expected = settleModel(w, { full: asked.full, trigger: asked.trigger, inProject, exported });
+  const { access: expected, held } = settleModel(w, {
+    full: asked.full,
+    trigger: asked.trigger,
+    inProject,
+    exported,
+  });
   const withMisses = (ids: AccessId[]) => ids.map((id) => `${id} (misses: ${w.misses.get(id) ?? "revoked"})`);
   expect(withMisses(difference(expected, after.access)), `${ctx}: access the mirror lost`).toEqual([]);
   expect(withMisses(difference(after.access, expected)), `${ctx}: access the mirror kept`).toEqual([]);
-  expect(summary.outcome, `${ctx}: outcome`).toBe(failed || checkFailed ? "partial" : "succeeded");
+  expect(summary.outcome, `${ctx}: outcome (held: ${[...held.keys()]})`).toBe(
+    failed || checkFailed || held.size > 0 ? "partial" : "succeeded",
+  );
+  expect(summary.counts, `${ctx}: held sweeps`).toMatchObject({
+    sweeps_held: held.size,
+    held_revocations: [...held.values()].reduce((n, k) => n + k, 0),
+  });
   if (!asked.full) {
     expect(difference(before.access, after.access), `${ctx}: access revoked by an incremental`).toEqual([]);
   }
@@ -193,8 +248,9 @@ function settleModel(
     inProject: Set<string>;
     exported: { seen: Set<AccessId>; succeeded: Set<string> };
   },
-): Set<AccessId> {
+): { access: Set<AccessId>; held: Map<string, number> } {
   const { misses } = w;
+  const held = new Map<string, number>();
   for (const id of p.exported.seen) {
     const n = misses.get(id) ?? 0;
     if (n > 0) w.reset.add(id);
@@ -206,24 +262,49 @@ function settleModel(
     if (leavers.size > 0 && p.trigger === "lost, access check failing") w.seen.adoptedLeaverKept++;
     else {
       if (leavers.size > 0 && p.trigger === "lost") w.seen.adoptedLeaverLost++;
-      for (const id of leavers) misses.delete(id);
-    }
-    for (const [id, n] of [...misses]) {
-      if (p.exported.seen.has(id) || !p.exported.succeeded.has(pairOf(id))) continue;
-      if (w.reset.delete(id)) w.seen.missedAfterReset++;
-      if (n + 1 >= w.threshold) {
+      for (const id of leavers) {
         misses.delete(id);
-        w.seen.revokedAtThreshold++;
-      } else {
-        misses.set(id, n + 1);
-        w.seen.keptBelowThreshold++;
+        w.held.delete(pairOf(id));
       }
     }
+    const approval = w.approval;
+    w.approval = undefined;
+    for (const pair of p.exported.succeeded) {
+      const ids = [...misses.keys()].filter((id) => pairOf(id) === pair);
+      const missed = ids.filter((id) => !p.exported.seen.has(id));
+      const revocable = missed.filter((id) => (misses.get(id) ?? 0) + 1 >= w.threshold).length;
+      const allowance = Math.max(GUARD_MIN_KEYS, w.fraction * ids.length);
+      const approved = approval?.get(pair);
+      const onApproval = revocable > allowance && approved !== undefined && revocable <= approved + allowance;
+      // A held sweep is not applied: nothing revoked, no miss counted.
+      if (revocable > allowance && !onApproval) {
+        held.set(pair, revocable);
+        w.seen.held++;
+        continue;
+      }
+      if (onApproval) w.seen.appliedOnApproval++;
+      w.held.delete(pair);
+      for (const id of missed) countMiss(w, id);
+    }
+    for (const [pair, n] of held) w.held.set(pair, n);
   }
-  return new Set(misses.keys());
+  return { access: new Set(misses.keys()), held };
 }
 
-type ChangeKind = DocumentChange | "hide" | "unhide" | "rehide" | "leave" | "rejoin";
+/** One more miss of a key its pair did not see; revoked at the threshold. */
+function countMiss(w: Walk, id: AccessId): void {
+  const n = w.misses.get(id) ?? 0;
+  if (w.reset.delete(id)) w.seen.missedAfterReset++;
+  if (n + 1 >= w.threshold) {
+    w.misses.delete(id);
+    w.seen.revokedAtThreshold++;
+  } else {
+    w.misses.set(id, n + 1);
+    w.seen.keptBelowThreshold++;
+  }
+}
+
+type ChangeKind = DocumentChange | "hide" | "unhide" | "rehide" | "mass hide" | "leave" | "rejoin";
 const repeat = (kind: ChangeKind, n: number): ChangeKind[] => Array<ChangeKind>(n).fill(kind);
 
 /** One random upstream change; returns what it did, for the assertion messages. */
@@ -246,6 +327,7 @@ function applyChange(w: Walk): string {
     ...repeat("unhide", w.hidden.size > 0 ? 5 : 0),
     ...repeat("rehide", rehidable.length > 0 ? 4 : 0),
     // Two users stay, so a trigger always has someone to run as.
+    ...repeat("mass hide", w.fraction < 1 ? 2 : 0),
     ...repeat("leave", inProject.length > 2 ? 2 : 0),
     ...repeat("rejoin", left.length > 0 ? 1 : 0),
   ]);
@@ -266,6 +348,8 @@ function applyChange(w: Walk): string {
       for (const docId of chosen) hide(w, docId, user);
       return `hide [${[...chosen]}] from ${user}`;
     }
+    case "mass hide":
+      return massHide(w, inProject);
     case "rehide": {
       const entry = rng.pick(rehidable);
       const [docId = "", user = ""] = entry.split("|");
@@ -307,4 +391,30 @@ function hide(w: Walk, docId: string, user: string): void {
   );
   w.hidden.add(`${docId}|${user}`);
   w.returned.delete(`${docId}|${user}`);
+}
+
+/**
+ * More than half of one pair's documents, and more than the guard's 10, hidden from its user: once
+ * they reach the threshold the guard holds that pair's sweep.
+ */
+function massHide(w: Walk, inProject: string[]): string {
+  const { h, rng } = w;
+  const docsOf = (user: string, server: string) =>
+    h.sim.docs
+      .list()
+      .filter((d) => !d.deleted && d.server_instance_id === server && d.visibleTo.includes(user));
+  const pairs = inProject.flatMap((user) =>
+    h.sim.servers
+      .map((s) => ({ user, docs: docsOf(user, s.server_instance_id) }))
+      .filter((p) => p.docs.length > GUARD_MIN_KEYS + 1),
+  );
+  if (pairs.length === 0) return "mass hide (no pair large enough)";
+  const { user, docs } = rng.pick(pairs);
+  const count = rng.int(Math.max(GUARD_MIN_KEYS + 1, Math.floor(docs.length / 2) + 1), docs.length + 1);
+  const chosen = docs
+    .map((d) => ({ d, order: rng.next() }))
+    .sort((a, b) => a.order - b.order)
+    .slice(0, count);
+  for (const { d } of chosen) hide(w, d.docId, user);
+  return `mass hide ${count} of ${docs.length} ${docs[0]?.server_instance_id} documents from ${user}`;
 }
