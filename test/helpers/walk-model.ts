@@ -24,15 +24,22 @@ export function walkRandom(seed: number) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+  const pick = <T>(items: readonly T[]): T => {
+    const item = items[Math.floor(next() * items.length)];
+    if (item === undefined) throw new RangeError("pick from an empty list");
+    return item;
+  };
   return {
     next,
     chance: (p: number) => next() < p,
     int: (min: number, maxExclusive: number) => min + Math.floor(next() * (maxExclusive - min)),
-    pick<T>(items: readonly T[]): T {
-      const item = items[Math.floor(next() * items.length)];
-      if (item === undefined) throw new RangeError("pick from an empty list");
-      return item;
-    },
+    pick,
+    /**
+     * One of `weights`' kinds, each as likely as its weight (0: never). One draw, as `pick` over
+     * the kinds each written out weight times in this order, so a walk's seeds keep their steps.
+     */
+    weighted: <K>(weights: readonly (readonly [K, number])[]): K =>
+      pick(weights.flatMap(([kind, n]) => Array<K>(n).fill(kind))),
   };
 }
 export type WalkRandom = ReturnType<typeof walkRandom>;
@@ -53,6 +60,20 @@ export function projectUsers(h: Harness): Set<string> {
       .filter((p) => p.projectUser)
       .map((p) => p.email),
   );
+}
+
+/** A user of `inProject` leaves the project, or one of `left` rejoins it; says which, for the messages. */
+export function moveUser(
+  h: Harness,
+  rng: WalkRandom,
+  kind: "leave" | "rejoin",
+  inProject: readonly string[],
+  left: readonly string[],
+): string {
+  const user = rng.pick(kind === "leave" ? inProject : left);
+  if (kind === "leave") h.sim.people.leaveProject(user);
+  else h.sim.people.joinProject(user);
+  return `${kind} ${user}`;
 }
 
 export function upstreamTruth(h: Harness): Truth {

@@ -25,6 +25,7 @@ import {
   emptyMirror,
   failSource,
   mirrorState,
+  moveUser,
   pairOf,
   passExport,
   projectUsers,
@@ -305,7 +306,6 @@ function countMiss(w: Walk, id: AccessId): void {
 }
 
 type ChangeKind = DocumentChange | "hide" | "unhide" | "rehide" | "mass hide" | "leave" | "rejoin";
-const repeat = (kind: ChangeKind, n: number): ChangeKind[] => Array<ChangeKind>(n).fill(kind);
 
 /** One random upstream change; returns what it did, for the assertion messages. */
 function applyChange(w: Walk): string {
@@ -317,27 +317,24 @@ function applyChange(w: Walk): string {
     const doc = h.sim.docs.get(docId);
     return !doc.deleted && inProject.includes(user) && doc.visibleTo.includes(user);
   });
-  const kind = rng.pick<ChangeKind>([
-    ...repeat("edit", 3),
-    ...repeat("add", 2),
-    ...repeat("remove", 2),
-    ...repeat("grant", 1),
-    ...repeat("revoke", 1),
-    ...repeat("hide", 5),
-    ...repeat("unhide", w.hidden.size > 0 ? 5 : 0),
-    ...repeat("rehide", rehidable.length > 0 ? 4 : 0),
+  const kind = rng.weighted<ChangeKind>([
+    ["edit", 3],
+    ["add", 2],
+    ["remove", 2],
+    ["grant", 1],
+    ["revoke", 1],
+    ["hide", 5],
+    ["unhide", w.hidden.size > 0 ? 5 : 0],
+    ["rehide", rehidable.length > 0 ? 4 : 0],
     // Two users stay, so a trigger always has someone to run as.
-    ...repeat("mass hide", w.fraction < 1 ? 2 : 0),
-    ...repeat("leave", inProject.length > 2 ? 2 : 0),
-    ...repeat("rejoin", left.length > 0 ? 1 : 0),
+    ["mass hide", w.fraction < 1 ? 2 : 0],
+    ["leave", inProject.length > 2 ? 2 : 0],
+    ["rejoin", left.length > 0 ? 1 : 0],
   ]);
   switch (kind) {
     case "leave":
     case "rejoin": {
-      const user = rng.pick(kind === "leave" ? inProject : left);
-      if (kind === "leave") h.sim.people.leaveProject(user);
-      else h.sim.people.joinProject(user);
-      return `${kind} ${user}`;
+      return moveUser(h, rng, kind, inProject, left);
     }
     case "hide": {
       const user = rng.pick(inProject);

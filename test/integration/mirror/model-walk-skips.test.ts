@@ -23,6 +23,7 @@ import {
   failSource,
   type MirrorState,
   mirrorState,
+  moveUser,
   type PassExport,
   pairOf,
   passExport,
@@ -358,7 +359,6 @@ type ChangeKind =
   | "unpause"
   | "clock"
   | "mass";
-const repeat = (kind: ChangeKind, n: number): ChangeKind[] => Array<ChangeKind>(n).fill(kind);
 
 /** One random upstream change; returns what it did, for the assertion messages. */
 function applyChange(w: Walk): string {
@@ -366,29 +366,26 @@ function applyChange(w: Walk): string {
   const inProject = [...projectUsers(h)];
   const left = h.sim.users.filter((u) => !inProject.includes(u));
   const lockable = allPairs(h).filter((pair) => !w.locked.has(pair));
-  const kind = rng.pick<ChangeKind>([
-    ...repeat("edit", 5),
-    ...repeat("add", 2),
-    ...repeat("remove", 2),
-    ...repeat("grant", 3),
-    ...repeat("revoke", 3),
+  const kind = rng.weighted<ChangeKind>([
+    ["edit", 5],
+    ["add", 2],
+    ["remove", 2],
+    ["grant", 3],
+    ["revoke", 3],
     // Two users stay, one server at most is paused and three pairs at most are locked: some pair runs.
-    ...repeat("leave", inProject.length > 2 ? 2 : 0),
-    ...repeat("rejoin", left.length > 0 ? 2 : 0),
-    ...repeat("lock", w.locked.size < MAX_LOCKED ? 3 : 0),
-    ...repeat("unlock", w.locked.size > 0 ? 2 : 0),
-    ...repeat("pause", w.paused === undefined ? 1 : 0),
-    ...repeat("unpause", w.paused === undefined ? 0 : 2),
-    ...repeat("clock", 3),
-    ...repeat("mass", 4),
+    ["leave", inProject.length > 2 ? 2 : 0],
+    ["rejoin", left.length > 0 ? 2 : 0],
+    ["lock", w.locked.size < MAX_LOCKED ? 3 : 0],
+    ["unlock", w.locked.size > 0 ? 2 : 0],
+    ["pause", w.paused === undefined ? 1 : 0],
+    ["unpause", w.paused === undefined ? 0 : 2],
+    ["clock", 3],
+    ["mass", 4],
   ]);
   switch (kind) {
     case "leave":
     case "rejoin": {
-      const user = rng.pick(kind === "leave" ? inProject : left);
-      if (kind === "leave") h.sim.people.leaveProject(user);
-      else h.sim.people.joinProject(user);
-      return `${kind} ${user}`;
+      return moveUser(h, rng, kind, inProject, left);
     }
     case "lock": {
       const pair = rng.pick(lockable);

@@ -21,6 +21,7 @@ import {
   failSource,
   type MirrorState,
   mirrorState,
+  moveUser,
   type PassExport,
   pairOf,
   passExport,
@@ -165,7 +166,6 @@ function checkIncremental(p: Pass): void {
 }
 
 type ChangeKind = DocumentChange | "leave" | "rejoin";
-const repeat = (kind: ChangeKind, n: number): ChangeKind[] => Array<ChangeKind>(n).fill(kind);
 
 /** One random upstream change; returns what it did, for the assertion messages. */
 function applyChange(w: Walk): string {
@@ -173,21 +173,18 @@ function applyChange(w: Walk): string {
   const people = h.sim.people.list();
   const inProject = people.filter((p) => p.projectUser).map((p) => p.email);
   const left = people.filter((p) => !p.projectUser).map((p) => p.email);
-  const kind = rng.pick<ChangeKind>([
-    ...repeat("edit", 6),
-    ...repeat("add", 3),
-    ...repeat("remove", 2),
-    ...repeat("grant", 4),
-    ...repeat("revoke", 4),
+  const kind = rng.weighted<ChangeKind>([
+    ["edit", 6],
+    ["add", 3],
+    ["remove", 2],
+    ["grant", 4],
+    ["revoke", 4],
     // Two users stay, so a trigger always has someone to run as.
-    ...repeat("leave", inProject.length > 2 ? 1 : 0),
-    ...repeat("rejoin", left.length > 0 ? 1 : 0),
+    ["leave", inProject.length > 2 ? 1 : 0],
+    ["rejoin", left.length > 0 ? 1 : 0],
   ]);
   if (kind === "leave" || kind === "rejoin") {
-    const user = rng.pick(kind === "leave" ? inProject : left);
-    if (kind === "leave") h.sim.people.leaveProject(user);
-    else h.sim.people.joinProject(user);
-    return `${kind} ${user}`;
+    return moveUser(h, rng, kind, inProject, left);
   }
   return changeDocument(h, rng, kind, w.edited);
 }
