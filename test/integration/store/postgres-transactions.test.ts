@@ -101,12 +101,15 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
     for (const mirror of ["x", "y"]) await store.mirrors.ensure(mirror, "cfg");
     const storeHoldsX = signal();
     const otherHoldsY = signal();
+    const otherCommitted = signal();
     // The other side waits long before checking for a deadlock, so the store is the one aborted.
     await other.query("SET deadlock_timeout = '30s'");
     await other.query("BEGIN");
     let attempts = 0;
     const page = store.transaction(async (tx) => {
       attempts++;
+      // A retry that reached x before the other side's waiting UPDATE would deadlock again.
+      if (attempts > 1) await otherCommitted.promise;
       await tx.mirrors.recordOutcome("x", {
         mode: "full",
         outcome: "succeeded",
@@ -128,6 +131,7 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
     otherHoldsY.fire();
     await other.query("UPDATE mirror_state SET last_message = 'other' WHERE mirror = 'x'");
     await other.query("COMMIT");
+    otherCommitted.fire();
     expect(await page).toBe(2);
     expect((await store.mirrors.get("x"))?.lastMessage).toBe("store");
     expect((await store.mirrors.get("y"))?.lastMessage).toBe("store");
