@@ -3,9 +3,10 @@
  * the database, not in a process: each look records the scheduled times that fell
  * (`tick-recorder.ts`), then, while this process has a free slot (`max_concurrent_mirrors`), takes
  * what is owed: first the triggers left in flight with no live holder (a dead replica's, or a
- * previous process's), then the due passes, oldest first. Taking one means taking the mirror's
- * lease (`runPass`), where the pass checks that it is still owed; it starts at once. Nothing is
- * queued in memory: a pass nobody could start stays due for whichever process frees a slot first.
+ * previous process's), then the due passes, oldest first (ties: the mirror whose last pass ended
+ * longest ago). Taking one means taking the mirror's lease (`runPass`), where the pass checks that
+ * it is still owed; it starts at once. Nothing is queued in memory: a pass nobody could start
+ * stays due for whichever process frees a slot first.
  *
  * A trigger left in flight was already running in the fleet, in a slot that died with its
  * process: one such trigger at a time may be resumed beyond the slots (and only resumed: what is
@@ -24,6 +25,8 @@ import type { Metrics } from "./metrics.js";
 import { startableDue } from "./store/schedule-rules.js";
 import { isDatabaseError, type Store } from "./store/store.js";
 import { createTickRecorder } from "./tick-recorder.js";
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A timer never waits longer than this (Node's limit is 24.8 days; the watcher looks anyway). */
 const MAX_TIMER_MS = 3_600_000;
@@ -153,14 +156,21 @@ export function createScheduler(deps: SchedulerDeps): Scheduler {
     const free = deps.mirrors.filter((m) => !busy(m.name)).map((m) => m.name);
     const orphans: string[] = [];
     for (const name of free) if (await store.triggers.findInFlight(name)) orphans.push(name);
-    const due = schedules
-      .flatMap((s) => {
+    const due = await Promise.all(
+      schedules.flatMap((s) => {
         const d = startableDue(s);
         return d && free.includes(s.mirror) && !orphans.includes(s.mirror)
-          ? [{ name: s.mirror, since: d.since }]
+          ? [
+              store.mirrors
+                .get(s.mirror)
+                .then((m) => ({ name: s.mirror, since: d.since, ran: m?.lastOutcomeAt ?? "" })),
+            ]
           : [];
-      })
-      .sort((a, b) => (a.since < b.since ? -1 : a.since > b.since ? 1 : 0));
+      }),
+    );
+    // Every mirror on one cron falls due at the same time: among those, the one whose last pass
+    // ended longest ago goes first, so short slots take turns instead of favouring the config's order.
+    due.sort((a, b) => compare(a.since, b.since) || compare(a.ran, b.ran));
     return { orphans, due: due.map((d) => d.name) };
   }
 

@@ -123,6 +123,30 @@ describe("scheduler", () => {
     expect((await s.schedules.find("a"))?.due).toBeNull();
   });
 
+  it("among passes due since the same time, starts first the mirror whose last pass ended longest ago", async () => {
+    const s = await openEmptyStore();
+    store = s;
+    const ended = {
+      a: "2026-03-10T09:59:00.000Z",
+      b: "2026-03-10T09:57:00.000Z",
+      c: "2026-03-10T09:58:00.000Z",
+    };
+    for (const [name, at] of Object.entries(ended)) {
+      await s.mirrors.ensure(name, "cfg");
+      await s.mirrors.recordOutcome(name, { mode: "incremental", outcome: "succeeded", message: "", at });
+      await makeDue(s, name, "2026-03-10T10:00:00.000Z");
+    }
+    await makeDue(s, "never-ran", "2026-03-10T10:00:00.000Z");
+    const fake = fakePasses(s);
+    const sched = schedulerFor(s, ["a", "b", "c", "never-ran"], 1, fake.runPass);
+    await sched.start();
+    for (let i = 1; i < 4; i++) {
+      fake.release.get(fake.started[i - 1] as string)?.();
+      await until(() => fake.started.length === i + 1, "the next pass to start in the freed slot");
+    }
+    expect(fake.started).toEqual(["never-ran", "b", "c", "a"]);
+  });
+
   it("resumes a trigger left in flight before it starts due passes", async () => {
     const s = await openEmptyStore();
     store = s;
