@@ -12,6 +12,7 @@ import {
   sinceSent,
 } from "../../helpers/mirror-db.js";
 import { createHarness, expectedKeys, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
+import { startRewritingProxy } from "../../helpers/rewriting-proxy.js";
 
 let h: Harness;
 afterEach(async () => {
@@ -67,6 +68,34 @@ describe("first and incremental passes", () => {
     expect(full.counts.upserted).toBe(0);
     expect(full.counts.unchanged).toBeGreaterThan(0);
     expect(changes(h, before)).toEqual([]);
+  });
+
+  it("keeps the stored row when only columns outside content_hash differ: the title and url stay as first written", async () => {
+    const proxy = await startRewritingProxy();
+    try {
+      h = await createHarness({ sim: { users: 1, docs: 5 }, api: { base_url: proxy.baseUrl } });
+      proxy.target = h.sim.baseUrl;
+      await h.sync();
+      const before = lastSeq(h);
+      const [first] = h.query<{ key: string; title: string; url: string }>(
+        "SELECT key, title, url FROM resources ORDER BY key LIMIT 1",
+      );
+      // A rename upstream that the service's hash does not cover (it hashes content, fields and attachments).
+      proxy.rewrites[0] = (body) => {
+        const page = JSON.parse(body) as { resources: Record<string, unknown>[] };
+        Object.assign(page.resources[0] as Record<string, unknown>, {
+          title: "Renamed upstream",
+          url: "https://renamed.example/doc",
+        });
+        return JSON.stringify(page);
+      };
+      const full = await h.sync({ full: true });
+      expect(full.keys).toMatchObject({ changed: 0, unchanged: 5 });
+      expect(h.query("SELECT key, title, url FROM resources ORDER BY key LIMIT 1")).toEqual([first]);
+      expect(changes(h, before)).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 
