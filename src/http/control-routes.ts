@@ -2,7 +2,8 @@
  * `POST /v1/mirrors/{name}/pause`, `/resume` and `/trigger` (docs/console-history.md): the controls
  * of `mirror-controls.ts` over HTTP, answering the object the CLI prints with `--json`. Bearer
  * token always, even on loopback (never cookies); the actor recorded is `http` and the client's
- * address. `/trigger` takes an optional JSON body `{"mode": "full"}` (or `"incremental"`).
+ * address. `/trigger` takes an optional JSON body `{"mode": "full"}` (or `"incremental"`); `/pause`
+ * and `/resume` none, or a JSON object whose keys they ignore.
  */
 import type { IncomingMessage } from "node:http";
 import { z } from "zod";
@@ -35,6 +36,7 @@ export interface ControlRoutesDeps {
 
 const PATH = /^\/v1\/mirrors\/([^/]+)\/(pause|resume|trigger)$/;
 const TriggerBody = z.object({ mode: z.enum(MODES).optional() });
+const EmptyBody = z.object({});
 
 export function createControlRoutes(deps: ControlRoutesDeps): Route {
   return async (req: IncomingMessage): Promise<Reply | undefined> => {
@@ -47,7 +49,9 @@ export function createControlRoutes(deps: ControlRoutesDeps): Route {
     const action = match[2] as "pause" | "resume" | "trigger";
     const body = await readBodyText(req);
     if (body === TOO_LARGE) return tooLargeReply();
-    const mode = action === "trigger" ? parseMode(body) : undefined;
+    // pause and resume read nothing from the body, but one that is not a JSON object is a client's
+    // mistake all the same (a trigger's mode sent to the wrong path, say): refused, nothing recorded.
+    const mode = action === "trigger" ? parseMode(body) : parseEmpty(body);
     if (mode instanceof UsageError) return errorReply(400, mode.code, mode.message);
     const store = deps.source();
     if (store === undefined) return notReadyReply();
@@ -64,13 +68,27 @@ export function createControlRoutes(deps: ControlRoutesDeps): Route {
 }
 
 function parseMode(body: string): "incremental" | "full" | undefined | UsageError {
-  let value: unknown;
-  try {
-    value = parseJsonBody(body, 'body: not JSON: send {"mode":"full"}, {"mode":"incremental"} or nothing');
-  } catch (error) {
-    return error as UsageError;
-  }
+  const value = parseBody(body, 'body: not JSON: send {"mode":"full"}, {"mode":"incremental"} or nothing');
+  if (value instanceof UsageError) return value;
   const parsed = TriggerBody.safeParse(value);
   if (!parsed.success) return new UsageError('body: mode: must be "incremental" or "full"');
   return parsed.data.mode;
+}
+
+/** pause and resume take no fields: undefined for no body or an object (its keys ignored). */
+function parseEmpty(body: string): undefined | UsageError {
+  const value = parseBody(body, "body: not JSON: send {} or nothing");
+  if (value instanceof UsageError) return value;
+  if (!EmptyBody.safeParse(value).success)
+    return new UsageError("body: must be a JSON object ({}) or nothing");
+  return undefined;
+}
+
+function parseBody(body: string, notJson: string): unknown {
+  try {
+    return parseJsonBody(body, notJson);
+  } catch (error) {
+    if (error instanceof UsageError) return error;
+    throw error;
+  }
 }

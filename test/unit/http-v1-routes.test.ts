@@ -83,6 +83,8 @@ describe("the /v1/ errors", () => {
       ["wrong method", () => send("/v1/passes", { method: "POST" }), 405, "METHOD_NOT_ALLOWED", /GET/],
       ["bad mode", () => post("/v1/mirrors/eng-wiki/trigger", '{"mode":"x"}'), 400, "USAGE", /mode/],
       ["bad body", () => post("/v1/mirrors/eng-wiki/trigger", "{"), 400, "USAGE", /not JSON/],
+      ["bad body", () => post("/v1/mirrors/eng-wiki/pause", "{"), 400, "USAGE", /not JSON/],
+      ["bad body", () => post("/v1/mirrors/eng-wiki/resume", "yes"), 400, "USAGE", /not JSON/],
       [
         "huge body",
         () => post("/v1/mirrors/eng-wiki/pause", "x".repeat(70_000)),

@@ -280,6 +280,13 @@ describe("syncmirror run: scheduling", () => {
     expect((await post("/v1/mirrors/main/trigger", undefined, "wrong")).status).toBe(401);
     expect((await post("/v1/mirrors/nope/pause")).status).toBe(404);
     expect((await post("/v1/mirrors/main/trigger", '{"mode":"sometimes"}')).status).toBe(400);
+    // A body that is not JSON is refused on every control, not taken as no body.
+    for (const [action, body] of [
+      ["pause", "{"],
+      ["resume", "pause please"],
+      ["trigger", "full"],
+    ])
+      expect((await post(`/v1/mirrors/main/${action}`, body)).status, `${action} ${body}`).toBe(400);
     expect((await fetch(`http://127.0.0.1:${d.port}/v1/mirrors/main/pause`)).status, "GET").toBe(401);
     const get = await fetch(`http://127.0.0.1:${d.port}/v1/mirrors/main/pause`, {
       headers: { Authorization: `Bearer ${HTTP_TOKEN}` },
