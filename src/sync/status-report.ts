@@ -8,6 +8,7 @@
 import type { MirrorConfig } from "../config.js";
 import { cronOccurrences } from "../cron-occurrences.js";
 import { isDeadHereAndNow } from "../lease-holder.js";
+import { startableDue } from "../store/schedule-rules.js";
 import type { Store } from "../store/store.js";
 import type { DueReason, Lease, MirrorSchedule, Mode, Run, Trigger } from "../store/types.js";
 import { planPass } from "./plan.js";
@@ -106,9 +107,12 @@ export async function buildStatus(
   const schedules = new Map((await store.schedules.list()).map((s) => [s.mirror, s]));
   const statuses: MirrorStatus[] = [];
   for (const m of mirrors) {
+    const schedule = schedules.get(m.name);
+    // The pass a replica takes next: a full due sends no since, whatever an idle mirror would send.
+    const fullDue = (schedule ? startableDue(schedule) : null)?.mode === "full";
     statuses.push({
-      ...(await mirrorStatus(store, m, holders.get(m.name))),
-      ...scheduleStatus(m, schedules.get(m.name), now),
+      ...(await mirrorStatus(store, m, holders.get(m.name), fullDue)),
+      ...scheduleStatus(m, schedule, now),
     });
   }
   const replicas = (await store.replicas.live()).map((r) => ({
@@ -147,12 +151,13 @@ async function mirrorStatus(
   store: Store,
   mirror: MirrorConfig,
   lease: Lease | undefined,
+  fullDue: boolean,
 ): Promise<Omit<MirrorStatus, keyof ReturnType<typeof scheduleStatus>>> {
   const state = await store.mirrors.get(mirror.name);
   const pairs = await store.pairs.listForMirror(mirror.name);
   const managed = await store.syncConfigs.find(mirror.name);
   // A changed sync config owes a full pass, whatever the schedule says (sync/sync-mirror.ts).
-  const plan = planPass(pairs, mirror, managed?.fullPendingAfter != null);
+  const plan = planPass(pairs, mirror, fullDue || managed?.fullPendingAfter != null);
   const inFlight = await inFlightWithRuns(store, mirror.name);
   return {
     mirror: mirror.name,

@@ -181,6 +181,27 @@ describe("syncmirror run: scheduling", () => {
     expect((await d.stop()).code).toBe(0);
   });
 
+  it("says in status that the next trigger is the full pass due, not the incremental an idle mirror would send", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    expect((await h.cli(["sync"])).code, "a baseline, so an incremental would send a since").toBe(0);
+    h.sim.runs.hold();
+    const d = await suite.daemon(h);
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => triggerPosts(h) === 2, "the requested incremental running");
+    expect((await h.cli(["trigger", "--mirror", "main", "--full"])).code).toBe(0);
+
+    const status = JSON.parse((await h.cli(["status", "--json"])).stdout) as {
+      mirrors: { due: { mode: string } | null; next_mode: string; next_since: string | null }[];
+    };
+    expect(status.mirrors[0]).toMatchObject({ due: { mode: "full" }, next_mode: "full", next_since: null });
+    expect((await h.cli(["status"])).stdout).toContain("next trigger:             full (no since)");
+
+    h.sim.runs.release();
+    await until(() => triggers(h).filter((t) => t.state === "done").length === 3, "the full after it");
+    expect(triggers(h).at(-1), "what status said came next").toMatchObject({ mode: "full" });
+    expect((await d.stop()).code).toBe(0);
+  });
+
   it("runs a triggered pass in the CLI itself when no daemon is alive, paused or not", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     expect((await h.cli(["pause", "--mirror", "main"])).code).toBe(0);
