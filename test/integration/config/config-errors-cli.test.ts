@@ -176,6 +176,25 @@ const CASES: Case[] = [
     says: /url_env|environment/,
   },
   {
+    // `database: {postgres://app:pw@db/mirror}`: a flow mapping makes the URL a key with no value.
+    name: "a postgres:// URL written as a key of database",
+    edit: (c) => (c.database = { [`postgres://app:${PG_PASSWORD}@db:5432/mirror`]: null }),
+    key: "database",
+    says: /url_env|environment/,
+  },
+  {
+    name: "a URL with a password written as a key of a mirror",
+    edit: (c) => (first(c)[`https://bot:${FILE_SECRET}@wiki.example.com`] = null),
+    key: "mirrors[0]",
+    says: /password/,
+  },
+  {
+    name: "the environment's API token written as a key of api",
+    edit: (c) => (c.api[h.sim.token] = true),
+    key: "api",
+    says: /token/,
+  },
+  {
     name: "a postgres:// URL under an unrelated key",
     edit: (c) => (first(c).continue_message = `postgres://app:${PG_PASSWORD}@db/mirror`),
     key: "mirrors[0].continue_message",
