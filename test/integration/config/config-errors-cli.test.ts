@@ -85,6 +85,13 @@ const CASES: Case[] = [
   { name: "an empty file", text: "", key: "api", says: /required/ },
   { name: "a YAML list", text: "- a\n- b\n", says: /object/ },
   { name: "YAML that does not parse", text: "api: [unclosed\n", says: /YAML/ },
+  {
+    name: "a YAML alias inside its own anchor",
+    text: "api:\n  base_url: http://127.0.0.1:1/api/v1\nmirrors:\n  - &m\n    name: main\n    sync_config_id: x\n    again: *m\n",
+    key: "mirrors[0].again",
+    says: /alias/,
+  },
+  { name: "a YAML list holding itself", text: "&l [*l]\n", key: "[0]", says: /alias/ },
   // Secrets written in the file.
   {
     name: "a token as api.token",
