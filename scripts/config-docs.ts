@@ -47,7 +47,8 @@ unset), else \`config/syncmirror.yaml\`. \`syncmirror init\` writes a minimal on
   from the environment variables the file names (\`api.token_env\`, \`http.token_env\`,
   \`database.url_env\`). A key named like a secret holding a string, a value equal to one of the
   tokens, a \`postgres://\` URL or a URL with a password in it (\`https://user:secret@host\`)
-  anywhere in the file is a config error naming the key, never the value; so is an
+  anywhere in the file is a config error naming the key, never the value (one written as a key
+  itself, \`database: {postgres://...}\`, is named by the section holding it); so is an
   \`api.base_url\` with a user name, a query string or a fragment.
 - Environment variables: [operations.md](operations.md#environment).
 `;

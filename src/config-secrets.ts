@@ -72,27 +72,27 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
       if (token !== undefined && token.length >= 8) envTokens.push([kind, token]);
     }
   }
+  const tokenIn = (text: string) => envTokens.find(([, t]) => text.includes(t))?.[0];
   const walk = (value: unknown, path: (string | number)[]): void => {
     if (Array.isArray(value)) {
       for (const [i, v] of value.entries()) walk(v, [...path, i]);
     } else if (value !== null && typeof value === "object") {
-      for (const [k, v] of Object.entries(value)) walk(v, [...path, k]);
+      for (const [k, v] of Object.entries(value)) {
+        // A secret written as a key (`database: {postgres://...}`) would be printed as part of
+        // every key path below it: it is named by the mapping that holds it, and not walked into.
+        const kind = tokenIn(k);
+        const problem = urlProblem(k) ?? (kind && tokenProblem(kind));
+        if (problem) issues.push({ path: formatPath(path), message: `has a key that ${problem}` });
+        else walk(v, [...path, k]);
+      }
     } else if (typeof value === "string") {
       const key = String(path.at(-1) ?? "");
       const namesVariable = NAMES_A_VARIABLE.test(key);
-      const envToken = envTokens.find(([, t]) => value.includes(t))?.[0];
+      const envToken = tokenIn(value);
       const kind: TokenKind = envToken ?? (path[0] === "http" ? "http" : "api");
-      if (DATABASE_URL.test(value)) {
-        issues.push({
-          path: formatPath(path),
-          message:
-            "holds a database URL, which carries a password: put it in an environment variable and name that variable in database.url_env",
-        });
-      } else if (URL_WITH_PASSWORD.test(value)) {
-        issues.push({
-          path: formatPath(path),
-          message: `holds a URL with a password in it: remove the user name and password from the URL (the service's token is read only from the environment variable named by api.token_env, by default ${DEFAULT_TOKEN_ENV})`,
-        });
+      const url = urlProblem(value);
+      if (url) {
+        issues.push({ path: formatPath(path), message: url });
       } else if (namesVariable && (envToken !== undefined || looksLikeToken(value))) {
         issues.push({
           path: formatPath(path),
@@ -108,13 +108,26 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
       } else if ((SECRET_KEY.test(key) && !namesVariable) || envToken !== undefined) {
         issues.push({
           path: formatPath(path),
-          message: `holds a token; tokens are read only from the environment variable named by ${kind}.token_env (by default ${TOKENS[kind]}): remove it from the file`,
+          message: tokenProblem(kind),
         });
       }
     }
   };
   walk(raw, []);
   return issues;
+}
+
+function tokenProblem(kind: TokenKind): string {
+  return `holds a token; tokens are read only from the environment variable named by ${kind}.token_env (by default ${TOKENS[kind]}): remove it from the file`;
+}
+
+/** Why a value holding a database URL, or any URL with a password, may not sit in the file. */
+function urlProblem(text: string): string | undefined {
+  if (DATABASE_URL.test(text))
+    return "holds a database URL, which carries a password: put it in an environment variable and name that variable in database.url_env";
+  if (URL_WITH_PASSWORD.test(text))
+    return `holds a URL with a password in it: remove the user name and password from the URL (the service's token is read only from the environment variable named by api.token_env, by default ${DEFAULT_TOKEN_ENV})`;
+  return undefined;
 }
 
 /** The variable `<section>.token_env` names in the raw file, else its default. */

@@ -391,6 +391,15 @@ export function parseConfig(file: string, text: string, env: Env): Config {
     // An alias whose anchor is missing or that expands too far is found only here, as a plain throw.
     throw new ConfigError(file, [{ path: "", message: yamlMessage((error as Error).message, undefined) }]);
   }
+  const cycle = findCycle(raw, []);
+  if (cycle) {
+    throw new ConfigError(file, [
+      {
+        path: formatPath(cycle),
+        message: "YAML: an alias inside its own anchor makes the value hold itself: write the value out here",
+      },
+    ]);
+  }
   dropEmptyKeysWithDefaults(raw);
   const secretIssues = findSecrets(raw, env);
   if (secretIssues.length > 0) throw new ConfigError(file, secretIssues);
@@ -401,6 +410,29 @@ export function parseConfig(file: string, text: string, env: Env): Config {
     throw new ConfigError(file, parsed.error.issues.flatMap(configIssues));
   }
   return freeze(file, parsed.data, env);
+}
+
+/**
+ * The path of a value that holds one of its own ancestors (`&m {again: *m}`), or undefined: yaml
+ * builds such a value as a cycle, which every walk of the file would follow until the stack ran out.
+ */
+function findCycle(
+  value: unknown,
+  path: (string | number)[],
+  ancestors: Set<object> = new Set(),
+): (string | number)[] | undefined {
+  if (value === null || typeof value !== "object") return undefined;
+  if (ancestors.has(value)) return path;
+  ancestors.add(value);
+  const entries: [string | number, unknown][] = Array.isArray(value)
+    ? [...value.entries()]
+    : Object.entries(value);
+  for (const [key, child] of entries) {
+    const found = findCycle(child, [...path, key], ancestors);
+    if (found) return found;
+  }
+  ancestors.delete(value);
+  return undefined;
 }
 
 /**

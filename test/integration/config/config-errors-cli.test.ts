@@ -85,6 +85,13 @@ const CASES: Case[] = [
   { name: "an empty file", text: "", key: "api", says: /required/ },
   { name: "a YAML list", text: "- a\n- b\n", says: /object/ },
   { name: "YAML that does not parse", text: "api: [unclosed\n", says: /YAML/ },
+  {
+    name: "a YAML alias inside its own anchor",
+    text: "api:\n  base_url: http://127.0.0.1:1/api/v1\nmirrors:\n  - &m\n    name: main\n    sync_config_id: x\n    again: *m\n",
+    key: "mirrors[0].again",
+    says: /alias/,
+  },
+  { name: "a YAML list holding itself", text: "&l [*l]\n", key: "[0]", says: /alias/ },
   // Secrets written in the file.
   {
     name: "a token as api.token",
@@ -174,6 +181,25 @@ const CASES: Case[] = [
     edit: (c) => (c.database = { path: `postgresql://app:${PG_PASSWORD}@db/mirror` }),
     key: "database.path",
     says: /url_env|environment/,
+  },
+  {
+    // `database: {postgres://app:pw@db/mirror}`: a flow mapping makes the URL a key with no value.
+    name: "a postgres:// URL written as a key of database",
+    edit: (c) => (c.database = { [`postgres://app:${PG_PASSWORD}@db:5432/mirror`]: null }),
+    key: "database",
+    says: /url_env|environment/,
+  },
+  {
+    name: "a URL with a password written as a key of a mirror",
+    edit: (c) => (first(c)[`https://bot:${FILE_SECRET}@wiki.example.com`] = null),
+    key: "mirrors[0]",
+    says: /password/,
+  },
+  {
+    name: "the environment's API token written as a key of api",
+    edit: (c) => (c.api[h.sim.token] = true),
+    key: "api",
+    says: /token/,
   },
   {
     name: "a postgres:// URL under an unrelated key",
