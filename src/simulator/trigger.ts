@@ -211,9 +211,18 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(
 /** Epoch ms of an ISO 8601 date or date-time (UTC when no offset is given), or NaN. */
 export function parseIsoDate(text: string): number {
   const match = ISO_8601.exec(text);
-  if (!match) return Number.NaN;
+  if (!match || !isCalendarDay(text)) return Number.NaN;
   const hasTime = text.length > 10;
   let normalized = text.replace(" ", "T").replace(/(\.\d{3})\d+/, "$1");
   if (hasTime && match[1] === undefined) normalized += "Z";
   return Date.parse(normalized.replace(/([+-]\d{2})(\d{2})$/, "$1:$2"));
+}
+
+/** Date.parse rolls "2026-02-30" over into March; the service refuses a day its month does not have. */
+function isCalendarDay(text: string): boolean {
+  const [year, month, day] = text.slice(0, 10).split("-").map(Number);
+  if (year === undefined || month === undefined || day === undefined) return false;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  return days !== undefined && day >= 1 && day <= days;
 }

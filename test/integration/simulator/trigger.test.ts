@@ -221,6 +221,18 @@ describe("POST /sync-task", () => {
     });
   });
 
+  it("refuses a since naming a day its month does not have (422), starting nothing", async () => {
+    const { sim, api } = await startTestSimulator({ lifecycle: "manual" });
+    for (const since of ["2026-02-30T00:00:00Z", "2026-04-31", "2025-02-29T12:00:00+02:00"]) {
+      const refused = await api.post("/sync-task", { sync_config_id: sim.syncConfigId, since });
+      expect({ since, status: refused.status }).toEqual({ since, status: 422 });
+      expect(refused.body.detail[0]).toMatchObject({ loc: ["body", "since"] });
+    }
+    expect((await api.get("/sync-task")).body.items).toHaveLength(0);
+    const leapDay = await trigger(api, sim.syncConfigId, { since: "2024-02-29T00:00:00Z" });
+    expect(leapDay.since).toBe("2024-02-29T00:00:00Z");
+  });
+
   it("stamps each trigger's runs with the simulator clock, later triggers later", async () => {
     const { sim, api } = await startTestSimulator();
     sim.clock.set(new Date("2026-03-01T12:00:00Z"));
