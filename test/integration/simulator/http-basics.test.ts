@@ -10,12 +10,22 @@ describe("simulator HTTP basics", () => {
 
   it("refuses every route without a token or with a wrong one (401 with detail)", async () => {
     const { sim, api } = await startTestSimulator();
+    const config = `/sync-configs/${sim.syncConfigId}`;
     const routes: [string, string][] = [
       ["GET", "/projects"],
-      ["GET", `/sync-configs/${sim.syncConfigId}`],
+      ["GET", `/sync-configs/sources?project_id=${sim.projectId}`],
+      ["POST", "/sync-configs"],
+      ["GET", "/sync-configs"],
+      ["GET", config],
+      ["PUT", config],
+      ["DELETE", config],
+      ["GET", `${config}/access`],
       ["POST", "/sync-task"],
       ["GET", "/sync-task"],
+      ["GET", "/sync-task/x"],
       ["GET", "/sync-task/x/export"],
+      ["POST", "/sync-task/x/continue"],
+      ["GET", "/sync-task/x/transcript"],
     ];
     for (const [method, path] of routes) {
       const missing = await api.request(method, path, { token: null });
@@ -24,6 +34,8 @@ describe("simulator HTTP basics", () => {
       const wrong = await api.request(method, path, { token: `${sim.token}x` });
       expect(wrong.status).toBe(401);
     }
+    expect((await api.get(config)).status).toBe(200);
+    expect((await api.get("/sync-task")).body.items).toEqual([]);
     const basic = await fetch(`${sim.baseUrl}/projects`, {
       headers: { authorization: `Basic ${sim.token}` },
     });

@@ -173,6 +173,25 @@ describe("GET /sync-task", () => {
     expect((await api.get("/sync-task", { project_id: "other" })).body.items).toHaveLength(0);
   });
 
+  it("pages one trigger's 250 runs 100 at a time, leaving out the runs of other triggers", async () => {
+    const { sim, api } = await startTestSimulator({ lifecycle: "manual", users: 250, docs: 10 });
+    const big = await trigger(api, sim.syncConfigId);
+    await trigger(api, sim.syncConfigId);
+    const seen: string[] = [];
+    const sizes: number[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 5; page++) {
+      const { body } = await api.get("/sync-task", { trigger_id: big.trigger_id, size: 100, cursor });
+      sizes.push(body.items.length);
+      seen.push(...body.items.map((r: { sync_id: string }) => r.sync_id));
+      expect(body.meta.total).toBe(250);
+      if (!body.meta.has_next) break;
+      cursor = body.meta.next_cursor;
+    }
+    expect(sizes).toEqual([100, 100, 50]);
+    expect([...seen].sort()).toEqual(big.runs.map((r: { sync_id: string }) => r.sync_id).sort());
+  });
+
   it("pages with size <= 100 and an opaque cursor; size above 100 is 400", async () => {
     const { sim, api } = await startTestSimulator({ lifecycle: "manual", users: 5 });
     for (let i = 0; i < 3; i++) {
