@@ -15,12 +15,12 @@ import {
   unauthorizedReply,
 } from "../http-server.js";
 import type { Store } from "../store/store.js";
-import { type OnCommit, readChangesWaiting } from "./change-waiter.js";
+import { readChangesWaiting } from "./change-waiter.js";
 import { feedPageJson, searchJson } from "./feed-json.js";
 import { parseFeedParams, parseSearchParams, queryParams } from "./params.js";
 import { searchAsUser } from "./search-as-user.js";
 
-export type ConsumerSource = Pick<Store, "feed" | "search" | "pairs"> & { onCommit: OnCommit };
+export type ConsumerSource = Pick<Store, "feed" | "search" | "pairs">;
 
 export interface ConsumerRoutesDeps {
   /** The open store (either dialect); undefined until the daemon has opened it. */
@@ -72,7 +72,7 @@ async function changes(deps: ConsumerRoutesDeps, source: ConsumerSource, url: UR
   try {
     const signal = AbortSignal.any([gone.signal, deps.signal]);
     return feedPageJson(
-      await readChangesWaiting(read, { onCommit: source.onCommit, waitMs: params.wait * 1000, signal }),
+      await readChangesWaiting(read, { onCommit: source.feed.onChange, waitMs: params.wait * 1000, signal }),
     );
   } finally {
     req.socket.off("close", onClose);

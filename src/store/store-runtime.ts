@@ -176,7 +176,8 @@ export function createStore<C extends object>(
   };
   // The feed's waiters also wake when the driver starts hearing other processes' commits: one
   // that committed between a waiter's read and then told no one (`changes --follow` started as a
-  // pass committed waited for the next commit, up to the 30 s backstop).
+  // pass committed waited for the next commit, up to the 30 s backstop; a daemon's first
+  // `/v1/changes?wait=` answered empty when its wait ran out).
   const feedWaiters = new Set<() => void>();
   const heard = () => {
     for (const waiter of [...feedWaiters]) waiter();
@@ -195,6 +196,7 @@ export function createStore<C extends object>(
     feed: {
       readChanges: (q) => outside(() => driver.readChanges(q)),
       waitForChange: (signal) => waitForChange({ onCommit: onFeedChange, changeVersion }, signal),
+      onChange: onFeedChange,
     },
     search: {
       apply: (enabled) => outside(() => driver.search.apply(enabled)),

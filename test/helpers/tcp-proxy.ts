@@ -54,3 +54,77 @@ export async function startCuttableProxy(databaseUrl: string): Promise<CuttableP
     close: () => (server.listening ? stop() : Promise.resolve()),
   };
 }
+
+export interface HoldingProxy {
+  /** `databaseUrl` with its host and port replaced by the proxy's. */
+  url: string;
+  /** How many times `text` went from the processes behind the proxy to the server so far. */
+  sent(text: string): number;
+  /** Whether a connection's bytes holding the held text are waiting for `release()`. */
+  holding(): boolean;
+  /** Forwards what was held, and everything after it. */
+  release(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * A TCP proxy on loopback in front of the PostgreSQL server that holds back the first client bytes
+ * holding `hold` (a statement's text, such as a LISTEN) until `release()`: that connection's
+ * statement waits while every other connection goes through, so a test decides when it runs.
+ */
+export async function startHoldingProxy(databaseUrl: string, hold: string): Promise<HoldingProxy> {
+  const target = new URL(databaseUrl);
+  const sockets = new Set<Socket>();
+  let traffic = "";
+  let held: (() => void) | undefined;
+  let released = false;
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    upstream.pipe(client);
+    const forward = (chunk: Buffer) => {
+      traffic += chunk.toString("latin1");
+      upstream.write(chunk);
+    };
+    client.on("data", (chunk: Buffer) => {
+      if (!released && held === undefined && chunk.toString("latin1").includes(hold)) {
+        client.pause();
+        held = () => {
+          forward(chunk);
+          client.resume();
+        };
+        return;
+      }
+      forward(chunk);
+    });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      const end = () => {
+        client.destroy();
+        upstream.destroy();
+        sockets.delete(s);
+      };
+      s.on("close", end);
+      s.on("error", end);
+    }
+  });
+  const port = await new Promise<number>((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port)),
+  );
+  const url = new URL(databaseUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    sent: (text) => traffic.split(text).length - 1,
+    holding: () => held !== undefined && !released,
+    release() {
+      released = true;
+      held?.();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -9,7 +9,8 @@ import { configureConsumers, HTTP_TOKEN } from "../../helpers/consumers.js";
 import { type DaemonProcess, spawnCli, until } from "../../helpers/daemon.js";
 import { TEST_DIALECT } from "../../helpers/dialect.js";
 import { accessRows, lastSeq, pickDoc, resourceRow, TOMBSTONE } from "../../helpers/mirror-db.js";
-import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { createHarness, DATABASE_URL_ENV, type Harness } from "../../helpers/mirror-harness.js";
+import { startHoldingProxy } from "../../helpers/tcp-proxy.js";
 import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "../daemon/setup.js";
 
 const suite = daemonSuite();
@@ -30,14 +31,20 @@ async function get(d: DaemonProcess, path: string, token: string | null = HTTP_T
   return { status: res.status, headers: res.headers, text, json: text ? JSON.parse(text) : undefined };
 }
 
-/** A mirrored harness (one in-process pass, search on) and a daemon serving it that never syncs. */
-async function servedMirror(
-  options: { crons?: typeof EVERY_SECOND } = {},
-): Promise<{ h: Harness; d: DaemonProcess }> {
+/** A mirrored harness (one in-process pass, search on) configured for a daemon that never syncs. */
+async function mirrored(options: { crons?: typeof EVERY_SECOND } = {}): Promise<Harness> {
   const h = suite.use(await createHarness({ sim: { docs: 30 } }));
   configureConsumers(h, { search: true });
   await h.sync();
   setCrons(h, { incremental_cron: options.crons ?? NEVER, full_cron: NEVER });
+  return h;
+}
+
+/** `mirrored()` and a daemon serving it. */
+async function servedMirror(
+  options: { crons?: typeof EVERY_SECOND } = {},
+): Promise<{ h: Harness; d: DaemonProcess }> {
+  const h = await mirrored(options);
   return { h, d: await suite.daemon(h) };
 }
 
@@ -209,6 +216,36 @@ describe.runIf(TEST_DIALECT === "postgres")("/v1/changes on PostgreSQL", () => {
         resource: expect.objectContaining({ content_text: "woken by another process" }),
       }),
     ]);
+  });
+
+  it("wakes a long poll for a commit that landed before its LISTEN was in place", async () => {
+    const h = await mirrored();
+    const proxy = await startHoldingProxy(h.databaseUrl as string, "LISTEN syncmirror_changes");
+    try {
+      const d = await suite.daemon(h, { env: { [DATABASE_URL_ENV]: proxy.url } });
+      const from = lastSeq(h);
+      const newest = "SELECT max(seq) AS n FROM changes";
+      const reads = proxy.sent(newest);
+      const poll = get(d, `/v1/changes?after=${from}&wait=20`);
+      // The poll has read (its snapshot is taken) and its LISTEN waits at the proxy: a commit
+      // now notifies nobody in the daemon.
+      await until(() => proxy.holding() && proxy.sent(newest) > reads, "the poll's read, its LISTEN held");
+      const doc = pickDoc(h, (x) => x.visibleTo.includes(U1));
+      h.sim.clock.advance(60_000);
+      h.sim.docs.edit(doc.docId, { content: "committed before the LISTEN" });
+      await h.sync();
+      proxy.release();
+
+      const res = await poll;
+      expect(res.json.changes).toEqual([
+        expect.objectContaining({
+          key: doc.key,
+          resource: expect.objectContaining({ content_text: "committed before the LISTEN" }),
+        }),
+      ]);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 
