@@ -28,7 +28,26 @@ const toLease = (r: LeaseRow): Lease => ({
   leaseSeconds: r.lease_seconds,
 });
 
-export function createLeaseRepo(db: Db, now: () => Date): Sync<LeaseRepo> {
+/**
+ * Leases a process that died left behind, found by the process that took the writer lock after it
+ * (the only one, so none of them is live). They are expired on the spot, so that no reader shows a
+ * dead holder, and kept here as they were, so that taking one over is counted and logged as on
+ * PostgreSQL, with its holder and the time since its last renewal.
+ */
+export function expireLeftLeases(sqlite: Db["$client"], at: Date): Map<string, Lease> {
+  const iso = at.toISOString();
+  const left = sqlite
+    .prepare<[string], LeaseRow>("SELECT * FROM leases WHERE released_at IS NULL AND expires_at > ?")
+    .all(iso);
+  sqlite
+    .prepare<[string, string]>(
+      "UPDATE leases SET expires_at = ? WHERE released_at IS NULL AND expires_at > ?",
+    )
+    .run(iso, iso);
+  return new Map(left.map((r) => [r.mirror, toLease(r)]));
+}
+
+export function createLeaseRepo(db: Db, now: () => Date, left: ReadonlyMap<string, Lease>): Sync<LeaseRepo> {
   const sqlite = db.$client;
   const iso = (offsetSeconds = 0) => new Date(now().getTime() + offsetSeconds * 1000).toISOString();
   const find = sqlite.prepare<[string], LeaseRow>("SELECT * FROM leases WHERE mirror = ?");
@@ -62,7 +81,10 @@ export function createLeaseRepo(db: Db, now: () => Date): Sync<LeaseRepo> {
     const epoch = row === undefined ? 1 : keeps ? row.epoch : row.epoch + 1;
     const expiresAt = iso(ttl);
     write.run(mirror, holder.id, holder.name, holder.scope, epoch, expiresAt, ttl);
-    const tookOver = row && row.released_at === null && row.holder !== holder.id ? toLease(row) : null;
+    const before = left.get(mirror);
+    const previous = (r: LeaseRow) =>
+      before?.holder === r.holder && before.epoch === r.epoch ? before : toLease(r);
+    const tookOver = row && row.released_at === null && row.holder !== holder.id ? previous(row) : null;
     return { epoch, expiresAt, takenAt: at, tookOver } satisfies LeaseGrant;
   });
   return {

@@ -12,7 +12,7 @@ import type { Logger } from "../../log.js";
 import type { DriverTransaction, StoreDriver } from "../driver.js";
 import type { Store } from "../store.js";
 import { createStore } from "../store-runtime.js";
-import type { ChangeOp } from "../types.js";
+import type { ChangeOp, Lease } from "../types.js";
 import { createAccessRepo } from "./access.js";
 import { createSweepApprovalRepo } from "./approvals.js";
 import { createChangeRepo } from "./changes.js";
@@ -20,7 +20,7 @@ import { createControlRepo } from "./controls.js";
 import { createDryRunRepo } from "./dry-run.js";
 import { readChanges } from "./feed.js";
 import { createHistoryRepo } from "./history.js";
-import { createLeaseRepo } from "./leases.js";
+import { createLeaseRepo, expireLeftLeases } from "./leases.js";
 import { createMirrorRepo } from "./mirrors.js";
 import { type Db, type OpenDatabase, openDatabase } from "./open.js";
 import { createPairRepo } from "./pairs.js";
@@ -45,17 +45,26 @@ export interface SqliteStoreOptions {
 
 export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   const database = openDatabase(path, { lock: options.lock });
+  const now = options.now ?? (() => new Date());
+  let left = new Map<string, Lease>();
   try {
     // Holding the writer lock, this is the only process: any lease or heartbeat left is a dead process's.
-    if (options.lock) database.sqlite.exec("DELETE FROM leases; DELETE FROM replicas");
+    if (options.lock) {
+      left = expireLeftLeases(database.sqlite, now());
+      database.sqlite.exec("DELETE FROM replicas");
+    }
   } catch (error) {
     database.close();
     throw sqliteStoreError(error);
   }
-  return createStore(createSqliteDriver(database, options.now ?? (() => new Date())), options);
+  return createStore(createSqliteDriver(database, now, left), options);
 }
 
-function createSqliteDriver(database: OpenDatabase, now: () => Date): StoreDriver<Db> {
+function createSqliteDriver(
+  database: OpenDatabase,
+  now: () => Date,
+  left: ReadonlyMap<string, Lease>,
+): StoreDriver<Db> {
   const { db, sqlite } = database;
   const dataVersion = sqlite.prepare<[], number>("PRAGMA data_version").pluck();
   const contents = sqlite.prepare<[], { live: number; tombstones: number }>(
@@ -94,7 +103,7 @@ function createSqliteDriver(database: OpenDatabase, now: () => Date): StoreDrive
         runs: createRunRepo(conn),
         mirrors: createMirrorRepo(conn),
         dryRun: createDryRunRepo(conn),
-        leases: createLeaseRepo(conn, now),
+        leases: createLeaseRepo(conn, now, left),
         syncConfigs: createSyncConfigRepo(conn),
         schedules: createScheduleRepo(conn),
         replicas: createReplicaRepo(conn, now),

@@ -2,11 +2,13 @@
  * `/metrics` of a running daemon follows the simulator's data; gauges come back from the database
  * after a restart; routes are templated; prom-client's process metrics are there.
  */
+import { hostname } from "node:os";
 import { describe, expect, it } from "vitest";
 import type { Simulator } from "../../../src/simulator/index.js";
 import { type DaemonProcess, parseMetrics, until } from "../../helpers/daemon.js";
 import { onPostgres } from "../../helpers/dialect.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { triggerPosts } from "../../helpers/requests.js";
 import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
 
 const MAIN = { mirror: "main" };
@@ -202,6 +204,35 @@ describe("syncmirror run: /metrics", () => {
     ])
       expect(names).toContain(name);
     expect((await d.stop()).code).toBe(0);
+  });
+
+  it("counts one lease takeover, logged at warn, when a daemon killed with kill -9 mid-pass is started again", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    const harness = h;
+    h.sim.runs.hold();
+    const killed = await daemon(h);
+    const killedName = `${hostname()}:${killed.child.pid}`;
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => harness.query("SELECT 1 FROM runs").length, "runs recorded under the daemon's lease");
+    killed.child.kill("SIGKILL");
+    await killed.exited;
+
+    const restarted = await daemon(h);
+    h.sim.runs.release();
+    await until(
+      () => harness.query("SELECT 1 FROM triggers WHERE state = 'done'").length,
+      "the killed daemon's trigger finished by the restarted one",
+    );
+    expect(triggerPosts(h), "resumed, not posted again").toBe(1);
+    expect(await restarted.metric("syncmirror_lease_takeovers_total", MAIN)).toBe(1);
+    expect(
+      restarted.logs().find((l) => String(l.msg).startsWith("took over the lease of mirror main")),
+    ).toMatchObject({ level: 40, dead_holder: killedName, dead_epoch: 1, epoch: 2 });
+    expect(
+      h.query("SELECT epoch FROM leases WHERE mirror = 'main'"),
+      "every takeover moves the epoch on",
+    ).toEqual([{ epoch: 2 }]);
+    expect((await restarted.stop()).code).toBe(0);
   });
 
   it("serves every counter series of each configured mirror at 0 before its first event", async () => {
