@@ -19,37 +19,17 @@ export async function startCuttableProxy(databaseUrl: string): Promise<CuttableP
   const pipe = (client: Socket) => {
     const upstream = connect(Number(target.port || 5432), target.hostname);
     client.pipe(upstream).pipe(client);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      const end = () => {
-        client.destroy();
-        upstream.destroy();
-        sockets.delete(s);
-      };
-      s.on("close", end);
-      s.on("error", end);
-    }
+    track(sockets, client, upstream);
   };
   let server: Server = createServer(pipe);
-  const listen = (port: number) =>
-    new Promise<number>((resolve) =>
-      server.listen(port, "127.0.0.1", () => resolve((server.address() as { port: number }).port)),
-    );
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    });
-  const port = await listen(0);
-  const url = new URL(databaseUrl);
-  url.hostname = "127.0.0.1";
-  url.port = String(port);
+  const stop = () => closeProxy(server, sockets);
+  const port = await listen(server, 0);
   return {
-    url: url.toString(),
+    url: proxyUrl(databaseUrl, port),
     cut: stop,
     async restore() {
       server = createServer(pipe);
-      await listen(port);
+      await listen(server, port);
     },
     close: () => (server.listening ? stop() : Promise.resolve()),
   };
@@ -96,35 +76,52 @@ export async function startHoldingProxy(databaseUrl: string, hold: string): Prom
       }
       forward(chunk);
     });
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      const end = () => {
-        client.destroy();
-        upstream.destroy();
-        sockets.delete(s);
-      };
-      s.on("close", end);
-      s.on("error", end);
-    }
+    track(sockets, client, upstream);
   });
-  const port = await new Promise<number>((resolve) =>
-    server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port)),
-  );
-  const url = new URL(databaseUrl);
-  url.hostname = "127.0.0.1";
-  url.port = String(port);
+  const port = await listen(server, 0);
   return {
-    url: url.toString(),
+    url: proxyUrl(databaseUrl, port),
     sent: (text) => traffic.split(text).length - 1,
     holding: () => held !== undefined && !released,
     release() {
       released = true;
       held?.();
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    close: () => closeProxy(server, sockets),
   };
+}
+
+/** Either side of a proxied connection closing or failing ends both. */
+function track(sockets: Set<Socket>, client: Socket, upstream: Socket): void {
+  for (const s of [client, upstream]) {
+    sockets.add(s);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(s);
+    };
+    s.on("close", end);
+    s.on("error", end);
+  }
+}
+
+function listen(server: Server, port: number): Promise<number> {
+  return new Promise((resolve) =>
+    server.listen(port, "127.0.0.1", () => resolve((server.address() as { port: number }).port)),
+  );
+}
+
+/** `databaseUrl` with its host and port replaced by the proxy's. */
+function proxyUrl(databaseUrl: string, port: number): string {
+  const url = new URL(databaseUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String(port);
+  return url.toString();
+}
+
+function closeProxy(server: Server, sockets: Set<Socket>): Promise<void> {
+  return new Promise((resolve) => {
+    for (const s of sockets) s.destroy();
+    server.close(() => resolve());
+  });
 }
