@@ -10,8 +10,8 @@
  * ```
  *
  * Lifecycle: sources go PENDING -> RUNNING -> COMPLETED / INCOMPLETE / FAILED. In "on-poll" mode
- * every read of a run (its detail, or a run-list page it is on) answers first, then moves each
- * unfinished source one step, so a poller sees pending, running, then finished. In "manual" mode
+ * every read of a run (its detail, a run-list page it is on, or its export) answers first, then
+ * moves each unfinished source one step, so a poller sees pending, running, then finished. In "manual" mode
  * only `runs.advance()` / `runs.finishAll()` move them. `runs.hold()` freezes both.
  * What a source collects is fixed when it finishes (see `setOutcome`).
  *

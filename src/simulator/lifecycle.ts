@@ -7,7 +7,7 @@ import { isFinished, type RunRecord, type SimState, type SourceRecord } from "./
 const DEFAULT_FAILURE = "The upstream server returned 502 for every tool call.";
 const DEFAULT_INCLUDE_FRACTION = 0.5;
 
-/** A run was read (list or detail): in on-poll mode each unfinished source moves one step. */
+/** A run was read (list, detail or export): in on-poll mode each unfinished source moves one step. */
 export function observeRun(state: SimState, run: RunRecord): void {
   if (state.lifecycle === "on-poll" && !state.held) stepRun(state, run);
 }

@@ -3,7 +3,7 @@ import { formatOffsetIso } from "./clock.js";
 import { accessItems, configView, createConfig, getConfig, replaceConfig } from "./configs.js";
 import { exportPage } from "./export.js";
 import type { FaultController } from "./faults.js";
-import { invalid, notFound } from "./http-error.js";
+import { HttpError, invalid, notFound } from "./http-error.js";
 import { continueRun, observeRun } from "./lifecycle.js";
 import { keysetPage, newestFirst, offsetPage } from "./paging.js";
 import { premiumRefusal } from "./premium.js";
@@ -93,10 +93,19 @@ export function createRoutes(state: SimState, faults: FaultController): Route[] 
       observeRun(state, run);
       return { status: 200, body };
     }),
-    route("GET", "/sync-task/{sync_id}/export", ({ params, query }) => ({
-      status: 200,
-      body: exportPage(state, getRun(params.sync_id), query, faults),
-    })),
+    route("GET", "/sync-task/{sync_id}/export", ({ params, query }) => {
+      const run = getRun(params.sync_id);
+      // A client may poll only the export (409 until the run finishes): that is a read of the run too.
+      let body: ReturnType<typeof exportPage>;
+      try {
+        body = exportPage(state, run, query, faults);
+      } catch (error) {
+        if (error instanceof HttpError && error.status === 409) observeRun(state, run);
+        throw error;
+      }
+      observeRun(state, run);
+      return { status: 200, body };
+    }),
     route("POST", "/sync-task/{sync_id}/continue", ({ params, body }) => {
       const run = getRun(params.sync_id);
       continueRun(state, run, body);

@@ -45,6 +45,45 @@ describe("run lifecycle", () => {
     expect(sim.runs.get(runs[2].sync_id).status).toBe("completed");
   });
 
+  it("on-poll: a client polling only the export sees 409 until the run finishes, then 200 with resources", async () => {
+    const { sim, api } = await startTestSimulator({ users: 1 });
+    const syncId = (await trigger(api, sim.syncConfigId)).runs[0].sync_id;
+    const path = `/sync-task/${syncId}/export`;
+    const statuses: number[] = [];
+    let last = await api.get(path);
+    statuses.push(last.status);
+    for (let read = 0; read < 5 && last.status === 409; read++) {
+      last = await api.get(path);
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([409, 409, 200]);
+    expect(last.body.resources.length).toBeGreaterThan(0);
+  });
+
+  it("on-poll: an export read of one source moves that run; held or manual runs stay put", async () => {
+    const { sim, api } = await startTestSimulator({ users: 1 });
+    const syncId = (await trigger(api, sim.syncConfigId)).runs[0].sync_id;
+    const path = `/sync-task/${syncId}/export`;
+    expect((await api.get(path, { source: "notion" })).body.detail.sources).toEqual([
+      { source: "notion", status: "PENDING" },
+      { source: "github", status: "PENDING" },
+    ]);
+    sim.runs.hold();
+    for (let i = 0; i < 3; i++) expect((await api.get(path)).status).toBe(409);
+    expect(sim.runs.get(syncId).status).toBe("running");
+    sim.runs.release();
+    expect((await api.get(path, { source: "github" })).body.detail.sources).toEqual([
+      { source: "notion", status: "RUNNING" },
+      { source: "github", status: "RUNNING" },
+    ]);
+    expect((await api.get(path)).status).toBe(200);
+
+    const manual = await startTestSimulator({ lifecycle: "manual", users: 1 });
+    const manualId = (await trigger(manual.api, manual.sim.syncConfigId)).runs[0].sync_id;
+    for (let i = 0; i < 3; i++) await manual.api.get(`/sync-task/${manualId}/export`);
+    expect(manual.sim.runs.get(manualId).status).toBe("pending");
+  });
+
   it("manual: reads move nothing; runs.advance moves one run or one source; finishAll finishes all", async () => {
     const { sim, api } = await startTestSimulator({ lifecycle: "manual" });
     const { runs } = await trigger(api, sim.syncConfigId);
