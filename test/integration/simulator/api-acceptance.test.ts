@@ -1,0 +1,227 @@
+/**
+ * The service's API as an outside client sees it over plain HTTP: the shapes of
+ * docs/reference/upstream-api.md's examples (required fields present, with the right JSON types) and
+ * the rules the other files here leave open.
+ */
+import { describe, expect, it } from "vitest";
+import { type Body, exportAll, startTestSimulator, trigger } from "../../helpers/simulator.js";
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+const string = expect.any(String);
+const number = expect.any(Number);
+const isoOrNull = (value: unknown) => value === null || (typeof value === "string" && ISO.test(value));
+
+describe("response shapes an outside client relies on", () => {
+  it("run detail and run list carry every field of the examples with the right types", async () => {
+    const { sim, api } = await startTestSimulator({ users: 1 });
+    const syncId = (await trigger(api, sim.syncConfigId, { since: "2026-11-20T00:00:00Z" })).runs[0].sync_id;
+    const reads: Body[] = [];
+    for (let i = 0; i < 3; i++) reads.push((await api.get(`/sync-task/${syncId}`)).body);
+    for (const run of reads) {
+      expect(run).toMatchObject({
+        sync_id: syncId,
+        status: string,
+        sync_config_id: sim.syncConfigId,
+        trigger_id: string,
+        user_email: "user1@example.com",
+        instructions: string,
+        since: "2026-11-20T00:00:00Z",
+        created_at: expect.stringMatching(ISO),
+      });
+      for (const source of run.sources) {
+        expect(source).toMatchObject({
+          source: string,
+          source_type: string,
+          server_name: string,
+          server_instance_id: string,
+          resolved_by: string,
+          config_warnings: expect.any(Array),
+          task_id: string,
+          status: expect.stringMatching(/^(PENDING|RUNNING|COMPLETED|INCOMPLETE|FAILED)$/),
+        });
+        for (const field of ["session_id", "started_at", "completed_at", "error", "summary"])
+          expect(source).toHaveProperty(field);
+        expect(isoOrNull(source.started_at)).toBe(true);
+        expect(isoOrNull(source.completed_at)).toBe(true);
+      }
+    }
+    const done = reads[2].sources[0];
+    expect(done.summary).toEqual({
+      status: string,
+      counts: {
+        resources_seen: number,
+        included: number,
+        exported: number,
+        excluded: number,
+        undecided: number,
+        unresolved: number,
+        unmatched_tool_calls: number,
+        skipped_unchanged: number,
+        content_fetch_failed: number,
+      },
+      diagnostics: { degraded: false, degraded_reasons: [] },
+    });
+    const list = (await api.get("/sync-task")).body;
+    expect(list.meta).toEqual({
+      size: number,
+      total: 1,
+      next_cursor: null,
+      has_next: false,
+      has_prev: false,
+    });
+    expect(list.items[0]).toMatchObject({
+      sync_id: syncId,
+      status: "completed",
+      created_at: expect.stringMatching(ISO),
+      since: "2026-11-20T00:00:00Z",
+    });
+  });
+
+  it("answers an unfinished export with the example's 409 body", async () => {
+    const { sim, api } = await startTestSimulator({ lifecycle: "manual", users: 1 });
+    const syncId = (await trigger(api, sim.syncConfigId)).runs[0].sync_id;
+    const response = await api.get(`/sync-task/${syncId}/export`);
+    expect(response).toMatchObject({
+      status: 409,
+      body: {
+        detail: {
+          message: string,
+          sources: [
+            { source: "notion", status: "PENDING" },
+            { source: "github", status: "PENDING" },
+          ],
+        },
+      },
+    });
+  });
+
+  it("gives every error answer a detail", async () => {
+    const { sim, api } = await startTestSimulator({ lifecycle: "manual", users: 1 });
+    const syncId = (await trigger(api, sim.syncConfigId)).runs[0].sync_id;
+    const answers = [
+      await api.get("/nope"),
+      await api.request("PATCH", "/sync-task"),
+      await api.post("/sync-task", { sync_config_id: sim.syncConfigId, skip_ref: "x" }),
+      await api.post("/sync-task", { sync_config_id: "unknown" }),
+      await api.get(`/sync-task/${syncId}/export`),
+      await api.get(`/sync-task/${syncId}/export`, { limit: 501 }),
+      await api.get(`/sync-task/${syncId}/transcript`),
+      await api.post(`/sync-task/${syncId}/continue`, { message: "go" }),
+      await api.get("/sync-task", { size: 101 }),
+      await api.get("/sync-configs/unknown"),
+      await api.request("POST", "/sync-task", { body: "[" }),
+    ];
+    for (const answer of answers) {
+      expect(answer.status).toBeGreaterThanOrEqual(400);
+      expect(answer.body.detail).toBeDefined();
+      expect(["string", "object"]).toContain(typeof answer.body.detail);
+    }
+  });
+});
+
+describe("trigger rules", () => {
+  it("refuses a misspelt skill_ref (skip_ref) and any other field, starting nothing", async () => {
+    const { sim, api } = await startTestSimulator();
+    for (const extra of [{ skip_ref: "crawl" }, { full: true }, { user_emails: ["user1@example.com"] }]) {
+      const response = await api.post("/sync-task", { sync_config_id: sim.syncConfigId, ...extra });
+      expect(response.status).toBe(422);
+    }
+    expect((await api.get("/sync-task")).body.items).toEqual([]);
+    const plain = await trigger(api, sim.syncConfigId, { since: null });
+    expect(plain).toMatchObject({
+      since: null,
+      resolved_skill: null,
+      skill_warning: null,
+      status: "pending",
+    });
+  });
+
+  it("starts a trigger of exactly 500 user x server pairs", async () => {
+    const { sim, api } = await startTestSimulator({
+      users: 50,
+      serversPerType: { notion: 5, github: 5 },
+      docs: 10,
+    });
+    const started = await trigger(api, sim.syncConfigId);
+    expect(started.runs).toHaveLength(50);
+    expect(started.runs.reduce((n: number, r: Body) => n + r.sources.length, 0)).toBe(500);
+  });
+
+  it("is 400 when every user of an explicit config has left the project", async () => {
+    const { sim, api } = await startTestSimulator({ users: 2 });
+    const config = sim.configs.create({ userEmails: sim.users });
+    for (const email of sim.users) sim.people.leaveProject(email);
+    const response = await api.post("/sync-task", { sync_config_id: config });
+    expect(response.status).toBe(400);
+    expect(typeof response.body.detail).toBe("string");
+    expect((await api.get("/sync-task")).body.items).toEqual([]);
+  });
+
+  it("keeps the trigger's status pending while its runs finish", async () => {
+    const { sim, api } = await startTestSimulator({ users: 1 });
+    const started = await trigger(api, sim.syncConfigId);
+    sim.runs.finishAll();
+    const runs = (await api.get("/sync-task", { trigger_id: started.trigger_id })).body.items;
+    expect(runs.map((r: Body) => r.status)).toEqual(["completed"]);
+    expect(started.status).toBe("pending");
+  });
+
+  it("uses the same source labels in the trigger, run list, run detail, export and transcript", async () => {
+    const { sim, api } = await startTestSimulator({ users: 1, serversPerType: { notion: 2, github: 1 } });
+    const notionB = sim.servers[1]?.server_instance_id ?? "";
+    sim.renameServer(notionB, { server_name: "Eng Docs (EU) !" });
+    const started = await trigger(api, sim.syncConfigId);
+    const labels = ["notion-team-wiki", "notion-eng-docs-eu", "github"];
+    expect(started.runs[0].sources.map((s: Body) => s.source)).toEqual(labels);
+    const syncId = started.runs[0].sync_id;
+    sim.runs.finishAll();
+    expect((await api.get("/sync-task")).body.items[0].sources.map((s: Body) => s.source)).toEqual(labels);
+    expect((await api.get(`/sync-task/${syncId}`)).body.sources.map((s: Body) => s.source)).toEqual(labels);
+    const page = (await api.get(`/sync-task/${syncId}/export`, { limit: 500 })).body;
+    expect(page.sources.map((s: Body) => s.source)).toEqual(labels);
+    expect(new Set(page.resources.map((r: Body) => r.source))).toEqual(new Set(labels));
+    for (const label of labels) {
+      const one = await api.get(`/sync-task/${syncId}/export`, { source: label, limit: 500 });
+      expect(one.body.resources.every((r: Body) => r.source === label)).toBe(true);
+      expect(one.body.page.total).toBe(one.body.sources[0].counts.exported);
+      expect((await api.get(`/sync-task/${syncId}/transcript`, { source: label })).status).toBe(200);
+    }
+  });
+});
+
+describe("export rules", () => {
+  it("sorts by key across four source types and several servers of one type; side lists on offset 0 only", async () => {
+    const { sim, api } = await startTestSimulator({
+      lifecycle: "manual",
+      users: 1,
+      docs: 500,
+      serversPerType: { notion: 2, google_drive: 1, google_docs: 1, github: 2 },
+    });
+    const syncId = (await trigger(api, sim.syncConfigId)).runs[0].sync_id;
+    sim.runs.finishAll();
+    const pages = await exportAll(api, syncId, { limit: 37 });
+    const keys = pages.flatMap((p) => p.resources.map((r: Body) => r.key as string));
+    expect(keys).toEqual([...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(keys).toHaveLength(pages[0].page.total);
+    for (const [i, page] of pages.entries()) {
+      expect(page.page).toMatchObject({ offset: i * 37, limit: 37, total: pages[0].page.total });
+      for (const list of ["excluded", "undecided", "unresolved_requests", "unmatched_tool_calls"])
+        expect(list in page).toBe(i === 0);
+    }
+  });
+
+  it("with since, keeps each resource by its own modified_at and a source with nothing left exports nothing", async () => {
+    const { sim, api } = await startTestSimulator({ lifecycle: "manual", users: 1, docs: 100 });
+    const syncId = (await trigger(api, sim.syncConfigId, { since: "2999-01-01T00:00:00Z" })).runs[0].sync_id;
+    sim.runs.finishAll();
+    const page = (await api.get(`/sync-task/${syncId}/export`, { limit: 500 })).body;
+    expect(page.resources).toEqual([]);
+    expect(page.since).toBe("2999-01-01T00:00:00Z");
+    for (const source of page.sources) {
+      expect(source.counts.exported).toBe(0);
+      expect(source.counts.skipped_unchanged).toBe(source.counts.included);
+      expect(source.counts.included).toBeGreaterThan(0);
+    }
+  });
+});
