@@ -7,6 +7,14 @@ import type { ConfigRecord, SimState } from "./state.js";
 export const MAX_SERVERS_PER_CONFIG = 10;
 export const MAX_TEXT_CHARS = 50_000;
 
+/** Past the 50,000-character limit, counted in code points: an emoji is one character but two UTF-16 units. */
+export function overTextLimit(text: string): boolean {
+  if (text.length <= MAX_TEXT_CHARS) return false;
+  let count = 0;
+  for (const _ of text) if (++count > MAX_TEXT_CHARS) return true;
+  return false;
+}
+
 interface ConfigFields {
   name: string;
   instructions: string;
@@ -124,7 +132,7 @@ function validateFields(
   const name = requireString(input, "name");
   if (name.trim() === "") throw invalid(["body", "name"], "String should have at least 1 character");
   const instructions = requireString(input, "instructions");
-  if (instructions.length > MAX_TEXT_CHARS) {
+  if (overTextLimit(instructions)) {
     throw new HttpError(400, `instructions exceed ${MAX_TEXT_CHARS} characters`);
   }
   const serverIds = requireStringArray(input, "server_instance_ids");

@@ -1,5 +1,5 @@
 /** How runs move: PENDING -> RUNNING -> COMPLETED / INCOMPLETE / FAILED, one step at a time. */
-import { MAX_TEXT_CHARS } from "./configs.js";
+import { MAX_TEXT_CHARS, overTextLimit } from "./configs.js";
 import { HttpError, invalid, requireObject } from "./http-error.js";
 import { collectSnapshot } from "./snapshot.js";
 import { isFinished, type RunRecord, type SimState, type SourceRecord } from "./state.js";
@@ -89,8 +89,7 @@ function parseContinueBody(body: unknown): { message: string; source: string | u
   const { message, source } = requireObject(body);
   if (typeof message !== "string") throw invalid(["body", "message"], "Field required", "missing");
   if (message.trim() === "") throw invalid(["body", "message"], "String should have at least 1 character");
-  if (message.length > MAX_TEXT_CHARS)
-    throw new HttpError(400, `message exceeds ${MAX_TEXT_CHARS} characters`);
+  if (overTextLimit(message)) throw new HttpError(400, `message exceeds ${MAX_TEXT_CHARS} characters`);
   if (source !== undefined && source !== null && typeof source !== "string") {
     throw invalid(["body", "source"], "Input should be a valid string");
   }

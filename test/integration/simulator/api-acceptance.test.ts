@@ -225,3 +225,35 @@ describe("export rules", () => {
     }
   });
 });
+
+describe("text limits count characters", () => {
+  const emoji = "\u{1F600}";
+
+  it("accepts a continue message of 50,000 characters outside the BMP, refuses 50,001", async () => {
+    const { sim, api } = await startTestSimulator({ lifecycle: "manual", users: 1 });
+    sim.setOutcome({}, { task: "INCOMPLETE" });
+    const syncId = (await trigger(api, sim.syncConfigId)).runs[0].sync_id;
+    sim.runs.finishAll();
+    const path = `/sync-task/${syncId}/continue`;
+    const over = await api.post(path, { message: emoji.repeat(50_001), source: "notion" });
+    expect(over.status).toBe(400);
+    const exact = await api.post(path, { message: emoji.repeat(50_000), source: "notion" });
+    expect(exact.status).toBe(200);
+  });
+
+  it("accepts config instructions of 50,000 characters outside the BMP, refuses 50,001", async () => {
+    const { sim, api } = await startTestSimulator();
+    const body = {
+      project_id: sim.projectId,
+      name: "Emoji",
+      server_instance_ids: [sim.servers[0]?.server_instance_id],
+      all_users: true,
+    };
+    expect((await api.post("/sync-configs", { ...body, instructions: emoji.repeat(50_001) })).status).toBe(
+      400,
+    );
+    expect((await api.post("/sync-configs", { ...body, instructions: emoji.repeat(50_000) })).status).toBe(
+      201,
+    );
+  });
+});
