@@ -9,6 +9,13 @@ import { type Body, exportAll, startTestSimulator, trigger } from "../../helpers
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const string = expect.any(String);
 const number = expect.any(Number);
+/** How a source is named wherever it appears. */
+const SOURCE_IDENTITY = {
+  source: string,
+  source_type: string,
+  server_name: string,
+  server_instance_id: string,
+};
 const isoOrNull = (value: unknown) => value === null || (typeof value === "string" && ISO.test(value));
 
 describe("response shapes an outside client relies on", () => {
@@ -30,10 +37,7 @@ describe("response shapes an outside client relies on", () => {
       });
       for (const source of run.sources) {
         expect(source).toMatchObject({
-          source: string,
-          source_type: string,
-          server_name: string,
-          server_instance_id: string,
+          ...SOURCE_IDENTITY,
           resolved_by: string,
           config_warnings: expect.any(Array),
           task_id: string,
@@ -75,6 +79,134 @@ describe("response shapes an outside client relies on", () => {
       created_at: expect.stringMatching(ISO),
       since: "2026-11-20T00:00:00Z",
     });
+  });
+
+  it("export pages carry the example's top level, source entries and resources with the right types", async () => {
+    const { sim, api } = await startTestSimulator({
+      lifecycle: "manual",
+      users: 1,
+      docs: 300,
+      serversPerType: { notion: 1, google_drive: 1, github: 1 },
+    });
+    const syncId = (await trigger(api, sim.syncConfigId, { since: "2025-01-01T00:00:00Z" })).runs[0].sync_id;
+    sim.runs.finishAll();
+    const pages = await exportAll(api, syncId, { limit: 500 });
+    const [page] = pages;
+    expect(page).toMatchObject({
+      schema_version: 1,
+      engine_version: number,
+      sync_id: syncId,
+      since: "2025-01-01T00:00:00Z",
+      sources: expect.any(Array),
+      resources: expect.any(Array),
+      excluded: expect.any(Array),
+      undecided: expect.any(Array),
+      unresolved_requests: expect.any(Array),
+      unmatched_tool_calls: expect.any(Array),
+      page: { offset: 0, limit: 500, total: number, next_offset: null },
+    });
+    for (const source of page.sources) {
+      expect(source).toMatchObject({
+        ...SOURCE_IDENTITY,
+        task_id: string,
+        session_id: string,
+        task_status: "COMPLETED",
+        rules_version: number,
+        resolved_by: string,
+        status: expect.stringMatching(/^(ok|no_results|authentication_required|degraded|config_stale)$/),
+        config_warnings: expect.any(Array),
+        diagnostics: { degraded: expect.any(Boolean), degraded_reasons: expect.any(Array) },
+      });
+      for (const count of Object.values(source.counts)) expect(Number.isInteger(count)).toBe(true);
+    }
+    for (const item of page.unresolved_requests)
+      expect(item).toMatchObject({ request: string, reason: string });
+    for (const item of [...page.unmatched_tool_calls, ...page.undecided, ...page.excluded])
+      expect(item).toMatchObject({ reason: string });
+    expect(page.resources.length).toBeGreaterThan(0);
+    for (const resource of page.resources) {
+      expect(resource).toMatchObject({
+        key: string,
+        source: string,
+        source_type: string,
+        server_instance_id: string,
+        native_id: string,
+        type: string,
+        title: string,
+        url: string,
+        fetched_at: expect.stringMatching(ISO),
+        content_status: expect.stringMatching(/^(available|partial|metadata_only|fetch_failed)$/),
+        fields: expect.any(Object),
+        metadata: expect.any(Object),
+        relations: expect.any(Array),
+        attachments: expect.any(Array),
+        content_hash: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+        provenance: expect.any(Object),
+      });
+      expect(typeof resource.modified_at === "string" && ISO.test(resource.modified_at)).toBe(true);
+      if (resource.content !== null) expect(resource.content).toEqual({ format: string, text: string });
+      for (const relation of resource.relations)
+        expect(relation).toEqual({ kind: string, target_key: string, resolved: expect.any(Boolean) });
+      for (const attachment of resource.attachments)
+        expect(attachment).toEqual({
+          kind: string,
+          data: expect.anything(),
+          complete: expect.any(Boolean),
+          tool_call_ids: expect.any(Array),
+        });
+    }
+  });
+
+  it("trigger skips and the access check carry the examples' fields with the right types", async () => {
+    const { sim, api } = await startTestSimulator({ users: 3 });
+    const [notion, github] = sim.servers.map((s) => s.server_instance_id);
+    const config = sim.configs.create({ userEmails: sim.users });
+    sim.people.setAuth("user2@example.com", github ?? "", "not_authenticated");
+    sim.people.leaveProject("user3@example.com");
+    const started = await trigger(api, config);
+    expect(started.skipped).toEqual([
+      {
+        user_email: "user2@example.com",
+        server_instance_id: github,
+        server_name: string,
+        reason: "not_accessible",
+        auth_status: "not_authenticated",
+      },
+      {
+        user_email: "user3@example.com",
+        server_instance_id: notion,
+        server_name: string,
+        reason: "not_a_project_user",
+      },
+      {
+        user_email: "user3@example.com",
+        server_instance_id: github,
+        server_name: string,
+        reason: "not_a_project_user",
+      },
+    ]);
+    expect(started.skipped_count).toBe(3);
+    const access = (await api.get(`/sync-configs/${config}/access`)).body;
+    expect(access.meta).toEqual({
+      size: number,
+      total: 3,
+      next_cursor: null,
+      has_next: false,
+      has_prev: false,
+    });
+    for (const item of access.items) {
+      expect(item).toEqual({
+        user_email: string,
+        project_user: expect.any(Boolean),
+        servers: expect.any(Array),
+      });
+      for (const server of item.servers)
+        expect(server).toEqual({
+          server_instance_id: string,
+          auth_status: string,
+          accessible: expect.any(Boolean),
+        });
+    }
   });
 
   it("answers an unfinished export with the example's 409 body", async () => {
@@ -189,6 +321,29 @@ describe("trigger rules", () => {
   });
 });
 
+describe("premium feature off", () => {
+  it("still serves every read: projects, syncable servers, configs, access, runs, run detail, export, transcript", async () => {
+    const { sim, api } = await startTestSimulator({ users: 1 });
+    const syncId = (await trigger(api, sim.syncConfigId)).runs[0].sync_id;
+    sim.runs.finishAll();
+    sim.setPremium(false);
+    const reads = [
+      await api.get("/projects"),
+      await api.get("/sync-configs/sources", { project_id: sim.projectId }),
+      await api.get("/sync-configs", { project_id: sim.projectId }),
+      await api.get(`/sync-configs/${sim.syncConfigId}`),
+      await api.get(`/sync-configs/${sim.syncConfigId}/access`),
+      await api.get("/sync-task", { sync_config_id: sim.syncConfigId }),
+      await api.get(`/sync-task/${syncId}`),
+      await api.get(`/sync-task/${syncId}/export`),
+      await api.get(`/sync-task/${syncId}/transcript`, { source: "notion" }),
+    ];
+    expect(reads.map((r) => r.status)).toEqual(reads.map(() => 200));
+    expect((await api.post("/sync-task", { sync_config_id: sim.syncConfigId })).status).toBe(403);
+    expect((await api.get("/sync-task")).body.items).toHaveLength(1);
+  });
+});
+
 describe("export rules", () => {
   it("sorts by key across four source types and several servers of one type; side lists on offset 0 only", async () => {
     const { sim, api } = await startTestSimulator({
@@ -209,6 +364,22 @@ describe("export rules", () => {
       for (const list of ["excluded", "undecided", "unresolved_requests", "unmatched_tool_calls"])
         expect(list in page).toBe(i === 0);
     }
+  });
+
+  it("with since, keeps a resource modified exactly at the cutoff and drops one modified a millisecond before", async () => {
+    const { sim, api } = await startTestSimulator({ lifecycle: "manual", users: 1, docs: 0 });
+    const server = sim.servers[0]?.server_instance_id ?? "";
+    const add = (modifiedAt: string) =>
+      sim.docs.get(sim.docs.add({ server_instance_id: server, visibleTo: sim.users, modifiedAt }));
+    const atCutoff = add("2026-05-01T10:00:00.000Z");
+    const before = add("2026-05-01T09:59:59.999Z");
+    const syncId = (await trigger(api, sim.syncConfigId, { since: "2026-05-01T12:00:00+02:00" })).runs[0]
+      .sync_id;
+    sim.runs.finishAll();
+    const page = (await api.get(`/sync-task/${syncId}/export`, { source: "notion" })).body;
+    expect(page.resources.map((r: Body) => r.key)).toEqual([atCutoff.key]);
+    expect(page.sources[0].counts).toMatchObject({ included: 2, exported: 1, skipped_unchanged: 1 });
+    expect(before.key).not.toBe(atCutoff.key);
   });
 
   it("with since, keeps each resource by its own modified_at and a source with nothing left exports nothing", async () => {
