@@ -163,12 +163,29 @@ async function checkMirror(
     }
     throw error;
   }
-  const problems: string[] = drift ? [drift] : [];
   out(`  remote name: ${remote.name}; servers: ${remote.servers.length}`);
+  const { lines, problems } = accessMatrix(remote, access);
+  for (const line of lines) out(`  ${line}`);
+  for (const p of problems) out(`  PROBLEM ${p}`);
+  return problems.length + (drift ? 1 : 0);
+}
+
+/**
+ * The user x server table of the access check, and its problems: each paused server once (every
+ * user's cell shows it), each user who left once (they reach nothing), each other pair a user
+ * cannot reach, every one saying what to do.
+ */
+function accessMatrix(
+  remote: SyncConfig,
+  access: readonly AccessItem[],
+): { lines: string[]; problems: string[] } {
+  const problems: string[] = [];
+  const paused = new Set<string>();
   for (const s of remote.servers) {
     if (s.available === false) {
+      paused.add(s.server_instance_id);
       problems.push(
-        `server ${s.server_name ?? s.server_instance_id} is not available (paused or no longer syncable): triggers skip it`,
+        `server ${s.server_name ?? s.server_instance_id} is not available (paused or no longer syncable): triggers skip it; resume it in the service, or remove it from the sync config`,
       );
     }
   }
@@ -179,26 +196,44 @@ async function checkMirror(
   const header = ["user", "project", ...servers.map((s) => s.label)];
   const rows = access.map((item) => {
     if (!item.project_user)
-      problems.push(`${item.user_email} is not a project user: they lose access at the next full pass`);
+      problems.push(
+        `${item.user_email} is not a project user: they lose access at the next full pass; add them back to the project, or remove them from the sync config`,
+      );
     const cells = servers.map((server) => {
       const entry = item.servers.find((x) => x.server_instance_id === server.id);
       if (!entry) return "-";
-      if (!entry.accessible)
-        problems.push(`${item.user_email} cannot be synced on ${server.label}: ${entry.auth_status}`);
+      if (!entry.accessible && item.project_user && !paused.has(server.id))
+        problems.push(
+          `${item.user_email} cannot be synced on ${server.label}: ${entry.auth_status}: ${accessAdvice(item.user_email, server.label, entry.auth_status)}`,
+        );
       return entry.accessible ? `ok (${entry.auth_status})` : `NO (${entry.auth_status})`;
     });
     return [item.user_email, item.project_user ? "yes" : "NO", ...cells];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  for (const row of [header, ...rows])
-    out(
-      `  ${row
-        .map((c, i) => c.padEnd(widths[i] ?? 0))
-        .join("  ")
-        .trimEnd()}`,
-    );
-  for (const p of problems.slice(drift ? 1 : 0)) out(`  PROBLEM ${p}`);
-  return problems.length;
+  const lines = [header, ...rows].map((row) =>
+    row
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd(),
+  );
+  return { lines, problems };
+}
+
+/** What to do about a user the access check says cannot reach a server, by its auth_status. */
+function accessAdvice(user: string, server: string, authStatus: string): string {
+  switch (authStatus) {
+    case "not_authenticated":
+      return `${user} must sign in to ${server} in the service`;
+    case "needs_project_admin":
+      return `a project admin must connect ${server} in the service`;
+    case "needs_tenant_admin":
+      return `a tenant admin must allow ${server} in the service`;
+    case "not_syncable":
+      return `${server} cannot be synced for them (paused or unsupported): resume it in the service, or remove it from the sync config`;
+    default:
+      return `see ${user}'s connection to ${server} in the service`;
+  }
 }
 
 /** A declared sync config that differs from the service, as one problem line; null when they agree. */

@@ -72,8 +72,38 @@ describe("syncmirror check", () => {
     h.sim.configs.setServerAvailable(h.sim.syncConfigId, server.server_instance_id, false);
     const { code, stdout } = await check(h);
     expect(code).toBe(1);
-    expect(problems(stdout).some((p) => p.includes(`server ${server.server_name} is not available`))).toBe(
-      true,
+    // Every user's cell says it; the problem is one: the server, with what to do about it.
+    for (const user of h.sim.users)
+      expect(stdout).toMatch(new RegExp(`${user}\\s+yes\\s+.*NO \\(not_syncable\\)`));
+    expect(problems(stdout)).toEqual([
+      expect.stringMatching(
+        new RegExp(`server ${server.server_name} is not available.*resume it in the service, or remove it`),
+      ),
+    ]);
+    expect(stdout).toContain("1 problem(s) found");
+  });
+
+  it("says on each problem line what to do about it", async () => {
+    h = await createHarness();
+    const [admin, signIn, leaves] = h.sim.users;
+    const [first, second] = h.sim.servers;
+    if (!admin || !signIn || !leaves || !first || !second) throw new Error("too few users or servers");
+    setSyncConfigId(h, h.sim.configs.create({ userEmails: [admin, signIn, leaves] }));
+    h.sim.people.setAuth(admin, first.server_instance_id, "needs_project_admin");
+    h.sim.people.setAuth(signIn, first.server_instance_id, "not_authenticated");
+    h.sim.people.setAuth(signIn, second.server_instance_id, "needs_tenant_admin");
+    h.sim.people.leaveProject(leaves);
+    const { code, stdout } = await check(h);
+    expect(code).toBe(1);
+    expect(problems(stdout).sort()).toEqual(
+      [
+        `${admin} cannot be synced on ${first.server_name}: needs_project_admin: a project admin must connect ${first.server_name} in the service`,
+        `${signIn} cannot be synced on ${first.server_name}: not_authenticated: ${signIn} must sign in to ${first.server_name} in the service`,
+        `${signIn} cannot be synced on ${second.server_name}: needs_tenant_admin: a tenant admin must allow ${second.server_name} in the service`,
+        `${leaves} is not a project user: they lose access at the next full pass; add them back to the project, or remove them from the sync config`,
+      ]
+        .map((p) => `  PROBLEM ${p}`)
+        .sort(),
     );
   });
 
