@@ -233,6 +233,56 @@ describe("continue_incomplete", () => {
   });
 });
 
+describe("a continue the service does not take", () => {
+  it("for a run gone upstream (404): that run fails alone, the others are ingested, partial", async () => {
+    const proxied = await proxiedHarness({ sim: { docs: 30 }, defaults: { continue_incomplete: 1 } });
+    h = proxied.h;
+    const sim = h.sim;
+    const notion = serverOf(h, "notion");
+    sim.setOutcome({ user: U1, server_instance_id: notion }, { task: "INCOMPLETE", times: 1 });
+    // The run is deleted upstream right after the detail read that precedes its continue.
+    proxied.proxy.runDetail = (body) => {
+      const run = JSON.parse(body);
+      if (run.status === "incomplete") sim.runs.remove(run.sync_id);
+      return body;
+    };
+
+    const summary = await h.sync();
+
+    expect(answered(h, CONTINUE, 404)).toBe(1);
+    expect(summary.outcome).toBe("partial");
+    expect(summary.errors).toEqual([
+      expect.objectContaining({ user_email: U1, error: expect.stringMatching(/no longer exists upstream/) }),
+    ]);
+    expect(pairs(h).filter((p) => p.user_email === U1 && p.watermark !== null)).toEqual([]);
+    for (const user of [U2, U3]) expect(visibleKeys(h, user).length).toBeGreaterThan(0);
+    // Nothing is left in flight: the next pass is a trigger of its own.
+    const next = await h.sync();
+    expect(next).toMatchObject({ resumed: false, outcome: "succeeded" });
+    expect(triggerPosts(h)).toBe(2);
+  });
+
+  it("answered 503 on every attempt: the run is exported as it is, partial, nothing left in flight", async () => {
+    h = await createHarness({ sim: { docs: 30 }, defaults: { continue_incomplete: 1 }, maxAttempts: 2 });
+    const notion = serverOf(h, "notion");
+    const github = serverOf(h, "github");
+    h.sim.setOutcome({ user: U1, server_instance_id: notion }, { task: "INCOMPLETE", times: 1 });
+    h.sim.faults.inject(CONTINUE, { kind: "503", retryAfterSeconds: 0, times: Number.POSITIVE_INFINITY });
+
+    const summary = await h.sync();
+
+    expect(answered(h, CONTINUE, 503)).toBe(2);
+    expect(summary.outcome).toBe("partial");
+    // U1's run is read as it finished: its complete source succeeds, the INCOMPLETE one does not.
+    expect(pairOf(h, U1, github)?.watermark).not.toBeNull();
+    expect(pairOf(h, U1, notion)?.watermark).toBeNull();
+    for (const user of [U2, U3]) expect(visibleKeys(h, user).length).toBeGreaterThan(0);
+    const next = await h.sync();
+    expect(next.resumed).toBe(false);
+    expect(triggerPosts(h)).toBe(2);
+  });
+});
+
 describe("export status no_results", () => {
   it("counts as success: the pair's watermark moves and a full snapshot sweeps what it no longer holds", async () => {
     h = await createHarness({ sim: { docs: 12 } });
