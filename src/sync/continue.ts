@@ -7,7 +7,13 @@
  * that ran again since did get it.
  */
 import type { RunDetail } from "../api/schemas.js";
-import { ConflictError, ContinueOutcomeUnknownError } from "../errors.js";
+import {
+  ApiError,
+  ContinueOutcomeUnknownError,
+  FeatureDisabledError,
+  NotFoundError,
+  UnauthorizedError,
+} from "../errors.js";
 import type { PendingContinue, Run } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { fencedPost } from "./fence.js";
@@ -71,7 +77,10 @@ async function post(pass: MirrorPass, run: Run, sources: string[], attempt: numb
         );
         continue;
       }
-      if (error instanceof ConflictError) {
+      // A continue is a second chance, not the run: one the service refuses (409), or cannot take
+      // after every retry, leaves the source as it finished and the run is exported as it is. A
+      // run gone (404), a rejected token or the feature turned off are the caller's to handle.
+      if (notTaken(error)) {
         log.warn({ source, err: error.message }, "continue not accepted; the source stays as it is");
         continue;
       }
@@ -81,4 +90,13 @@ async function post(pass: MirrorPass, run: Run, sources: string[], attempt: numb
   if (!unknown) await ctx.store.runs.clearContinuePending(run.syncId);
   // Until the next listing says otherwise, the run is running again.
   await ctx.store.runs.updateStatus(run.syncId, "running", null);
+}
+
+function notTaken(error: unknown): error is ApiError {
+  return (
+    error instanceof ApiError &&
+    !(error instanceof NotFoundError) &&
+    !(error instanceof UnauthorizedError) &&
+    !(error instanceof FeatureDisabledError)
+  );
 }

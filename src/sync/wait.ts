@@ -111,9 +111,15 @@ export async function waitAndIngest(
           continueIncomplete: mirror.continueIncomplete,
           beforeDeadline,
         });
-        if (action === "settle-continue") await settlePendingContinue(pass, run);
-        if (action === "continue") await sendContinue(pass, run);
-        if (action === "settle-continue" || action === "continue") changed = true;
+        if (action === "settle-continue" || action === "continue") {
+          await continueOrFail(
+            pass,
+            trigger,
+            run,
+            action === "continue" ? sendContinue : settlePendingContinue,
+          );
+          changed = true;
+        }
         if (action !== "export") continue;
         const runSources = listed.get(run.syncId)?.sources.map((s) => s.source);
         const job = readOrFail(pass, trigger, run, () => read(pass, trigger, run, runSources))
@@ -230,6 +236,21 @@ async function abandonUnfinished(
   return abandoned.length > 0;
 }
 
+/** A run that vanished upstream (404) before or during its continue fails alone, as below. */
+async function continueOrFail(
+  pass: MirrorPass,
+  trigger: Trigger,
+  run: Run,
+  send: (pass: MirrorPass, run: Run) => Promise<void>,
+): Promise<void> {
+  try {
+    await send(pass, run);
+  } catch (error) {
+    if (!(error instanceof NotFoundError)) throw error;
+    await vanished(pass.ctx, trigger, run);
+  }
+}
+
 /** A known run missing from the listing is read directly; a 404 means it vanished upstream. */
 async function markVanished(
   { ctx }: MirrorPass,
@@ -243,13 +264,14 @@ async function markVanished(
       await ctx.store.runs.updateStatus(run.syncId, detail.status, serverTime(detail.created_at));
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
-      await failRun(ctx, trigger, run, "the run no longer exists upstream (404)");
-      ctx.log.error(
-        { sync_id: run.syncId },
-        "run vanished upstream (404); its pairs do not advance this pass",
-      );
+      await vanished(ctx, trigger, run);
     }
   }
+}
+
+async function vanished(ctx: MirrorPass["ctx"], trigger: Trigger, run: Run): Promise<void> {
+  await failRun(ctx, trigger, run, "the run no longer exists upstream (404)");
+  ctx.log.error({ sync_id: run.syncId }, "run vanished upstream (404); its pairs do not advance this pass");
 }
 
 /**

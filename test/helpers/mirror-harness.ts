@@ -57,11 +57,12 @@ export interface Harness {
   metrics: Metrics;
   /**
    * One pass of `main` in this process, through real HTTP and the real database file; `seams.log`
-   * (default: silent) is the runtime's logger, the store's included.
+   * (default: silent) is the runtime's logger, the store's included; `now` and `sleep` put the
+   * pass's polling and run_timeout_minutes on a clock of the test's.
    */
   sync(
     options?: Partial<PassOptions>,
-    seams?: Partial<Pick<SyncContext, "crashPoint" | "pagesAhead" | "log">>,
+    seams?: Partial<Pick<SyncContext, "crashPoint" | "pagesAhead" | "log" | "now" | "sleep">>,
   ): Promise<MirrorSummary>;
   /** The real CLI as a child process. */
   cli(

@@ -8,6 +8,8 @@
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+import { onTestFinished } from "vitest";
+import { createHarness, type Harness, type HarnessOptions } from "./mirror-harness.js";
 
 export type Rewrite = (body: string) => string | Buffer;
 
@@ -62,6 +64,17 @@ export async function startRewritingProxy(): Promise<RewritingProxy> {
       server.closeAllConnections();
     });
   return proxy;
+}
+
+/** A harness whose API requests go through a rewriting proxy; the proxy closes when the test finishes. */
+export async function proxiedHarness(
+  options: HarnessOptions = {},
+): Promise<{ h: Harness; proxy: RewritingProxy }> {
+  const proxy = await startRewritingProxy();
+  onTestFinished(() => proxy.close());
+  const h = await createHarness({ ...options, api: { ...options.api, base_url: proxy.baseUrl } });
+  proxy.target = h.sim.baseUrl;
+  return { h, proxy };
 }
 
 async function forward(
