@@ -1,9 +1,11 @@
 /** docs/reference/sync-semantics.md#deletions-and-changes: at most one change per key per run ingested, seq increasing, nothing for nothing. */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { changes, lastSeq, pickDoc } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { buildOnce } from "../daemon/setup.js";
 
 let h: Harness;
+beforeAll(buildOnce);
 afterEach(async () => {
   await h?.close();
 });
@@ -56,5 +58,40 @@ describe("changes feed", () => {
     h.sim.docs.setVisibility(doc.docId, []);
     await h.sync({ full: true });
     expect(changes(h, before)).toEqual([{ seq: expect.any(Number), key: doc.key, op: "delete" }]);
+  });
+
+  it("gives a consumer that read the feed between two transactions of a sweep a change for each", async () => {
+    h = await createHarness({ sim: { docs: 10, users: 3 } });
+    const [a, b, c] = h.sim.users as [string, string, string];
+    const doc = pickDoc(h, () => true);
+    h.sim.docs.setVisibility(doc.docId, [a, b, c]);
+    expect((await h.cli(["sync", "--full"])).code).toBe(0);
+
+    // a and b lose the key, c keeps it: two runs revoke, each in a transaction of its own. The
+    // pass is killed after the first of them commits, and a consumer reads the feed there.
+    h.sim.docs.setVisibility(doc.docId, [c]);
+    const killed = await h.cli(["sync", "--full"], { SYNCMIRROR_CRASH_AT: "mid-sweep:2" });
+    expect(killed.code, killed.stderr).toBeNull();
+    const holders = () =>
+      h
+        .query<{ user_email: string }>(
+          "SELECT user_email FROM resource_access WHERE key = ? ORDER BY user_email",
+          doc.key,
+        )
+        .map((r) => r.user_email);
+    const readAt = lastSeq(h);
+    const seenThen = holders();
+    expect(seenThen).toHaveLength(2);
+    expect(
+      changes(h)
+        .filter((ch) => ch.key === doc.key)
+        .at(-1)?.op,
+    ).toBe("access");
+
+    const resumed = await h.cli(["sync"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(holders()).toEqual([c]);
+    // Reading onward from where it stopped, the consumer learns that the key's access changed again.
+    expect(changes(h, readAt)).toEqual([{ seq: expect.any(Number), key: doc.key, op: "access" }]);
   });
 });
