@@ -93,14 +93,12 @@ export interface AccessRepo {
 
 export interface ChangeRepo {
   /**
-   * Appends each change, in order, as one call (a page's changes: one round trip on PostgreSQL),
-   * unless its key already changed within its `scope`: at most one change per key per run
-   * ingested. A later change that says more (a `delete` after an `access`, an `upsert` after an
-   * `access`) replaces the earlier one and is appended anew, so a consumer that already read the
-   * earlier seq still sees it. For each change, true when it was appended, as one call per change
-   * in the same order would answer.
+   * Appends each change, in order, as one call (a page's changes: one round trip on PostgreSQL).
+   * At most one change per key per run ingested: a key that already changed within its `scope`
+   * has that change replaced by this one, appended anew (`change-rule.ts`), so a consumer that
+   * already read the earlier seq meets the key again.
    */
-  recordAll(changes: readonly ChangeRecord[]): Promise<boolean[]>;
+  recordAll(changes: readonly ChangeRecord[]): Promise<void>;
   /**
    * A page's sightings: `access.seeAll(rows)`, then `recordAll` of one change per row, all in
    * `change`'s scope: `upsert` for a row whose resource the page wrote (`written[i]`), `access` for

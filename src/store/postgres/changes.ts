@@ -12,7 +12,7 @@
  */
 
 import type pg from "pg";
-import { priorStands, STANDING_PAIRS, seenChanges } from "../change-rule.js";
+import { PRIOR_OP_KEPT, replacingOp, seenChanges } from "../change-rule.js";
 import type { AccessRepo, ChangeRepo } from "../store.js";
 import type { ChangeOp, ChangeRecord } from "../types.js";
 import type { Conn } from "./connection.js";
@@ -62,7 +62,7 @@ const APPEND_SQL = `WITH replaced AS (
 
 // A page's sightings in one statement: the access upsert of `access.ts` (SEE_ALL), then a change
 // for each row the page wrote or whose user had no access before, replacing its key's change in
-// the scope unless that one stands (STANDING_PAIRS, `priorStands` as data), appended in row order.
+// the scope (its op as `replacingOp` says: PRIOR_OP_KEPT as data), appended in row order.
 // Only for rows that are each their own (mirror, user, key): ON CONFLICT and the priors join
 // assume one row per key; a page that repeats one takes the stepwise path.
 const RECORD_SEEN = "syncmirror_changes_record_seen";
@@ -82,16 +82,16 @@ const RECORD_SEEN_SQL = `WITH seen AS (
     SELECT c.seq AS id, false AS pending, c.op, w.n FROM wanted w CROSS JOIN LATERAL (${PRIOR_OF("$10", "w.k")}) c
     UNION ALL
     SELECT p.n, true, p.op, w.n FROM wanted w JOIN ${PENDING} p ON p.sync_id = $10 AND p.key = w.k
-  ), kept AS (
-    SELECT w.k, w.op, w.n FROM wanted w LEFT JOIN prior p ON p.n = w.n
-     WHERE p.id IS NULL OR (p.op || '>' || w.op) <> ALL($11::text[])
+  ), replacing AS (
+    SELECT w.k, CASE WHEN (p.op || '>' || w.op) = ANY($11::text[]) THEN p.op ELSE w.op END AS op, w.n
+      FROM wanted w LEFT JOIN prior p ON p.n = w.n
   ), replaced AS (
-    DELETE FROM changes WHERE seq IN (SELECT p.id FROM prior p JOIN kept ON kept.n = p.n WHERE NOT p.pending)
+    DELETE FROM changes WHERE seq IN (SELECT id FROM prior WHERE NOT pending)
   ), replaced_pending AS (
-    DELETE FROM ${PENDING} WHERE n IN (SELECT p.id FROM prior p JOIN kept ON kept.n = p.n WHERE p.pending)
+    DELETE FROM ${PENDING} WHERE n IN (SELECT id FROM prior WHERE pending)
   )
   INSERT INTO ${PENDING} (key, op, at, mirror, sync_id)
-  SELECT k, op, $8::timestamptz, $9, $10 FROM kept ORDER BY n`;
+  SELECT k, op, $8::timestamptz, $9, $10 FROM replacing ORDER BY n`;
 
 const scopedId = (scope: string, key: string) => `${scope}\n${key}`;
 
@@ -123,14 +123,14 @@ export function createChangeRepo(
           change.at,
           change.mirror,
           change.scope,
-          STANDING_PAIRS,
+          PRIOR_OP_KEPT,
         ],
       });
       if ((rowCount ?? 0) > 0) onRecorded();
     },
 
     async recordAll(changes) {
-      if (changes.length === 0) return [];
+      if (changes.length === 0) return;
       const keys = changes.map((c) => pgText(c.key));
       const { rows: priors } = await client.query<{
         id: string;
@@ -152,41 +152,35 @@ export function createChangeRepo(
         latest.set(scopedId(p.sync_id, p.key), { op: p.op, stored: { id: p.id, pending: p.pending } });
       const removed: string[] = [];
       const removedPending: string[] = [];
-      const appended: (number | undefined)[] = [];
-      const results = changes.map((c, i) => {
-        const id = scopedId(c.scope, keys[i] as string);
+      const appended: ({ index: number; op: ChangeOp } | undefined)[] = [];
+      changes.forEach((c, index) => {
+        const id = scopedId(c.scope, keys[index] as string);
         const prior = latest.get(id);
-        if (prior !== undefined) {
-          if (priorStands(prior.op, c.op)) return false;
-          if (prior.stored !== undefined)
-            (prior.stored.pending ? removedPending : removed).push(prior.stored.id);
-          // One appended earlier in this batch: it is replaced before it was ever committed.
-          if (prior.appendAt !== undefined) appended[prior.appendAt] = undefined;
-        }
-        latest.set(id, { op: c.op, appendAt: appended.length });
-        appended.push(i);
-        return true;
+        if (prior?.stored !== undefined)
+          (prior.stored.pending ? removedPending : removed).push(prior.stored.id);
+        // One appended earlier in this batch: it is replaced before it was ever committed.
+        if (prior?.appendAt !== undefined) appended[prior.appendAt] = undefined;
+        const op = replacingOp(prior?.op, c.op);
+        latest.set(id, { op, appendAt: appended.length });
+        appended.push({ index, op });
       });
-      const kept = appended.filter((i): i is number => i !== undefined);
-      // Nothing replaced either: a change is only removed when another is appended in its place.
-      if (kept.length === 0) return results;
-      const column = <T>(of: (c: ChangeRecord, i: number) => T) =>
-        kept.map((i) => of(changes[i] as ChangeRecord, i));
-      const { rowCount } = await client.query({
+      const kept = appended.filter((a) => a !== undefined);
+      const column = <T>(of: (c: ChangeRecord, index: number) => T) =>
+        kept.map(({ index }) => of(changes[index] as ChangeRecord, index));
+      await client.query({
         name: APPEND,
         text: APPEND_SQL,
         values: [
           removed,
-          column((_, i) => keys[i]),
-          column((c) => c.op),
+          column((_, index) => keys[index]),
+          kept.map((a) => a.op),
           column((c) => c.at),
           column((c) => c.mirror),
           column((c) => c.scope),
           removedPending,
         ],
       });
-      if ((rowCount ?? 0) > 0) onRecorded();
-      return results;
+      onRecorded();
     },
   };
   return repo;

@@ -1,7 +1,7 @@
 /**
  * The public `changes` feed: a consumer keeps the last `seq` it processed and reads onward.
  */
-import { priorStands, seenChanges } from "../change-rule.js";
+import { replacingOp, seenChanges } from "../change-rule.js";
 import type { OnRecorded } from "../driver.js";
 import type { AccessRepo, ChangeRepo } from "../store.js";
 import type { ChangeOp, ChangeRecord } from "../types.js";
@@ -24,19 +24,17 @@ export function createChangeRepo(
     "INSERT INTO changes (seq, key, op, at, mirror, sync_id) VALUES (NULL, ?, ?, ?, ?, ?)",
   );
 
-  const record = (c: ChangeRecord): boolean => {
+  const record = (c: ChangeRecord): void => {
     const prior = existing.get(c.scope, c.key);
-    if (prior !== undefined) {
-      if (priorStands(prior.op, c.op)) return false;
-      remove.run(prior.seq);
-    }
-    insert.run(c.key, c.op, c.at, c.mirror, c.scope);
+    if (prior !== undefined) remove.run(prior.seq);
+    insert.run(c.key, replacingOp(prior?.op, c.op), c.at, c.mirror, c.scope);
     onRecorded();
-    return true;
   };
 
   return {
-    recordAll: (changes) => changes.map(record),
+    recordAll(changes) {
+      for (const c of changes) record(c);
+    },
     recordSeen(rows, written, change) {
       for (const c of seenChanges(rows, written, access.seeAll(rows), change)) record(c);
     },

@@ -182,6 +182,12 @@ describe.each(DIALECTS)("the public tables on %s, after real passes", (dialect) 
       ...Object.fromEntries(JSON_COLUMNS.map((c) => [c, null])),
     });
     expect(h.query("SELECT count(*) AS n FROM resources WHERE deleted_at IS NULL")).toEqual([{ n: 11 }]);
+    // SQL NULL, not a JSON null (a jsonb 'null' reads as null through a driver, not through IS NULL).
+    expect(
+      h.query(
+        `SELECT key FROM resources WHERE content_text IS NULL AND ${JSON_COLUMNS.map((c) => `${c} IS NULL`).join(" AND ")}`,
+      ),
+    ).toEqual([{ key: gone.key }]);
 
     const changes = h.query<{ seq: number; key: string; op: string; at: string }>(
       "SELECT seq, key, op, at FROM changes ORDER BY seq",
@@ -225,6 +231,7 @@ describe.each(DIALECTS)("the public tables on %s, after real passes", (dialect) 
       const typeOf = (table: string, column: string) =>
         types.find((t) => t.table === table && t.column === column)?.type;
       for (const c of JSON_COLUMNS) expect(typeOf("resources", c), c).toBe("jsonb");
+      expect(typeOf("changes", "seq")).toBe("bigint");
       for (const [table, columns] of Object.entries(TIME_COLUMNS))
         for (const c of columns) expect(typeOf(table, c), `${table}.${c}`).toBe("timestamp with time zone");
     }

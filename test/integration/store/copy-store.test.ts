@@ -11,9 +11,11 @@
 import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import pg from "pg";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { canonicalJson } from "../../../src/simulator/canonical-json.js";
+import { readJournal } from "../../../src/store/migrations-dir.js";
 import { openDatabase } from "../../../src/store/sqlite/open.js";
 import { type SpawnOptions, spawnCli } from "../../helpers/daemon.js";
 import {
@@ -230,6 +232,28 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
     expect(snapshotDiff(snapshot(s.copied), before)).toEqual([]);
   });
 
+  it("refuses a target migrated by a newer syncmirror with exit 2, naming both schema versions, and copies nothing", async () => {
+    const s = await createSetup({ docs: 5 });
+    await pass(() => s.moved.cli(["sync"]));
+    const journal = readJournal("postgres").entries;
+    const target = new pg.Client({ connectionString: s.target.url });
+    await target.connect();
+    try {
+      await target.query(
+        "INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ('from-the-future', $1)",
+        [(journal.at(-1)?.when ?? 0) + 1000],
+      );
+      const refused = await cliWith(s, ["copy-store", "--from", s.moved.dbPath]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(`has ${journal.length + 1} schema migration(s) applied`);
+      expect(refused.stderr).toContain(`this syncmirror's ${journal.length} (up to ${journal.at(-1)?.tag})`);
+      expect(s.copied.query("SELECT 1 FROM resources")).toEqual([]);
+    } finally {
+      await target.query("DELETE FROM drizzle.__drizzle_migrations WHERE hash = 'from-the-future'");
+      await target.end();
+    }
+  });
+
   it("numbers the feed on PostgreSQL after every seq the SQLite mirror ever handed out, even one its consumers trimmed away", async () => {
     const s = await createSetup({ docs: 10 });
     await pass(() => s.moved.cli(["sync"]));
@@ -263,6 +287,9 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
     const noFrom = await cliWith(s, ["copy-store"]);
     expect(noFrom.code).toBe(2);
     expect(noFrom.stderr).toContain("--from SQLITE_PATH is required");
+    const noPath = await cliWith(s, ["copy-store", "--from"]);
+    expect(noPath.code).toBe(2);
+    expect(noPath.stderr).toContain("--from needs a value");
     const missing = await cliWith(s, ["copy-store", "--from", join(s.moved.dir, "nothing-here.db")]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain(`no SQLite mirror at ${join(s.moved.dir, "nothing-here.db")}`);

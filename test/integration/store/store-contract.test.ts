@@ -300,29 +300,37 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     expect(states.get(nul)).toEqual({ contentHash: "h1", deletedAt: T2, updatedAt: T2 });
   });
 
-  it("records at most one change per key and scope, replacing an access by a later upsert or delete", async () => {
+  it("records at most one change per key and scope, each later one replacing the earlier with a new seq", async () => {
     const mirror = `m-${uid()}`;
     const [k1, k2] = [`k-${uid()}`, `k-${uid()}`];
-    const record = async (key: string, op: "upsert" | "delete" | "access", scope: string) =>
-      (await opened.store.transaction((tx) => tx.changes.recordAll([{ key, op, at: T1, mirror, scope }])))[0];
+    const record = (key: string, op: "upsert" | "delete" | "access", scope: string) =>
+      opened.store.transaction((tx) => tx.changes.recordAll([{ key, op, at: T1, mirror, scope }]));
+    /** The key's changes as op, scope, and whether its seq moved past every seq seen before. */
+    const recordSeen = async (key: string, op: "upsert" | "delete" | "access", scope: string) => {
+      const before = Math.max(0, ...(await changesOf(key)).map((c) => c.seq));
+      await record(key, op, scope);
+      return (await changesOf(key)).map((c) => [c.op, c.scope, c.seq > before]);
+    };
 
-    expect(await record(k1, "upsert", "run-1")).toBe(true);
-    expect(await record(k1, "upsert", "run-1")).toBe(false);
-    expect(await record(k1, "access", "run-1")).toBe(false);
-    expect(await record(k1, "access", "run-2")).toBe(true);
-    const before = await changesOf(k1);
-    expect(await record(k1, "upsert", "run-2")).toBe(true);
-    const after = await changesOf(k1);
-    expect(after.map((c) => [c.op, c.scope])).toEqual([
-      ["upsert", "run-1"],
-      ["upsert", "run-2"],
+    expect(await recordSeen(k1, "upsert", "run-1")).toEqual([["upsert", "run-1", true]]);
+    // The content changed again later in the run: a consumer that read the first upsert reads it again.
+    expect(await recordSeen(k1, "upsert", "run-1")).toEqual([["upsert", "run-1", true]]);
+    // Only access changed since: the upsert a consumer may not have read yet stays an upsert.
+    expect(await recordSeen(k1, "access", "run-1")).toEqual([["upsert", "run-1", true]]);
+    expect(await recordSeen(k1, "access", "run-2")).toEqual([
+      ["upsert", "run-1", false],
+      ["access", "run-2", true],
     ]);
-    expect(after[1]?.seq).toBeGreaterThan(before[1]?.seq ?? Number.POSITIVE_INFINITY);
+    expect(await recordSeen(k1, "upsert", "run-2")).toEqual([
+      ["upsert", "run-1", false],
+      ["upsert", "run-2", true],
+    ]);
 
-    expect(await record(k2, "access", "sweep-1")).toBe(true);
-    expect(await record(k2, "delete", "sweep-1")).toBe(true);
-    expect(await record(k2, "access", "sweep-1")).toBe(true); // an access after a delete says something new
-    expect((await changesOf(k2)).map((c) => c.op)).toEqual(["access"]);
+    expect(await recordSeen(k2, "access", "sweep-1")).toEqual([["access", "sweep-1", true]]);
+    // A second user's access taken in the same sweep, in a transaction of its own.
+    expect(await recordSeen(k2, "access", "sweep-1")).toEqual([["access", "sweep-1", true]]);
+    expect(await recordSeen(k2, "delete", "sweep-1")).toEqual([["delete", "sweep-1", true]]);
+    expect(await recordSeen(k2, "access", "sweep-1")).toEqual([["access", "sweep-1", true]]);
   });
 
   it("records a batch of changes as one call per change in the same order would", async () => {
@@ -336,10 +344,10 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       ["s3", "access", during],
     ];
     const batch: [string, Op][] = [
-      ["s1", "access"], // an upsert stands
+      ["s1", "access"], // replaces the stored upsert, still an upsert
       ["s2", "upsert"], // replaces the stored access
       ["n", "upsert"],
-      ["n", "access"], // a repeat in the batch: the upsert stands
+      ["n", "access"], // a repeat in the batch: replaces it, still an upsert
       ["a", "access"],
       ["a", "upsert"], // replaces the batch's own access
       ["nul\u0000key", "upsert"],
@@ -358,32 +366,29 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       for (const [key, op, scope] of stored)
         await opened.store.transaction((tx) => tx.changes.recordAll([change(key, op, scope)]));
       const changes = batch.map(([key, op]) => change(key, op));
-      const answered = await opened.store.transaction(async (tx) => {
+      await opened.store.transaction(async (tx) => {
         if (batched) return tx.changes.recordAll(changes);
-        const one: boolean[] = [];
-        for (const c of changes) one.push(...(await tx.changes.recordAll([c])));
-        return one;
+        for (const c of changes) await tx.changes.recordAll([c]);
       });
       const feed = await opened.query<{ key: string; op: string; sync_id: string }>(
         "SELECT key, op, sync_id FROM changes WHERE mirror = ? ORDER BY seq",
         mirror,
       );
-      return { answered, feed: feed.map((r) => [r.key.slice(mirror.length + 1), r.op, r.sync_id]) };
+      return feed.map((r) => [r.key.slice(mirror.length + 1), r.op, r.sync_id]);
     };
 
     const batched = await play(true);
-    expect(batched.answered).toEqual([false, true, true, false, true, true, true, true, true]);
     expect(batched).toEqual(await play(false));
-    expect(batched.feed).toEqual([
-      ["s1", "upsert", before],
+    expect(batched).toEqual([
       ["s3", "access", during],
+      ["s1", "upsert", before],
       ["s2", "upsert", before],
       ["n", "upsert", before],
       [expect.stringMatching(/^nul.key$/), "upsert", before],
       ["s3", "access", before],
       ["a", "delete", before],
     ]);
-    expect(await opened.store.transaction((tx) => tx.changes.recordAll([]))).toEqual([]);
+    await opened.store.transaction((tx) => tx.changes.recordAll([]));
   });
 
   it("records a page's sightings as seeAll then recordAll would, a repeated key included", async () => {
@@ -408,8 +413,8 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
           scope,
         });
       });
-      // The page writes "new" and "old" again (whose upsert stands), bob first sees "known", ann
-      // sees it again (nothing to record), and nul-key is new.
+      // The page writes "new" and "old" again, bob first sees "known", ann sees it again (nothing
+      // to record), and nul-key is new.
       const rows = [
         row(ann, "new"),
         row(ann, "old"),
@@ -456,12 +461,13 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       const seen = await play(true, repeat);
       expect(seen).toEqual(await play(false, repeat));
       const nul = [expect.stringMatching(/^nul.key$/), "upsert"];
-      // "old" was upserted in the scope already; bob's first sight of "known" adds nothing to its
-      // access change, unless the page also wrote it (the repeat), which says more.
+      // "old", upserted in the scope already, and "known", whose access changed in it already,
+      // change again: each earlier change is replaced by one a consumer reads anew; the page's
+      // repeat that writes "known" replaces bob's access change by an upsert.
       expect(seen.feed).toEqual(
         repeat
-          ? [["old", "upsert"], ["new", "upsert"], nul, ["known", "upsert"]]
-          : [["old", "upsert"], ["known", "access"], ["new", "upsert"], nul],
+          ? [["new", "upsert"], ["old", "upsert"], nul, ["known", "upsert"]]
+          : [["new", "upsert"], ["old", "upsert"], ["known", "access"], nul],
       );
       expect(seen.access).toHaveLength(5);
     }
