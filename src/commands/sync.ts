@@ -47,10 +47,12 @@ export const sync: Command = (args, io) =>
     const config = loadCommandConfig(values.config, io);
     const mirrors = selectMirrors(config, values.mirror ?? []);
     const json = values.json ?? false;
-    const options = {
+    const dryRun = values["dry-run"] ?? false;
+    const options: PassOptions = {
       full: values.full ?? false,
       allowMassDelete: values["allow-mass-delete"] ?? false,
-      dryRun: values["dry-run"] ?? false,
+      dryRun,
+      ...(dryRun ? { dryRunsBefore: [] } : {}),
     };
     const summaries: MirrorSummary[] = [];
     // Stopped early (the lock held, the database gone): the passes that ended, and why.
@@ -126,6 +128,7 @@ async function runPasses(
         out.summaries.push(notStarted(mirror.name, leaseBusyMessage(busy?.holderName ?? null)));
       }
     }
+    if (options.dryRunsBefore) await runtime.store.dryRun.release(options.dryRunsBefore);
     // A mirror kept by `sync` from cron, with no daemon, keeps `history.keep_days` too.
     if (!io.signal.aborted) await pruneOnce(runtime.store, config.history.keepDays, runtime.log);
   } finally {

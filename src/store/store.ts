@@ -243,9 +243,13 @@ export interface DryRunRepo {
   collectWholePair(triggerRowId: number, p: PairRef): Promise<void>;
   /**
    * What the marks add up to, with the first `limit` access rows (by user, then key) and keys (by
-   * key) of each list, so a million-row mirror never loads them all; the scratch rows are removed.
+   * key) of each list, so a million-row mirror never loads them all. The marks of the `before`
+   * triggers count as revoked already when deciding which keys lose their last access. The keys
+   * seen are removed; the marks stay until `release`.
    */
-  totals(triggerRowId: number, limit: number): Promise<DryRunTotals>;
+  totals(triggerRowId: number, limit: number, before: readonly number[]): Promise<DryRunTotals>;
+  /** Removes the triggers' marks. */
+  release(triggerRowIds: readonly number[]): Promise<void>;
 }
 
 /** What a full snapshot's sweep would revoke and delete (`sync --full --dry-run`). */

@@ -77,6 +77,13 @@ export interface PassOptions {
   servesDue?: boolean;
   /** Finish the trigger left in flight and trigger nothing new, even a full owed after it. */
   resumeOnly?: boolean;
+  /**
+   * A dry run over several mirrors: the dry-run triggers of the mirrors before this one. The real
+   * command sweeps them first, so a key they would revoke the last access to elsewhere is deleted by
+   * this mirror's sweep; this dry run counts their revocations as done and adds its own trigger. The
+   * caller releases their marks once the command ends; without it, each dry run releases its own.
+   */
+  dryRunsBefore?: number[];
 }
 
 /**

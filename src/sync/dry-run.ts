@@ -58,7 +58,10 @@ export async function dryRunSweep(
   }
   for (const { pair } of (await findLeavingPairs(pass, trigger, read)).leaving)
     await ctx.store.dryRun.collectWholePair(trigger.id, pair);
-  const totals = await ctx.store.dryRun.totals(trigger.id, DRY_RUN_LIST_LIMIT);
+  const before = pass.options.dryRunsBefore;
+  const totals = await ctx.store.dryRun.totals(trigger.id, DRY_RUN_LIST_LIMIT, before ?? []);
+  if (before) before.push(trigger.id);
+  else await ctx.store.dryRun.release([trigger.id]);
   const byPair = (h: DryRunReport["held_sweeps"][number]) => `${h.user_email}\n${h.server_instance_id}`;
   heldSweeps.sort((a, b) => (byPair(a) < byPair(b) ? -1 : byPair(a) > byPair(b) ? 1 : 0));
   return settle(pass, trigger.id, read, {

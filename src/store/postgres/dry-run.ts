@@ -46,13 +46,15 @@ export function createDryRunRepo({ db }: Conn): DryRunRepo {
         ON CONFLICT DO NOTHING`);
     },
 
-    async totals(t, limit) {
-      // Keys the marks take the last live access from: the sweep would tombstone them.
+    async totals(t, limit, before) {
+      // Keys the marks (this trigger's and the `before` ones') take the last live access from: the
+      // sweep would tombstone them.
+      const applied = sql.param([t, ...before]);
       const deletable = sql`FROM dry_run_revoke d
         JOIN resources r ON r.key = d.key AND r.deleted_at IS NULL
         WHERE d.trigger_row_id = ${t} AND NOT EXISTS (SELECT 1 FROM resource_access a WHERE a.key = d.key
-          AND NOT EXISTS (SELECT 1 FROM dry_run_revoke x WHERE x.trigger_row_id = ${t} AND x.mirror = a.mirror
-            AND x.user_email = a.user_email AND x.key = a.key))`;
+          AND NOT EXISTS (SELECT 1 FROM dry_run_revoke x WHERE x.trigger_row_id = ANY(${applied}::int[])
+            AND x.mirror = a.mirror AND x.user_email = a.user_email AND x.key = a.key))`;
       const wouldRevoke = await count(
         sql`SELECT count(*) AS n FROM dry_run_revoke WHERE trigger_row_id = ${t}`,
       );
@@ -66,7 +68,6 @@ export function createDryRunRepo({ db }: Conn): DryRunRepo {
         sql`SELECT DISTINCT d.key COLLATE "C" AS key ${deletable} ORDER BY 1 LIMIT ${limit}`,
       );
       await db.execute(sql`DELETE FROM dry_run_seen WHERE trigger_row_id = ${t}`);
-      await db.execute(sql`DELETE FROM dry_run_revoke WHERE trigger_row_id = ${t}`);
       return {
         would_revoke: wouldRevoke,
         would_delete: wouldDelete,
@@ -75,6 +76,12 @@ export function createDryRunRepo({ db }: Conn): DryRunRepo {
         delete: del.map((r) => r.key),
         delete_truncated: wouldDelete > del.length,
       };
+    },
+
+    async release(ts) {
+      await db.execute(
+        sql`DELETE FROM dry_run_revoke WHERE trigger_row_id = ANY(${sql.param([...ts])}::int[])`,
+      );
     },
   };
 }

@@ -24,16 +24,17 @@ export function createDryRunRepo(db: Db): Sync<DryRunRepo> {
   const forget = sqlite.prepare(`DELETE FROM dry_run_revoke
     WHERE trigger_row_id = @t AND mirror = @mirror AND user_email = @userEmail AND key IN (SELECT a.key
       FROM resource_access a WHERE a.mirror = @mirror AND a.user_email = @userEmail AND a.server_instance_id = @serverInstanceId)`);
-  // Keys the marks take the last live access from: the sweep would tombstone them.
+  // Keys the marks (this trigger's and those of `@applied`, a JSON array) take the last live access
+  // from: the sweep would tombstone them.
   const deletable = `FROM dry_run_revoke d
     JOIN resources r ON r.key = d.key AND r.deleted_at IS NULL
     WHERE d.trigger_row_id = @t AND NOT EXISTS (SELECT 1 FROM resource_access a WHERE a.key = d.key
-      AND NOT EXISTS (SELECT 1 FROM dry_run_revoke x WHERE x.trigger_row_id = @t AND x.mirror = a.mirror
-        AND x.user_email = a.user_email AND x.key = a.key))`;
-  const wouldDelete = sqlite.prepare<{ t: number }, { n: number }>(
+      AND NOT EXISTS (SELECT 1 FROM dry_run_revoke x WHERE x.trigger_row_id IN (SELECT value FROM json_each(@applied))
+        AND x.mirror = a.mirror AND x.user_email = a.user_email AND x.key = a.key))`;
+  const wouldDelete = sqlite.prepare<{ t: number; applied: string }, { n: number }>(
     `SELECT count(DISTINCT d.key) AS n ${deletable}`,
   );
-  const deleteList = sqlite.prepare<{ t: number; limit: number }, { key: string }>(
+  const deleteList = sqlite.prepare<{ t: number; applied: string; limit: number }, { key: string }>(
     `SELECT DISTINCT d.key AS key ${deletable} ORDER BY d.key LIMIT @limit`,
   );
   const wouldRevoke = sqlite.prepare<[number], { n: number }>(
@@ -64,13 +65,13 @@ export function createDryRunRepo(db: Db): Sync<DryRunRepo> {
     collectWholePair(t, p) {
       collectAll.run({ t, mirror: p.mirror, userEmail: p.userEmail, serverInstanceId: p.serverInstanceId });
     },
-    totals(t, limit) {
+    totals(t, limit, before) {
+      const applied = JSON.stringify([t, ...before]);
       const wouldRevokeN = wouldRevoke.get(t)?.n ?? 0;
-      const wouldDeleteN = wouldDelete.get({ t })?.n ?? 0;
+      const wouldDeleteN = wouldDelete.get({ t, applied })?.n ?? 0;
       const revoke = revokeList.all(t, limit);
-      const del = deleteList.all({ t, limit }).map((r) => r.key);
+      const del = deleteList.all({ t, applied, limit }).map((r) => r.key);
       clearSeen.run(t);
-      clearRevoke.run(t);
       return {
         would_revoke: wouldRevokeN,
         would_delete: wouldDeleteN,
@@ -79,6 +80,9 @@ export function createDryRunRepo(db: Db): Sync<DryRunRepo> {
         delete: del,
         delete_truncated: wouldDeleteN > del.length,
       };
+    },
+    release(ts) {
+      for (const t of ts) clearRevoke.run(t);
     },
   };
 }

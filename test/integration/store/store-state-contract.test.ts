@@ -11,6 +11,12 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
   const opened = useStore(dialect);
   const intent = (mirror: string, t: Parameters<typeof createIntent>[2]) =>
     createIntent(opened.store, mirror, t);
+  /** A dry run's totals, its marks released after, as a one-mirror `sync --full --dry-run` does. */
+  const dryRunTotals = async (triggerRowId: number, limit: number) => {
+    const totals = await opened.store.dryRun.totals(triggerRowId, limit, []);
+    await opened.store.dryRun.release([triggerRowId]);
+    return totals;
+  };
 
   it("carries a trigger from intent to done with its JSON parts and counters", async () => {
     const mirror = `m-${uid()}`;
@@ -349,7 +355,7 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
       await opened.store.access.seeAll([{ ...ann, key, source: "docs", seenAt: T1 }]);
     await opened.store.access.seeAll([{ ...bo, key: shared, source: "docs", seenAt: T1 }]);
     const trigger = await intent(mirror, { intentAt: T2 });
-    const totals = () => opened.store.dryRun.totals(trigger.id, 1000);
+    const totals = () => dryRunTotals(trigger.id, 1000);
     const counts = async () => {
       const t = await totals();
       return { would_revoke: t.would_revoke, would_delete: t.would_delete };
@@ -365,6 +371,30 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     // Threshold 2: one miss so far is not enough.
     expect(await opened.store.dryRun.collectPair(trigger.id, { ...ann, threshold: 2 })).toBe(0);
     expect(await counts()).toEqual({ would_revoke: 0, would_delete: 0 });
+  });
+
+  it("counts an earlier dry run's marks as revoked when deciding what a later one would delete", async () => {
+    const [first, second] = [`m-${uid()}`, `m-${uid()}`];
+    const ann: PairRef = { mirror: first, userEmail: "ann@example.test", serverInstanceId: "srv-1" };
+    const annInSecond: PairRef = { ...ann, mirror: second };
+    const [shared, kept] = [`s-${uid()}`, `k-${uid()}`];
+    for (const key of [shared, kept]) await opened.store.resources.writeAll([resource(key)], null, T1);
+    await opened.store.access.seeAll([
+      { ...ann, key: shared, source: "docs", seenAt: T1 },
+      { ...annInSecond, key: shared, source: "docs", seenAt: T1 },
+      { ...annInSecond, key: kept, source: "docs", seenAt: T1 },
+    ]);
+    const [t1, t2] = [await intent(first, { intentAt: T2 }), await intent(second, { intentAt: T2 })];
+    await opened.store.dryRun.collectPair(t1.id, { ...ann, threshold: 1 });
+    expect((await opened.store.dryRun.totals(t1.id, 1000, [])).delete).toEqual([]);
+    await opened.store.dryRun.seen(t2.id, ann.userEmail, [kept]);
+    await opened.store.dryRun.collectPair(t2.id, { ...annInSecond, threshold: 1 });
+    expect((await opened.store.dryRun.totals(t2.id, 1000, [])).delete, "alone").toEqual([]);
+    expect((await opened.store.dryRun.totals(t2.id, 1000, [t1.id])).delete, "after the first").toEqual([
+      shared,
+    ]);
+    await opened.store.dryRun.release([t1.id, t2.id]);
+    expect((await opened.store.dryRun.totals(t2.id, 1000, [t1.id])).would_revoke, "released").toBe(0);
   });
 
   it("leaves a held pair's marks out of what a dry-run sweep would revoke and delete", async () => {
@@ -386,7 +416,7 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
       await opened.store.dryRun.collectPair(trigger.id, { ...p, threshold: 1 });
     // Ann's sweep on srv-1 held: her srv-2 key and Bo's go; shared stays (Ann still sees it).
     await opened.store.dryRun.forgetPair(trigger.id, ann);
-    const t = await opened.store.dryRun.totals(trigger.id, 1000);
+    const t = await dryRunTotals(trigger.id, 1000);
     expect({ would_revoke: t.would_revoke, would_delete: t.would_delete, delete: t.delete }).toEqual({
       would_revoke: 2,
       would_delete: 1,
@@ -413,7 +443,7 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     };
     await collect();
     // Ann keeps k1: only k2 and k3 lose their last access.
-    const all = await opened.store.dryRun.totals(trigger.id, 1000);
+    const all = await dryRunTotals(trigger.id, 1000);
     expect(all).toEqual({
       would_revoke: 5,
       would_delete: 2,
@@ -429,13 +459,13 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
       delete_truncated: false,
     });
     await collect();
-    expect(await opened.store.dryRun.totals(trigger.id, 2), "the first of each, the totals whole").toEqual({
+    expect(await dryRunTotals(trigger.id, 2), "the first of each, the totals whole").toEqual({
       ...all,
       revoke: all.revoke.slice(0, 2),
       revoke_truncated: true,
     });
     await collect();
-    expect(await opened.store.dryRun.totals(trigger.id, 1)).toEqual({
+    expect(await dryRunTotals(trigger.id, 1)).toEqual({
       ...all,
       revoke: all.revoke.slice(0, 1),
       revoke_truncated: true,
