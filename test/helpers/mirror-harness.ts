@@ -56,12 +56,13 @@ export interface Harness {
   env: Record<string, string | undefined>;
   metrics: Metrics;
   /**
-   * One pass of `main` in this process, through real HTTP and the real database file; `seams.log`
-   * (default: silent) is the runtime's logger, the store's included; `now` and `sleep` put the
-   * pass's polling and run_timeout_minutes on a clock of the test's.
+   * One pass of `main` (or of the config's mirror `options.mirror`) in this process, through real
+   * HTTP and the real database file; `seams.log` (default: silent) is the runtime's logger, the
+   * store's included; `now` and `sleep` put the pass's polling and run_timeout_minutes on a clock
+   * of the test's.
    */
   sync(
-    options?: Partial<PassOptions>,
+    options?: Partial<PassOptions> & { mirror?: string },
     seams?: Partial<Pick<SyncContext, "crashPoint" | "pagesAhead" | "log" | "now" | "sleep">>,
   ): Promise<MirrorSummary>;
   /** The real CLI as a child process. */
@@ -126,7 +127,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     env,
     metrics,
     writeConfig,
-    async sync(passOptions = {}, seams = {}) {
+    async sync({ mirror = "main", ...passOptions } = {}, seams = {}) {
       const config = loadConfig(configPath, env);
       const runtime = await createRuntime(config, io, {
         lock: true,
@@ -135,8 +136,8 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
         metrics,
       });
       try {
-        const configured = config.mirrors[0];
-        if (!configured) throw new Error("no mirror");
+        const configured = config.mirrors.find((m) => m.name === mirror);
+        if (!configured) throw new Error(`no mirror ${mirror}`);
         return await syncMirror(
           await bindMirror(configured, runtime.store),
           { ...runtime.syncContext(io.signal), ...seams },

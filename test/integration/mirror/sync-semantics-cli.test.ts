@@ -558,7 +558,7 @@ describe("bad usage", () => {
     h = await createHarness({ sim: { docs: 6 } });
     const r = await h.cli(["sync", "--json", "--mirror", "main", "--mirror", "nope"]);
     expect(r).toMatchObject({ code: 2, stdout: "" });
-    expect(r.stderr).toContain("nope");
+    expect(r.stderr.trimEnd().split("\n")).toEqual([expect.stringContaining('"nope"')]);
     expect(triggerPosts()).toBe(0);
   });
 });
