@@ -57,6 +57,15 @@ export interface ResourceRepo {
   writeAll(rows: readonly ResourceWrite[], engineVersion: string | null, at: string): Promise<void>;
   /** Keeps each key's row as a tombstone: `deleted_at` set, content and JSON parts cleared. */
   tombstoneAll(keys: readonly string[], at: string): Promise<void>;
+  /**
+   * Called by a page's transaction before it reads the states of the keys it sees: waits for a
+   * transaction of another process deciding tombstones (`lockTombstones`) to end, and makes the
+   * next one wait for this transaction. Otherwise another mirror's sweep could tombstone a key
+   * this page grants access to, each transaction blind to the other's uncommitted rows.
+   */
+  holdOffTombstones(): Promise<void>;
+  /** Called by a transaction before it decides which revoked keys nobody can see any more. */
+  lockTombstones(): Promise<void>;
 }
 
 export interface AccessRepo {

@@ -208,7 +208,8 @@ async function applyPage(
   // The last page also reads its run and sources here (after a first page's own sources are
   // saved), so that its pairs' and problems' writes go out with the page's.
   const next = page.page.next_offset;
-  const [states, , ran] = await Promise.all([
+  const [, states, , ran] = await Promise.all([
+    tx.resources.holdOffTombstones(),
     tx.resources.findStates([...keys]),
     firstPageSaved,
     next === null ? Promise.all([tx.runs.get(run.syncId), tx.runs.sourcesOf(run.syncId)]) : undefined,

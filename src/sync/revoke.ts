@@ -27,6 +27,7 @@ export async function applyRevocations(
   // In batches (a few round trips each on PostgreSQL), each key once: a user who leaves takes all
   // of their keys at once.
   const distinct = [...new Set(keys)];
+  if (distinct.length > 0) await tx.resources.lockTombstones();
   for (let from = 0; from < distinct.length; from += REVOKE_BATCH) {
     const batch = distinct.slice(from, from + REVOKE_BATCH);
     const states = await tx.resources.findStates(batch);

@@ -13,6 +13,11 @@ const TIME_COLUMNS = new Set(["modified_at", "fetched_at", "updated_at"]);
 
 /** Every column `writeAll` sets, in the order of its parameters. */
 const WRITTEN = [...RESOURCE_COLUMNS, "engine_version", "updated_at"] as const;
+/**
+ * Any fixed number, the same in every syncmirror: held shared by page transactions and exclusive
+ * by those deciding tombstones (`holdOffTombstones`, `lockTombstones`), until they end.
+ */
+const TOMBSTONE_LOCK = 0x5_9c_4d_14;
 // The statements every exported row runs are named prepared statements: parsed and planned once
 // per connection, then only bound and executed.
 const FIND_STATE = "syncmirror_resources_find_state";
@@ -105,6 +110,14 @@ export function createResourceRepo({ db, client }: Conn): ResourceRepo {
           at,
         ],
       });
+    },
+
+    async holdOffTombstones() {
+      await client.query("SELECT pg_advisory_xact_lock_shared($1)", [TOMBSTONE_LOCK]);
+    },
+
+    async lockTombstones() {
+      await client.query("SELECT pg_advisory_xact_lock($1)", [TOMBSTONE_LOCK]);
     },
 
     async tombstoneAll(keys, at) {

@@ -1,6 +1,7 @@
 /**
  * PostgreSQL transactions between replicas: a deadlock with another replica is retried from the
- * start, changes take their seqs in commit order, and a lost connection fails the transaction as a
+ * start, changes take their seqs in commit order, a sweep never tombstones a key another replica's
+ * page is granting, and a lost connection fails the transaction as a
  * database error, after which the store reconnects. Within one process, the next transaction
  * begins behind the previous one's COMMIT on its connection: it sees what that one wrote, and a
  * COMMIT that fails there fails alone.
@@ -10,7 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../../src/log.js";
 import { openPostgresStore } from "../../../src/store/postgres/postgres-store.js";
 import { isDatabaseError, type Store } from "../../../src/store/store.js";
+import { applyRevocations } from "../../../src/sync/revoke.js";
+import { until } from "../../helpers/daemon.js";
 import { createTestDatabase, postgresForTests, TEST_URL_ENV } from "../../helpers/postgres.js";
+import { resource, T1, T2 } from "../../helpers/store-fixtures.js";
 
 /** A promise and the function that settles it. */
 function signal(): { promise: Promise<void>; fire(): void } {
@@ -41,6 +45,21 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
     await store?.close();
     await database?.release();
   });
+
+  /** `use` with a second replica's store on the same database, closed after. */
+  async function withReplica(use: (replica: Store) => Promise<void>): Promise<void> {
+    const replica = await openPostgresStore({
+      url: database.url,
+      urlEnv: TEST_URL_ENV,
+      poolSize: 2,
+      log: silentLogger(),
+    });
+    try {
+      await use(replica);
+    } finally {
+      await replica.close();
+    }
+  }
 
   describe("the next transaction, begun behind a COMMIT still on its way", () => {
     // A deferred trigger runs at COMMIT: it makes one mirror's commit slow, another's fail, and a
@@ -138,13 +157,7 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
   });
 
   it("numbers changes in commit order across replicas, so a consumer reading past a seq misses nothing", async () => {
-    const replica = await openPostgresStore({
-      url: database.url,
-      urlEnv: TEST_URL_ENV,
-      poolSize: 2,
-      log: silentLogger(),
-    });
-    try {
+    await withReplica(async (replica) => {
       const change = (key: string) => ({
         key,
         op: "upsert" as const,
@@ -170,9 +183,61 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
         "recorded-second-committed-first",
         "recorded-first-committed-last",
       ]);
-    } finally {
-      await replica.close();
-    }
+    });
+  });
+
+  it("keeps a key live that another replica's page grants while this one's sweep takes its last other access", async () => {
+    await withReplica(async (replica) => {
+      const key = "shared-by-two-mirrors";
+      const a = { mirror: "sweeping", userEmail: "u@example.test", serverInstanceId: "srv" };
+      const b = { ...a, mirror: "ingesting" };
+      await store.resources.writeAll([resource(key)], null, T1);
+      await store.access.seeAll([{ ...a, key, source: "docs", seenAt: T1 }]);
+      const pageRead = signal();
+      const sweepStarted = signal();
+      // Mirror `ingesting`'s page on the other replica: the key is live and unchanged, so only its
+      // access is written.
+      const page = replica.transaction(async (tx) => {
+        await tx.resources.holdOffTombstones();
+        const states = await tx.resources.findStates([key]);
+        pageRead.fire();
+        await sweepStarted.promise;
+        await tx.changes.recordSeen([{ ...b, key, source: "docs", seenAt: T2 }], [false], {
+          at: T2,
+          mirror: b.mirror,
+          scope: "run-b",
+        });
+        return states.get(key)?.deletedAt;
+      });
+      await pageRead.promise;
+      let swept = false;
+      const sweep = store
+        .transaction(async (tx) =>
+          applyRevocations(
+            { now: () => new Date(T2) },
+            tx,
+            a.mirror,
+            await tx.access.revokePair(a),
+            "sweep-a",
+          ),
+        )
+        .finally(() => {
+          swept = true;
+        });
+      // The sweep is either done or waiting for the page's transaction to end.
+      await until(
+        async () =>
+          swept ||
+          (await other.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rowCount,
+        "the sweep done or waiting",
+      );
+      sweepStarted.fire();
+      expect(await page).toBeNull();
+      expect(await sweep).toEqual({ revoked: 1, deleted: 0 });
+      expect(await store.resources.findState(key)).toMatchObject({ deletedAt: null });
+      const { rows } = await other.query("SELECT op FROM changes WHERE key = $1 ORDER BY seq", [key]);
+      expect(rows).toEqual([{ op: "access" }, { op: "access" }]);
+    });
   });
 
   it("fails a transaction whose connection is lost as a database error, then reconnects", async () => {
