@@ -67,16 +67,8 @@ export async function recordRunOutcome(
   sources: readonly RunSource[],
   serviceErrors: SourceErrors,
 ): Promise<void> {
-  const errors: PassError[] = [];
+  const errors = sourceErrors(where, run, sources, serviceErrors);
   const sightings: ProblemSighting[] = [];
-  const error = (source: string | null, text: string): PassError => ({
-    at: where.at,
-    syncId: run.syncId,
-    userEmail: run.userEmail,
-    source,
-    error: text,
-    replica: where.replica,
-  });
   // Issued at once, in order (one round trip on PostgreSQL): a 500-run trigger's last pages stay a
   // few round trips each.
   const writes: Promise<void>[] = [];
@@ -104,19 +96,51 @@ export async function recordRunOutcome(
       count: null,
       at: where.at,
     });
-    errors.push(error(s.source, reason));
   }
   if (run.createdAt !== null)
     writes.push(tx.problems.clearRowsSeen(where.mirror, run.userEmail, run.createdAt));
   if (run.rejected > 0)
     errors.push(
-      error(
+      runError(
+        where,
+        run,
         null,
         `${run.rejected} exported row(s) were rejected for their shape (listed by \`syncmirror problems\`); this run's sources do not advance`,
       ),
     );
   writes.push(tx.problems.record(sightings), tx.history.addErrors(where.triggerRowId, errors));
   await Promise.all(writes);
+}
+
+/**
+ * An error of the pass for each of the run's sources that did not deliver, in the service's words.
+ * A dry run writes no problem, yet keeps these, or its history would say `partial` without why.
+ */
+export function sourceErrors(
+  where: Sighting,
+  run: Pick<Run, "syncId" | "userEmail">,
+  sources: readonly Pick<RunSource, "source" | "taskStatus" | "exportStatus">[],
+  serviceErrors: SourceErrors,
+): PassError[] {
+  return sources
+    .filter((s) => !sourceDelivered(s))
+    .map((s) => runError(where, run, s.source, describeSource(s, serviceErrors.get(s.source) ?? null)));
+}
+
+function runError(
+  where: Sighting,
+  run: Pick<Run, "syncId" | "userEmail">,
+  source: string | null,
+  text: string,
+): PassError {
+  return {
+    at: where.at,
+    syncId: run.syncId,
+    userEmail: run.userEmail,
+    source,
+    error: text,
+    replica: where.replica,
+  };
 }
 
 /** Why a source did not succeed, in the service's words when it gave some. */
