@@ -57,3 +57,22 @@ describe("history", () => {
     expect(summary.errors).toEqual(met);
   });
 });
+
+describe("problems", () => {
+  it("clears a source problem of a pair that never held access once its user has left the project", async () => {
+    h = await createHarness({ sim: { docs: 20 } });
+    h.sim.setOutcome(
+      { user: U1, server_instance_id: serverOf("notion") },
+      { task: "FAILED", error: "no access" },
+    );
+    await h.sync();
+    expect(await problemsOf("failed_source")).toEqual([expect.objectContaining({ user_email: U1 })]);
+
+    // The sync config is for all users: one who left is in none of the next trigger's runs.
+    h.sim.people.leaveProject(U1);
+    expect((await h.sync()).mode).toBe("incremental");
+    const full = await h.sync({ full: true });
+    expect(full.outcome).toBe("succeeded");
+    expect((await json<ProblemsJson>(["problems"])).problems).toEqual([]);
+  });
+});
