@@ -14,7 +14,7 @@ import type { MirrorPass } from "./context.js";
 import { engineOf, fetchExportPages } from "./export-pages.js";
 import { sourceReports } from "./ingest.js";
 import { sourceSucceeded } from "./outcome.js";
-import { sourceErrors } from "./record-problems.js";
+import { runErrors } from "./record-problems.js";
 import { settle } from "./settle.js";
 import { readSourceErrors } from "./source-errors.js";
 import type { DryRunReport, MirrorSummary } from "./summary.js";
@@ -81,11 +81,14 @@ async function collectKeys(
   const { ctx } = pass;
   const pages = fetchExportPages(ctx, run.syncId, 0, trigger.since, runSources);
   let errors: PassError[] = [];
+  // Counted as the real pass counts them: a run with a row refused for its shape sweeps nothing.
+  let rejected = 0;
   try {
     for (let next = await pages.next(); next; next = await pages.next()) {
       const { page, offset } = next;
       const keys = page.resources.flatMap((raw) => {
         const parsed = Resource.safeParse(raw);
+        if (!parsed.success) rejected++;
         return parsed.success ? [parsed.data.key] : [];
       });
       await ctx.store.dryRun.seen(trigger.id, run.userEmail, keys);
@@ -103,7 +106,8 @@ async function collectKeys(
           at: ctx.now().toISOString(),
           replica: ctx.replica?.name ?? null,
         };
-        errors = sourceErrors(where, run, sourceReports(page), await readSourceErrors(pass, run, page));
+        const serviceErrors = await readSourceErrors(pass, run, page);
+        errors = runErrors(where, { ...run, rejected }, sourceReports(page), serviceErrors, { dryRun: true });
       }
     }
   } finally {
@@ -114,7 +118,7 @@ async function collectKeys(
     await tx.runs.checkpoint(run.syncId, null, {
       upserted: 0,
       unchanged: 0,
-      rejected: 0,
+      rejected,
       keysNew: 0,
       keysChanged: 0,
     });

@@ -67,7 +67,7 @@ export async function recordRunOutcome(
   sources: readonly RunSource[],
   serviceErrors: SourceErrors,
 ): Promise<void> {
-  const errors = sourceErrors(where, run, sources, serviceErrors);
+  const errors = runErrors(where, run, sources, serviceErrors, { dryRun: false });
   const sightings: ProblemSighting[] = [];
   // Issued at once, in order (one round trip on PostgreSQL): a 500-run trigger's last pages stay a
   // few round trips each.
@@ -99,32 +99,35 @@ export async function recordRunOutcome(
   }
   if (run.createdAt !== null)
     writes.push(tx.problems.clearRowsSeen(where.mirror, run.userEmail, run.createdAt));
+  writes.push(tx.problems.record(sightings), tx.history.addErrors(where.triggerRowId, errors));
+  await Promise.all(writes);
+}
+
+/**
+ * The pass's errors for a run read to the end: each source that did not deliver, in the service's
+ * words, and the rows refused for their shape. A dry run writes no problem, yet keeps these, or its
+ * history would say `partial` without why.
+ */
+export function runErrors(
+  where: Sighting,
+  run: Pick<Run, "syncId" | "userEmail" | "rejected">,
+  sources: readonly Pick<RunSource, "source" | "taskStatus" | "exportStatus">[],
+  serviceErrors: SourceErrors,
+  { dryRun }: { dryRun: boolean },
+): PassError[] {
+  const errors = sources
+    .filter((s) => !sourceDelivered(s))
+    .map((s) => runError(where, run, s.source, describeSource(s, serviceErrors.get(s.source) ?? null)));
   if (run.rejected > 0)
     errors.push(
       runError(
         where,
         run,
         null,
-        `${run.rejected} exported row(s) were rejected for their shape (listed by \`syncmirror problems\`); this run's sources do not advance`,
+        `${run.rejected} exported row(s) were rejected for their shape${dryRun ? "" : " (listed by `syncmirror problems`)"}; this run's sources do not advance`,
       ),
     );
-  writes.push(tx.problems.record(sightings), tx.history.addErrors(where.triggerRowId, errors));
-  await Promise.all(writes);
-}
-
-/**
- * An error of the pass for each of the run's sources that did not deliver, in the service's words.
- * A dry run writes no problem, yet keeps these, or its history would say `partial` without why.
- */
-export function sourceErrors(
-  where: Sighting,
-  run: Pick<Run, "syncId" | "userEmail">,
-  sources: readonly Pick<RunSource, "source" | "taskStatus" | "exportStatus">[],
-  serviceErrors: SourceErrors,
-): PassError[] {
-  return sources
-    .filter((s) => !sourceDelivered(s))
-    .map((s) => runError(where, run, s.source, describeSource(s, serviceErrors.get(s.source) ?? null)));
+  return errors;
 }
 
 function runError(
