@@ -8,12 +8,15 @@
  * seeing); the outcome is the real pass's, so a held sweep makes the dry run `partial` too.
  */
 import { Resource } from "../api/schemas.js";
+import type { PassError } from "../store/console-types.js";
 import type { Run, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { engineOf, fetchExportPages } from "./export-pages.js";
 import { sourceReports } from "./ingest.js";
 import { sourceSucceeded } from "./outcome.js";
+import { runErrors } from "./record-problems.js";
 import { settle } from "./settle.js";
+import { readSourceErrors } from "./source-errors.js";
 import type { DryRunReport, MirrorSummary } from "./summary.js";
 import { findLeavingPairs, guardSweep } from "./sweep.js";
 import { readTriggerRuns, sourcesOfRun } from "./trigger-runs.js";
@@ -73,17 +76,22 @@ export async function dryRunSweep(
 }
 
 async function collectKeys(
-  { ctx }: MirrorPass,
+  pass: MirrorPass,
   trigger: Trigger,
   run: Run,
   runSources: readonly string[] | undefined,
 ): Promise<void> {
+  const { ctx } = pass;
   const pages = fetchExportPages(ctx, run.syncId, 0, trigger.since, runSources);
+  let errors: PassError[] = [];
+  // Counted as the real pass counts them: a run with a row refused for its shape sweeps nothing.
+  let rejected = 0;
   try {
     for (let next = await pages.next(); next; next = await pages.next()) {
       const { page, offset } = next;
       const keys = page.resources.flatMap((raw) => {
         const parsed = Resource.safeParse(raw);
+        if (!parsed.success) rejected++;
         return parsed.success ? [parsed.data.key] : [];
       });
       await ctx.store.dryRun.seen(trigger.id, run.userEmail, keys);
@@ -95,15 +103,28 @@ async function collectKeys(
           sources: sourceReports(page),
         });
       }
+      if (page.page.next_offset === null) {
+        const where = {
+          mirror: pass.mirror.name,
+          at: ctx.now().toISOString(),
+          replica: ctx.replica?.name ?? null,
+        };
+        const serviceErrors = await readSourceErrors(pass, run, page);
+        errors = runErrors(where, { ...run, rejected }, sourceReports(page), serviceErrors, { dryRun: true });
+      }
     }
   } finally {
     pages.close();
   }
-  await ctx.store.runs.checkpoint(run.syncId, null, {
-    upserted: 0,
-    unchanged: 0,
-    rejected: 0,
-    keysNew: 0,
-    keysChanged: 0,
+  // With the checkpoint, so a dry run resumed after a crash lists each error once.
+  await ctx.store.transaction(async (tx) => {
+    await tx.runs.checkpoint(run.syncId, null, {
+      upserted: 0,
+      unchanged: 0,
+      rejected,
+      keysNew: 0,
+      keysChanged: 0,
+    });
+    await tx.history.addErrors(trigger.id, errors);
   });
 }

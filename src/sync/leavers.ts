@@ -10,10 +10,20 @@
  * stops holding `since` back; so are pairs the trigger skipped that the mirror has no row for yet
  * (a user who left before the mirror's first pass is retired in that pass, never awaiting a baseline).
  */
+import type { ProblemKind } from "../store/console-types.js";
 import type { Pair, PairRef, SkippedPairRecord } from "../store/types.js";
 import { lagMs, newestWatermark } from "./plan.js";
 
 export type LeaveReason = "left" | "removed" | "inaccessible";
+
+/**
+ * A pair that lost its access has nothing left to sweep, ingest or reject; one that left the
+ * project or the sync config is no longer skipped either (one past its grace still is).
+ */
+export function problemsEndedBy(reason: LeaveReason): ProblemKind[] {
+  const kinds: ProblemKind[] = ["held_sweep", "failed_source", "incomplete_source", "rejected_row"];
+  return reason === "inaccessible" ? kinds : [...kinds, "skipped_pair"];
+}
 
 /** A pair that loses all its access in this full pass, and why. */
 export interface LeavingPair {

@@ -67,16 +67,8 @@ export async function recordRunOutcome(
   sources: readonly RunSource[],
   serviceErrors: SourceErrors,
 ): Promise<void> {
-  const errors: PassError[] = [];
+  const errors = runErrors(where, run, sources, serviceErrors, { dryRun: false });
   const sightings: ProblemSighting[] = [];
-  const error = (source: string | null, text: string): PassError => ({
-    at: where.at,
-    syncId: run.syncId,
-    userEmail: run.userEmail,
-    source,
-    error: text,
-    replica: where.replica,
-  });
   // Issued at once, in order (one round trip on PostgreSQL): a 500-run trigger's last pages stay a
   // few round trips each.
   const writes: Promise<void>[] = [];
@@ -104,19 +96,54 @@ export async function recordRunOutcome(
       count: null,
       at: where.at,
     });
-    errors.push(error(s.source, reason));
   }
   if (run.createdAt !== null)
     writes.push(tx.problems.clearRowsSeen(where.mirror, run.userEmail, run.createdAt));
-  if (run.rejected > 0)
-    errors.push(
-      error(
-        null,
-        `${run.rejected} exported row(s) were rejected for their shape (listed by \`syncmirror problems\`); this run's sources do not advance`,
-      ),
-    );
   writes.push(tx.problems.record(sightings), tx.history.addErrors(where.triggerRowId, errors));
   await Promise.all(writes);
+}
+
+/**
+ * The pass's errors for a run read to the end: each source that did not deliver, in the service's
+ * words, and the rows refused for their shape. A dry run writes no problem, yet keeps these, or its
+ * history would say `partial` without why.
+ */
+export function runErrors(
+  where: Sighting,
+  run: Pick<Run, "syncId" | "userEmail" | "rejected">,
+  sources: readonly Pick<RunSource, "source" | "taskStatus" | "exportStatus">[],
+  serviceErrors: SourceErrors,
+  { dryRun }: { dryRun: boolean },
+): PassError[] {
+  const errors = sources
+    .filter((s) => !sourceDelivered(s))
+    .map((s) => runError(where, run, s.source, describeSource(s, serviceErrors.get(s.source) ?? null)));
+  if (run.rejected > 0)
+    errors.push(
+      runError(
+        where,
+        run,
+        null,
+        `${run.rejected} exported row(s) were rejected for their shape${dryRun ? "" : " (listed by `syncmirror problems`)"}; this run's sources do not advance`,
+      ),
+    );
+  return errors;
+}
+
+function runError(
+  where: Sighting,
+  run: Pick<Run, "syncId" | "userEmail">,
+  source: string | null,
+  text: string,
+): PassError {
+  return {
+    at: where.at,
+    syncId: run.syncId,
+    userEmail: run.userEmail,
+    source,
+    error: text,
+    replica: where.replica,
+  };
 }
 
 /** Why a source did not succeed, in the service's words when it gave some. */

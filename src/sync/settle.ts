@@ -9,7 +9,7 @@ import type { MirrorPass } from "./context.js";
 import { decideOutcome } from "./decide-outcome.js";
 import { passError } from "./fail-run.js";
 import { refreshMirrorGauges } from "./gauges.js";
-import { decideLeavers, type LeavingPair, skippedListComplete } from "./leavers.js";
+import { decideLeavers, type LeavingPair, problemsEndedBy, skippedListComplete } from "./leavers.js";
 import { type Outcome, sourceSucceeded } from "./outcome.js";
 import { passErrorJson } from "./pass-error-json.js";
 import { newlyStalePairs } from "./plan.js";
@@ -127,6 +127,14 @@ export async function settle(
       await Promise.all([
         ...newlyStale.map((p) => tx.pairs.markAwaitingBaseline(p)),
         ...gone.map((g) => tx.pairs.retire(g.pair, g.reason, at.toISOString())),
+        // Nothing of a retired pair runs again to clear its problems, and the full snapshot sweeps
+        // only pairs holding access: they end here, but a held sweep, which holds access, ends there.
+        ...gone.map((g) =>
+          tx.problems.clearPair(
+            g.pair,
+            problemsEndedBy(g.reason).filter((kind) => kind !== "held_sweep"),
+          ),
+        ),
         ...skips,
         firstSeen === undefined ? undefined : recordSkippedPairs(tx, pass, trigger, at.toISOString()),
       ]);

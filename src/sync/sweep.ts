@@ -9,11 +9,11 @@
  */
 import type { AccessItem } from "../api/schemas.js";
 import { AbortedError } from "../errors.js";
-import type { ProblemKind, ProblemSighting } from "../store/console-types.js";
+import type { ProblemSighting } from "../store/console-types.js";
 import type { StoreOps } from "../store/store.js";
 import type { PairRef, RunSource, SkippedPairRecord, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
-import { decideLeavers, type LeaveReason, type LeavingPair, skippedListComplete } from "./leavers.js";
+import { decideLeavers, type LeavingPair, problemsEndedBy, skippedListComplete } from "./leavers.js";
 import { sourceSucceeded } from "./outcome.js";
 import { problemSubject } from "./problem-subject.js";
 import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
@@ -371,15 +371,6 @@ async function revokeLeaving(
       revoked.revoked > 0 ? "pair lost its access" : "pair retired: it held no access any more",
     );
   }
-}
-
-/**
- * A pair that lost its access has nothing left to sweep, ingest or reject; one that left the
- * project or the sync config is no longer skipped either (one past its grace still is).
- */
-function problemsEndedBy(reason: LeaveReason): ProblemKind[] {
-  const kinds: ProblemKind[] = ["held_sweep", "failed_source", "incomplete_source", "rejected_row"];
-  return reason === "inaccessible" ? kinds : [...kinds, "skipped_pair"];
 }
 
 /**

@@ -6,10 +6,14 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { accessRows } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
+import { type RewritingProxy, startRewritingProxy } from "../../helpers/rewriting-proxy.js";
 
 let h: Harness;
+let proxy: RewritingProxy | undefined;
 afterEach(async () => {
   await h?.close();
+  await proxy?.close();
+  proxy = undefined;
 });
 
 /** Through the simulator's admin route, as the audit did: a seeded share of the live documents. */
@@ -90,5 +94,34 @@ describe("sync --full --dry-run predicts the real pass", () => {
     expect(dry.summary.dry_run.would_delete).toBe(real.summary.counts.deleted);
     expect(dry.summary.dry_run.revoke.map(accessKey)).toEqual(revoked);
     expect(dry.summary.dry_run.delete).toEqual(deleted);
+  });
+
+  it("revokes nothing of a run with a row refused for its shape, and is partial with that error, as the real pass", async () => {
+    proxy = await startRewritingProxy();
+    h = await createHarness({ sim: { users: 1, docs: 10 }, api: { base_url: proxy.baseUrl } });
+    proxy.target = h.sim.baseUrl;
+    expect((await h.cli(["sync", "--json"])).code).toBe(0);
+    /** The export's first page with its first resource missing its content_hash. */
+    const reject = (body: string) => {
+      const page = JSON.parse(body) as { resources: Record<string, unknown>[] };
+      delete (page.resources[0] as Record<string, unknown>).content_hash;
+      return JSON.stringify(page);
+    };
+    const pass = async (args: string[]) => {
+      proxy!.rewrites[0] = reject;
+      const r = await h.cli(["sync", "--full", "--json", ...args]);
+      return { code: r.code, summary: JSON.parse(r.stdout).mirrors[0] };
+    };
+    const dry = await pass(["--dry-run"]);
+    const real = await pass([]);
+    expect(real.code).toBe(1);
+    expect(real.summary).toMatchObject({ outcome: "partial", counts: { rejected: 1, access_revoked: 0 } });
+
+    expect(dry.code).toBe(real.code);
+    expect(dry.summary.outcome).toBe("partial");
+    expect(dry.summary.dry_run).toMatchObject({ would_revoke: 0, would_delete: 0 });
+    expect(dry.summary.errors).toEqual([
+      expect.objectContaining({ error: expect.stringMatching(/^1 exported row\(s\) were rejected/) }),
+    ]);
   });
 });
