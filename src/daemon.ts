@@ -21,7 +21,7 @@ import { DatabaseLockedError, DatabaseUnavailableError } from "./errors.js";
 import { createConsolePage } from "./http/console-page.js";
 import { createControlRoutes } from "./http/control-routes.js";
 import { createHistoryRoutes } from "./http/history-routes.js";
-import { createHttpServer, isLoopback } from "./http-server.js";
+import { createHttpServer } from "./http-server.js";
 import { createLeaseHolder } from "./lease-holder.js";
 import type { Logger } from "./log.js";
 import { createMetrics, initMirrorSeries, type Metrics } from "./metrics.js";
@@ -104,13 +104,17 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   return {
     async start() {
       requireEnvironment(config);
-      const { port } = await http.listen(config.http.host, config.http.port, config.http.listenFrom);
+      const { port, loopback } = await http.listen(
+        config.http.host,
+        config.http.port,
+        config.http.listenFrom,
+      );
       listening = true;
       log.info(
         { host: config.http.host, port },
         "http listening: / (console) /metrics /healthz /readyz /status /v1/changes /v1/search /v1/passes /v1/problems /v1/mirrors/{name}/(pause|resume|trigger|approve-sweep)",
       );
-      if (config.http.token === undefined && !isLoopback(config.http.host)) {
+      if (config.http.token === undefined && !loopback) {
         log.warn(
           { token_env: config.http.tokenEnv },
           `/status answers 401 (it names users): set ${config.http.tokenEnv} to require a bearer token, or listen on a loopback address`,
