@@ -142,7 +142,14 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       // to this daemon (which takes it once its schedules start) instead of running it itself.
       await beat();
       connected = true;
-      pruning = await startHistoryPruning({ store: rt.store, keepDays: config.history.keepDays, log });
+      pruning = await startHistoryPruning({
+        store: rt.store,
+        keepDays: config.history.keepDays,
+        log,
+        signal: io.signal,
+      });
+      // A stop asked for while starting (the first prune can be long) starts no pass.
+      if (io.signal.aborted) return;
       const sched = createScheduler({
         mirrors: config.mirrors,
         maxConcurrentMirrors: config.maxConcurrentMirrors,
