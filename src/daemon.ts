@@ -17,7 +17,7 @@ import type { CommandIo } from "./commands/command.js";
 import { type Config, requireEnvironment } from "./config.js";
 import { startHistoryPruning } from "./console/prune-history.js";
 import { createConsumerRoutes } from "./consumers/http-routes.js";
-import { DatabaseLockedError, DatabaseUnavailableError } from "./errors.js";
+import { AbortedError, DatabaseLockedError, DatabaseUnavailableError, LeaseLostError } from "./errors.js";
 import { createConsolePage } from "./http/console-page.js";
 import { createControlRoutes } from "./http/control-routes.js";
 import { createHistoryRoutes } from "./http/history-routes.js";
@@ -163,6 +163,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       });
       scheduler = sched;
       if (config.manageSyncConfigs) await applyAtStart(rt, holder, io.signal);
+      if (io.signal.aborted) return;
       await checkBindings(config, rt.store);
       await sched.start();
       const passes = followPasses(rt.store, rt.metrics, mirrors);
@@ -302,17 +303,24 @@ async function warnRetired(runtime: Runtime): Promise<void> {
 async function applyAtStart(runtime: Runtime, holder: LeaseHolder, signal: AbortSignal): Promise<void> {
   const { store, log, config, metrics } = runtime;
   for (const mirror of config.mirrors.filter(isDeclared)) {
-    await withMirrorLease(
-      {
-        store,
-        mirror: mirror.name,
-        holder,
-        leaseSeconds: config.database.leaseSeconds,
-        signal,
-        log,
-        metrics,
-      },
-      (leaseSignal) => reconcileMirror(mirror, reconcileDeps(runtime, leaseSignal), { always: true }),
-    );
+    if (signal.aborted) return;
+    try {
+      await withMirrorLease(
+        {
+          store,
+          mirror: mirror.name,
+          holder,
+          leaseSeconds: config.database.leaseSeconds,
+          signal,
+          log,
+          metrics,
+        },
+        (leaseSignal) => reconcileMirror(mirror, reconcileDeps(runtime, leaseSignal), { always: true }),
+      );
+    } catch (error) {
+      // Stopped: the next start applies. A lease lost: its new holder applies before its pass.
+      if (error instanceof LeaseLostError || (error instanceof AbortedError && signal.aborted)) continue;
+      throw error;
+    }
   }
 }
