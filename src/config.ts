@@ -488,15 +488,18 @@ export function readLogLevel(env: Env): string {
 }
 
 /**
- * The crash seam for the reliability suite: `SYNCMIRROR_CRASH_AT=<point>[:<n>[:SIGTERM]]` sends
- * the process SIGKILL (or SIGTERM: a stop requested mid-work) the n-th time (default 1st) it
- * reaches that point. Unset in production.
+ * The crash seam for the reliability suite: `SYNCMIRROR_CRASH_AT=<point>[:<n>[:SIGTERM|SIGINT]]`
+ * sends the process SIGKILL (or SIGTERM / SIGINT: a stop requested mid-work) the n-th time
+ * (default 1st) it reaches that point. Unset in production.
  */
-export function readCrashAt(env: Env): { point: string; hit: number; signal: "SIGKILL" | "SIGTERM" } | null {
+export function readCrashAt(
+  env: Env,
+): { point: string; hit: number; signal: "SIGKILL" | "SIGTERM" | "SIGINT" } | null {
   const value = env.SYNCMIRROR_CRASH_AT;
   if (!value) return null;
   const [point = "", n, signal] = value.split(":");
-  return { point, hit: n ? Number(n) : 1, signal: signal === "SIGTERM" ? "SIGTERM" : "SIGKILL" };
+  const stop = signal === "SIGTERM" || signal === "SIGINT" ? signal : "SIGKILL";
+  return { point, hit: n ? Number(n) : 1, signal: stop };
 }
 
 /**

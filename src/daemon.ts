@@ -17,11 +17,11 @@ import type { CommandIo } from "./commands/command.js";
 import { type Config, requireEnvironment } from "./config.js";
 import { startHistoryPruning } from "./console/prune-history.js";
 import { createConsumerRoutes } from "./consumers/http-routes.js";
-import { DatabaseLockedError, DatabaseUnavailableError } from "./errors.js";
+import { AbortedError, DatabaseLockedError, DatabaseUnavailableError, LeaseLostError } from "./errors.js";
 import { createConsolePage } from "./http/console-page.js";
 import { createControlRoutes } from "./http/control-routes.js";
 import { createHistoryRoutes } from "./http/history-routes.js";
-import { createHttpServer, isLoopback } from "./http-server.js";
+import { createHttpServer } from "./http-server.js";
 import { createLeaseHolder } from "./lease-holder.js";
 import type { Logger } from "./log.js";
 import { createMetrics, initMirrorSeries, type Metrics } from "./metrics.js";
@@ -104,13 +104,17 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
   return {
     async start() {
       requireEnvironment(config);
-      const { port } = await http.listen(config.http.host, config.http.port, config.http.listenFrom);
+      const { port, loopback } = await http.listen(
+        config.http.host,
+        config.http.port,
+        config.http.listenFrom,
+      );
       listening = true;
       log.info(
         { host: config.http.host, port },
         "http listening: / (console) /metrics /healthz /readyz /status /v1/changes /v1/search /v1/passes /v1/problems /v1/mirrors/{name}/(pause|resume|trigger|approve-sweep)",
       );
-      if (config.http.token === undefined && !isLoopback(config.http.host)) {
+      if (config.http.token === undefined && !loopback) {
         log.warn(
           { token_env: config.http.tokenEnv },
           `/status answers 401 (it names users): set ${config.http.tokenEnv} to require a bearer token, or listen on a loopback address`,
@@ -138,7 +142,14 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       // to this daemon (which takes it once its schedules start) instead of running it itself.
       await beat();
       connected = true;
-      pruning = await startHistoryPruning({ store: rt.store, keepDays: config.history.keepDays, log });
+      pruning = await startHistoryPruning({
+        store: rt.store,
+        keepDays: config.history.keepDays,
+        log,
+        signal: io.signal,
+      });
+      // A stop asked for while starting (the first prune can be long) starts no pass.
+      if (io.signal.aborted) return;
       const sched = createScheduler({
         mirrors: config.mirrors,
         maxConcurrentMirrors: config.maxConcurrentMirrors,
@@ -152,6 +163,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       });
       scheduler = sched;
       if (config.manageSyncConfigs) await applyAtStart(rt, holder, io.signal);
+      if (io.signal.aborted) return;
       await checkBindings(config, rt.store);
       await sched.start();
       const passes = followPasses(rt.store, rt.metrics, mirrors);
@@ -291,17 +303,24 @@ async function warnRetired(runtime: Runtime): Promise<void> {
 async function applyAtStart(runtime: Runtime, holder: LeaseHolder, signal: AbortSignal): Promise<void> {
   const { store, log, config, metrics } = runtime;
   for (const mirror of config.mirrors.filter(isDeclared)) {
-    await withMirrorLease(
-      {
-        store,
-        mirror: mirror.name,
-        holder,
-        leaseSeconds: config.database.leaseSeconds,
-        signal,
-        log,
-        metrics,
-      },
-      (leaseSignal) => reconcileMirror(mirror, reconcileDeps(runtime, leaseSignal), { always: true }),
-    );
+    if (signal.aborted) return;
+    try {
+      await withMirrorLease(
+        {
+          store,
+          mirror: mirror.name,
+          holder,
+          leaseSeconds: config.database.leaseSeconds,
+          signal,
+          log,
+          metrics,
+        },
+        (leaseSignal) => reconcileMirror(mirror, reconcileDeps(runtime, leaseSignal), { always: true }),
+      );
+    } catch (error) {
+      // Stopped: the next start applies. A lease lost: its new holder applies before its pass.
+      if (error instanceof LeaseLostError || (error instanceof AbortedError && signal.aborted)) continue;
+      throw error;
+    }
   }
 }

@@ -45,10 +45,11 @@ export const HTTP_PATHS = Object.freeze({
 
 export interface HttpServer {
   /**
-   * Starts listening; resolves with the bound port (useful with port 0). `from` names where the
-   * address came from in a failure's message (`http.listen`, or `$SYNCMIRROR_HTTP_LISTEN`).
+   * Starts listening; resolves with the bound port (useful with port 0) and whether the address
+   * bound is a loopback one. `from` names where the address came from in a failure's message
+   * (`http.listen`, or `$SYNCMIRROR_HTTP_LISTEN`).
    */
-  listen(host: string, port: number, from?: string): Promise<{ port: number }>;
+  listen(host: string, port: number, from?: string): Promise<{ port: number; loopback: boolean }>;
   /** Stops accepting, closes keep-alive connections, resolves once the server is closed. */
   close(): Promise<void>;
 }
@@ -85,13 +86,16 @@ export function createHttpServer(deps: HttpServerDeps): HttpServer {
 
   return {
     listen(host, port, from = "http.listen") {
-      access.loopback = isLoopback(host);
       return new Promise((resolve, reject) => {
         const fail = (cause: NodeJS.ErrnoException) => reject(listenError(host, port, from, cause));
         server.once("error", fail);
         server.listen(port, host, () => {
           server.off("error", fail);
-          resolve({ port: (server.address() as AddressInfo).port });
+          const bound = server.address() as AddressInfo;
+          // The address bound, not its spelling: `LOCALHOST`, `[0:0:0:0:0:0:0:1]` and
+          // `[::ffff:127.0.0.1]` are loopback too, and a name is only what it resolves to.
+          access.loopback = isLoopback(bound.address);
+          resolve({ port: bound.port, loopback: access.loopback });
         });
       });
     },
@@ -225,10 +229,14 @@ function mayReadUsers(
   return loopback;
 }
 
-/** `localhost`, `127.0.0.0/8` and `::1`: only processes on this host can connect. */
-export function isLoopback(host: string): boolean {
-  if (host === "localhost" || host === "::1") return true;
-  return isIPv4(host) && host.startsWith("127.");
+/**
+ * A bound address (as `server.address()` gives it) only processes on this host can connect to:
+ * `127.0.0.0/8`, `::1`, or `127.0.0.0/8` mapped into IPv6 (`::ffff:127.0.0.1`).
+ */
+export function isLoopback(address: string): boolean {
+  const v4 = address.toLowerCase().startsWith("::ffff:") ? address.slice("::ffff:".length) : address;
+  if (isIPv4(v4)) return v4.startsWith("127.");
+  return address === "::1";
 }
 
 function send(req: IncomingMessage, res: ServerResponse, reply: Reply): void {

@@ -130,7 +130,7 @@ async function runPasses(
     }
     if (options.dryRunsBefore) await runtime.store.dryRun.release(options.dryRunsBefore);
     // A mirror kept by `sync` from cron, with no daemon, keeps `history.keep_days` too.
-    if (!io.signal.aborted) await pruneOnce(runtime.store, config.history.keepDays, runtime.log);
+    if (!io.signal.aborted) await pruneOnce(runtime.store, config.history.keepDays, runtime.log, io.signal);
   } finally {
     io.signal.removeEventListener("abort", onStop);
     await runtime.close();

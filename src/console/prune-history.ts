@@ -5,6 +5,7 @@
  * start-up and every hour, `sync` after its passes; any process may, at the same time as others
  * (deleting is idempotent).
  */
+import { setImmediate as yieldToEvents } from "node:timers/promises";
 import type { Logger } from "../log.js";
 import type { Store } from "../store/store.js";
 
@@ -19,10 +20,22 @@ export interface Pruned {
   problems: number;
 }
 
-export async function pruneHistory(store: Store, keepDays: number, now: Date): Promise<Pruned> {
+/**
+ * Stops between batches once `signal` aborts (what is deleted stays deleted; the next round goes
+ * on). Each batch hands the event loop a turn: on SQLite a batch is synchronous, and a first prune
+ * of a long history would otherwise keep a stop signal and `/healthz` waiting until its end.
+ */
+export async function pruneHistory(
+  store: Store,
+  keepDays: number,
+  now: Date,
+  signal?: AbortSignal,
+): Promise<Pruned> {
   const before = new Date(now.getTime() - keepDays * DAY_MS).toISOString();
   let passes = 0;
   for (;;) {
+    await yieldToEvents();
+    if (signal?.aborted) return { passes, problems: 0 };
     const n = await store.transaction((tx) => tx.history.prune(before, PRUNE_BATCH));
     passes += n;
     if (n < PRUNE_BATCH) break;
@@ -39,10 +52,11 @@ export async function pruneOnce(
   store: Store,
   keepDays: number,
   log: Logger,
+  signal: AbortSignal,
   retry = "the next sync or daemon tries again",
 ): Promise<void> {
   try {
-    const pruned = await pruneHistory(store, keepDays, new Date());
+    const pruned = await pruneHistory(store, keepDays, new Date(), signal);
     if (pruned.passes > 0 || pruned.problems > 0)
       log.info({ ...pruned, keep_days: keepDays }, "history pruned");
   } catch (error) {
@@ -58,9 +72,10 @@ export async function startHistoryPruning(deps: {
   store: Store;
   keepDays: number;
   log: Logger;
+  signal: AbortSignal;
 }): Promise<{ stop(): void }> {
-  const { store, keepDays, log } = deps;
-  const round = () => pruneOnce(store, keepDays, log, "trying again within the hour");
+  const { store, keepDays, log, signal } = deps;
+  const round = () => pruneOnce(store, keepDays, log, signal, "trying again within the hour");
   await round();
   const timer = setInterval(() => void round(), PRUNE_EVERY_MS);
   timer.unref();

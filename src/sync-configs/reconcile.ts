@@ -11,7 +11,7 @@
  * giving back access the operator took away.
  */
 import type { Config, MirrorConfig } from "../config.js";
-import { ConfigError, SyncConfigNotAppliedError, SyncmirrorError } from "../errors.js";
+import { AbortedError, ConfigError, SyncConfigNotAppliedError, SyncmirrorError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import type { BoundMirror } from "../sync/context.js";
@@ -55,7 +55,8 @@ export async function reconcileMirror(
     if (result.done !== "unchanged")
       log.info({ ...labels, sync_config_id: result.syncConfigId }, result.message);
   } catch (error) {
-    if (!(error instanceof SyncmirrorError)) throw error;
+    // A stop (or a lease lost) is no drift: the apply runs again at the next start or pass.
+    if (!(error instanceof SyncmirrorError) || error instanceof AbortedError) throw error;
     const message = error instanceof ConfigError ? issuesLine(error) : error.message;
     return failed(mirror.name, deps, message, false);
   }

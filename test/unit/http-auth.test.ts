@@ -20,10 +20,10 @@ describe("isBearerAuthorized", () => {
 });
 
 describe("isLoopback", () => {
-  it("treats 127.0.0.0/8, ::1 and localhost as loopback, and wildcard or LAN addresses as not", () => {
-    for (const host of ["127.0.0.1", "127.1.2.3", "::1", "localhost"])
-      expect(isLoopback(host), host).toBe(true);
-    for (const host of ["0.0.0.0", "::", "10.0.0.5", "127.example.com"])
-      expect(isLoopback(host), host).toBe(false);
+  it("treats bound addresses in 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8 as loopback, wildcard or LAN ones as not", () => {
+    for (const address of ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "::FFFF:127.9.9.9"])
+      expect(isLoopback(address), address).toBe(true);
+    for (const address of ["0.0.0.0", "::", "10.0.0.5", "::ffff:10.0.0.5", "::2", "fe80::1"])
+      expect(isLoopback(address), address).toBe(false);
   });
 });

@@ -62,6 +62,10 @@ describe("the listen address in effect decides whether /status is open without a
     { listen: "127.0.0.1:0", override: "0.0.0.0:0", host: "127.0.0.1", open: false },
     { listen: "[::1]:0", override: undefined, host: "[::1]", open: true },
     { listen: "localhost:0", override: undefined, host: "localhost", open: true },
+    // Loopback written otherwise: what decides is the address bound, not how it was spelled.
+    { listen: "LOCALHOST:0", override: undefined, host: "127.0.0.1", open: true },
+    { listen: "[0:0:0:0:0:0:0:1]:0", override: undefined, host: "[::1]", open: true },
+    { listen: "0.0.0.0:0", override: "[::ffff:127.0.0.1]:0", host: "127.0.0.1", open: true },
   ])("http.listen $listen, overridden by $override: open $open", async (c) => {
     const h = await quietHarness(c.listen);
     const env: Record<string, string> = { SYNCMIRROR_HTTP_TOKEN: "" };

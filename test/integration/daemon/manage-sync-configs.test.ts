@@ -266,4 +266,30 @@ describe("syncmirror run with manage_sync_configs: true", () => {
     expect(d.stderr()).not.toContain(h.sim.token);
     expect((await d.stop()).code).toBe(0);
   });
+
+  it("takes a stop during its start-up apply as no failure: exit 0, no drift recorded, no pass; the next start applies", async () => {
+    const h = suite.use(
+      await createHarness({
+        sim: DECLARED_SIM,
+        defaults: { incremental_cron: EVERY_SECOND, full_cron: NEVER },
+        api: { timeout_seconds: 120 },
+      }),
+    );
+    writeMirrors(h, { good: wiki({ name: "Good" }) }, { manage_sync_configs: true });
+    // The apply's first request is held until the stop.
+    h.sim.faults.inject("*", { kind: "delay", ms: 60_000 });
+    const d = await suite.daemon(h, { ready: false });
+    await until(() => h.sim.faults.pending().length === 0, "the apply's first request held");
+    const stopped = await d.stop();
+    expect(stopped, d.stderr()).toMatchObject({ code: 0, signal: null });
+    expect(d.logs().filter((l) => Number(l.level) >= 50)).toEqual([]);
+    expect(managedRow(h, "good")?.last_error ?? null, "a stop is not drift").toBeNull();
+    expect(JSON.parse((await h.cli(["problems", "--json"])).stdout).problems).toEqual([]);
+    expect(d.logs().some((l) => l.msg === "daemon started")).toBe(false);
+    expect(triggerPosts(h)).toBe(0);
+
+    await started(h);
+    expect(remoteNamed(h.sim, "Good")).toBeDefined();
+    expect(managedRow(h, "good")?.last_error ?? null).toBeNull();
+  });
 });

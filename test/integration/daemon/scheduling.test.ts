@@ -202,6 +202,24 @@ describe("syncmirror run: scheduling", () => {
     expect((await d.stop()).code).toBe(0);
   });
 
+  it("leaves a full asked for from the CLI to the daemon alive, which runs it though the mirror is paused", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    expect((await h.cli(["pause", "--mirror", "main"])).code).toBe(0);
+    const d = await suite.daemon(h);
+    const asked = await h.cli(["trigger", "--mirror", "main", "--full", "--json"]);
+    expect(asked.code, asked.stderr).toBe(0);
+    const reply = JSON.parse(asked.stdout) as { pass: unknown; paused: boolean; message: string };
+    expect(reply).toMatchObject({ pass: null, paused: true });
+    expect(reply.message).toContain(`Daemons alive: ${hostname()}:${d.child.pid}`);
+    await until(() => triggers(h)[0]?.state === "done", "the requested full, taken by the daemon");
+    expect(triggers(h)).toMatchObject([
+      { mode: "full", due_reason: "requested", started_by_name: `${hostname()}:${d.child.pid}` },
+    ]);
+    expect(triggerPosts(h)).toBe(1);
+    expect(schedule(h), "still paused, nothing more due").toMatchObject({ due_mode: null });
+    expect(await d.metric("syncmirror_mirror_paused", { mirror: "main" })).toBe(1);
+  });
+
   it("runs a triggered pass in the CLI itself when no daemon is alive, paused or not", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     expect((await h.cli(["pause", "--mirror", "main"])).code).toBe(0);

@@ -6,10 +6,11 @@
 import { describe, expect, it } from "vitest";
 import type { HistoryJson } from "../../../src/console/history.js";
 import type { ProblemsJson } from "../../../src/console/problems.js";
-import { until } from "../../helpers/daemon.js";
+import { spawnCli, until, waitForPort } from "../../helpers/daemon.js";
 import { execute } from "../../helpers/db-write.js";
 import { createHarness } from "../../helpers/mirror-harness.js";
-import { daemonSuite, NEVER, setCrons } from "../daemon/setup.js";
+import { triggerPosts } from "../../helpers/requests.js";
+import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "../daemon/setup.js";
 
 const suite = daemonSuite();
 const DAY_MS = 86_400_000;
@@ -89,5 +90,29 @@ describe("history retention", () => {
     // The two incremental passes in between went; the one just run and the last full are kept.
     const passes = (JSON.parse(r.stdout) as HistoryJson).passes;
     expect(passes.map((p) => p.trigger_id)).toEqual([next.trigger_id, full.trigger_id]);
+  });
+
+  it("stops within 10 s, starting no pass, when SIGTERM arrives while it prunes a long history at start-up", async () => {
+    const h = suite.use(await createHarness({ sim: { docs: 10, users: 1 } }));
+    await h.sync();
+    // A history of a year of passes, say, first pruned after an upgrade or a lower keep_days.
+    const old = new Date(Date.now() - 200 * DAY_MS).toISOString();
+    await execute(
+      h,
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 60000)
+       INSERT INTO triggers (mirror, mode, state, trigger_id, intent_at, finished_at, outcome)
+       SELECT 'main', 'incremental', 'done', 'pruned-' || i, ?, ?, 'succeeded' FROM n`,
+      old,
+      old,
+    );
+    // Due at once if the schedules ever start.
+    setCrons(h, { incremental_cron: EVERY_SECOND, full_cron: NEVER });
+    const posts = triggerPosts(h);
+    const d = spawnCli(["run", "--config", h.configPath], { ...h.env, LOG_LEVEL: "info" });
+    await waitForPort(d);
+    const stopped = await d.stop("SIGTERM");
+    expect(stopped, d.stderr()).toMatchObject({ code: 0, signal: null });
+    expect(stopped.ms).toBeLessThan(10_000);
+    expect(triggerPosts(h) - posts, "no pass started once the stop was asked for").toBe(0);
   });
 });
