@@ -33,10 +33,11 @@ export async function pruneHistory(
 ): Promise<Pruned> {
   const before = new Date(now.getTime() - keepDays * DAY_MS).toISOString();
   let passes = 0;
+  const kept = await store.transaction((tx) => tx.history.prunedNever());
   for (;;) {
     await yieldToEvents();
     if (signal?.aborted) return { passes, problems: 0 };
-    const n = await store.transaction((tx) => tx.history.prune(before, PRUNE_BATCH));
+    const n = await store.transaction((tx) => tx.history.prune(before, PRUNE_BATCH, kept));
     passes += n;
     if (n < PRUNE_BATCH) break;
   }

@@ -127,19 +127,25 @@ export function heldPairs(
 }
 
 /**
- * The ids of finished passes older than the cutoff that the sync logic does not read (see
- * `HistoryRepo.prune`): not each mirror's newest trigger, nor its newest finished one per mode, nor
- * the one holding its newest run. `cutoff` and `limit` are the dialect's placeholders.
+ * The ids of the passes the sync logic reads whatever their age (see `HistoryRepo.prune`): each
+ * mirror's newest trigger, its newest finished one per mode, and the one holding its newest run.
  */
-export function prunableTriggers(cutoff: string, limit: string): string {
+export const PRUNE_KEPT = `
+  SELECT max(id) AS id FROM triggers GROUP BY mirror
+  UNION SELECT max(id) FROM triggers WHERE state = 'done' GROUP BY mirror, mode
+  UNION SELECT r.trigger_row_id FROM runs r
+    JOIN (SELECT mirror, max(created_at) AS newest FROM runs GROUP BY mirror) n
+      ON n.mirror = r.mirror AND n.newest = r.created_at`;
+
+/**
+ * The ids of finished passes older than the cutoff, oldest first, but those in `kept` (the set
+ * `PRUNE_KEPT` gave). Each of a prune's batches scans from the oldest row on, so a first prune of a
+ * long history costs in proportion to it, not to its square. `cutoff`, `kept` and `limit` are the
+ * dialect's placeholders and set expression.
+ */
+export function prunableTriggers(cutoff: string, kept: string, limit: string): string {
   return `
   SELECT id FROM triggers
-  WHERE state = 'done' AND finished_at < ${cutoff}
-    AND id NOT IN (SELECT max(id) FROM triggers GROUP BY mirror)
-    AND id NOT IN (SELECT max(id) FROM triggers WHERE state = 'done' GROUP BY mirror, mode)
-    AND id NOT IN (
-      SELECT r.trigger_row_id FROM runs r
-      JOIN (SELECT mirror, max(created_at) AS newest FROM runs GROUP BY mirror) n
-        ON n.mirror = r.mirror AND n.newest = r.created_at)
+  WHERE state = 'done' AND finished_at < ${cutoff} AND id NOT IN ${kept}
   ORDER BY id LIMIT ${limit}`;
 }

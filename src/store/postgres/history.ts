@@ -6,6 +6,7 @@ import { type AnyColumn, and, asc, desc, eq, getTableColumns, inArray, lt, sql }
 import type { HistoryRepo } from "../console-repos.js";
 import {
   type ApprovalTotals,
+  PRUNE_KEPT,
   prunableTriggers,
   type RunTotals,
   type SourceTotals,
@@ -30,7 +31,7 @@ const approvalTotals = {
   at: sql<string>`min(${sweepApprovals.at})`.mapWith(sweepApprovals.at),
 };
 
-const PRUNABLE = prunableTriggers("$1::timestamptz", "$2");
+const PRUNABLE = prunableTriggers("$1::timestamptz", "(SELECT unnest($2::int[]))", "$3");
 
 export function createHistoryRepo({ db, client }: Conn): HistoryRepo {
   return {
@@ -101,8 +102,12 @@ export function createHistoryRepo({ db, client }: Conn): HistoryRepo {
       return toPassRecords(rows, runTotals, sourceTotals, errors, approvals, keepJson);
     },
 
-    async prune(finishedBefore, limit) {
-      const found = await client.query<{ id: number }>(PRUNABLE, [finishedBefore, limit]);
+    async prunedNever() {
+      return (await client.query<{ id: number }>(PRUNE_KEPT)).rows.map((r) => r.id);
+    },
+
+    async prune(finishedBefore, limit, keep) {
+      const found = await client.query<{ id: number }>(PRUNABLE, [finishedBefore, keep, limit]);
       const ids = found.rows.map((r) => r.id);
       if (ids.length === 0) return 0;
       const runIds = db.select({ s: runs.syncId }).from(runs).where(inArray(runs.triggerRowId, ids));

@@ -6,6 +6,7 @@ import { type AnyColumn, and, asc, count, desc, eq, getTableColumns, inArray, lt
 import type { HistoryRepo } from "../console-repos.js";
 import {
   type ApprovalTotals,
+  PRUNE_KEPT,
   prunableTriggers,
   type RunTotals,
   type SourceTotals,
@@ -31,7 +32,10 @@ const approvalTotals = {
 
 export function createHistoryRepo(db: Db): Sync<HistoryRepo> {
   const sqlite = db.$client;
-  const prunable = sqlite.prepare<[string, number], { id: number }>(prunableTriggers("?", "?"));
+  const prunable = sqlite.prepare<[string, string, number], { id: number }>(
+    prunableTriggers("?", "(SELECT value FROM json_each(?))", "?"),
+  );
+  const kept = sqlite.prepare<[], { id: number }>(PRUNE_KEPT);
   return {
     addErrors(triggerRowId, errors) {
       for (const e of errors)
@@ -108,8 +112,10 @@ export function createHistoryRepo(db: Db): Sync<HistoryRepo> {
       return toPassRecords(rows, runTotals, sourceTotals, errors, approvals, parseJsonText);
     },
 
-    prune(finishedBefore, limit) {
-      const ids = prunable.all(finishedBefore, limit).map((r) => r.id);
+    prunedNever: () => kept.all().map((r) => r.id),
+
+    prune(finishedBefore, limit, keep) {
+      const ids = prunable.all(finishedBefore, JSON.stringify(keep), limit).map((r) => r.id);
       if (ids.length === 0) return 0;
       const runIds = db.select({ s: runs.syncId }).from(runs).where(inArray(runs.triggerRowId, ids));
       db.delete(runSources).where(inArray(runSources.syncId, runIds)).run();

@@ -328,9 +328,12 @@ describe.each(await storeDialects())("store contract, console: $name", (dialect)
       ]);
       const newestBefore = await store.runs.newestCreatedAt(mirror);
 
-      expect(await store.history.prune(T1, 1), "a batch at a time").toBe(1);
-      expect(await store.history.prune(T1, 100)).toBe(1);
-      expect(await store.history.prune(T1, 100)).toBe(0);
+      const never = await store.history.prunedNever();
+      expect(never).toEqual(expect.arrayContaining([newestRun, lastIncremental, lastFull, inFlight.id]));
+      expect(never).not.toContain(oldFull);
+      expect(await store.history.prune(T1, 1, never), "a batch at a time").toBe(1);
+      expect(await store.history.prune(T1, 100, never)).toBe(1);
+      expect(await store.history.prune(T1, 100, never)).toBe(0);
       expect(await store.problems.pruneStale(T1)).toBe(1);
 
       const kept = (await store.history.list({ limit: 100 })).map((p) => p.trigger.id).sort((a, b) => a - b);
