@@ -34,7 +34,7 @@ export interface HistoryRepo {
    * trigger in flight, each mirror's newest trigger (the bound of a full owed, by row id), its
    * newest finished trigger of each mode (the skipped gauge, the last outcome) and the trigger
    * holding its newest run (`runs.newestCreatedAt`: adoption takes only runs after it). A pruned
-   * pass's approval rows go with it. `kept` is what `prunedNever` answered when the prune began:
+   * pass's approval rows go with it, and the scratch of a dry run killed before its end. `kept` is what `prunedNever` answered when the prune began:
    * what it holds stays kept, and what the sync logic reads later is newer than any pass this
    * deletes, so it need not be read again for each batch.
    */

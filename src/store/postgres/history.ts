@@ -15,7 +15,15 @@ import {
 import { keepJson } from "../rows.js";
 import type { Conn } from "./connection.js";
 import { pgText } from "./pg-values.js";
-import { passErrors, runSources, runs, sweepApprovals, triggers } from "./schema.js";
+import {
+  dryRunRevoke,
+  dryRunSeen,
+  passErrors,
+  runSources,
+  runs,
+  sweepApprovals,
+  triggers,
+} from "./schema.js";
 
 const total = (column: AnyColumn) => sql<number>`coalesce(sum(${column}), 0)::int`;
 const n = sql<number>`count(*)::int`;
@@ -115,6 +123,9 @@ export function createHistoryRepo({ db, client }: Conn): HistoryRepo {
       await db.delete(runs).where(inArray(runs.triggerRowId, ids));
       await db.delete(passErrors).where(inArray(passErrors.triggerRowId, ids));
       await db.delete(sweepApprovals).where(inArray(sweepApprovals.triggerRowId, ids));
+      // A dry run killed before its end left its scratch behind.
+      await db.delete(dryRunSeen).where(inArray(dryRunSeen.triggerRowId, ids));
+      await db.delete(dryRunRevoke).where(inArray(dryRunRevoke.triggerRowId, ids));
       await db.delete(triggers).where(inArray(triggers.id, ids));
       return ids.length;
     },

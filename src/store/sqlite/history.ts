@@ -14,7 +14,15 @@ import {
 } from "../history-rows.js";
 import { parseJsonText } from "../rows.js";
 import type { Db } from "./open.js";
-import { passErrors, runSources, runs, sweepApprovals, triggers } from "./schema.js";
+import {
+  dryRunRevoke,
+  dryRunSeen,
+  passErrors,
+  runSources,
+  runs,
+  sweepApprovals,
+  triggers,
+} from "./schema.js";
 import type { Sync } from "./sync-repo.js";
 
 const total = (column: AnyColumn) => sql<number>`coalesce(sum(${column}), 0)`;
@@ -122,6 +130,9 @@ export function createHistoryRepo(db: Db): Sync<HistoryRepo> {
       db.delete(runs).where(inArray(runs.triggerRowId, ids)).run();
       db.delete(passErrors).where(inArray(passErrors.triggerRowId, ids)).run();
       db.delete(sweepApprovals).where(inArray(sweepApprovals.triggerRowId, ids)).run();
+      // A dry run killed before its end left its scratch behind.
+      db.delete(dryRunSeen).where(inArray(dryRunSeen.triggerRowId, ids)).run();
+      db.delete(dryRunRevoke).where(inArray(dryRunRevoke.triggerRowId, ids)).run();
       db.delete(triggers).where(inArray(triggers.id, ids)).run();
       return ids.length;
     },

@@ -327,6 +327,8 @@ describe.each(await storeDialects())("store contract, console: $name", (dialect)
         sighting(mirror, { subject: "fresh", at: T2 }),
       ]);
       const newestBefore = await store.runs.newestCreatedAt(mirror);
+      // Scratch a dry run killed before its end left behind, of a pass pruned and of one kept.
+      for (const t of [oldFull, recent]) await store.dryRun.seen(t, ANN, ["k"]);
 
       const never = await store.history.prunedNever();
       expect(never).toEqual(expect.arrayContaining([newestRun, lastIncremental, lastFull, inFlight.id]));
@@ -347,6 +349,7 @@ describe.each(await storeDialects())("store contract, console: $name", (dialect)
         await own.query("SELECT trigger_row_id FROM pass_errors WHERE trigger_row_id = ?", oldFull),
       ).toEqual([]);
       expect(await own.query("SELECT sync_id FROM runs WHERE trigger_row_id = ?", oldFull)).toEqual([]);
+      expect(await own.query("SELECT trigger_row_id AS t FROM dry_run_seen")).toEqual([{ t: recent }]);
       expect(await store.triggers.findInFlight(mirror)).toMatchObject({ id: inFlight.id });
       expect((await store.triggers.lastFinished(mirror))?.id).toBe(lastFull);
       expect((await store.problems.list({ mirror, limit: 10 })).map((p) => p.subject)).toEqual(["fresh"]);
