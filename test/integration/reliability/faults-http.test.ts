@@ -363,4 +363,19 @@ describe("HTTP faults that end a pass with a clear error, and the pass that reco
     expect(r.stdout).toMatch(/main\s+full\s+failed/);
     expect(r.stdout).toMatch(/GET \/sync-task still failed after 2 attempts .*next pass/);
   });
+
+  it("exits 1 through the CLI when no export page could be read, and its line says why and what to do", async () => {
+    twins = await createTwins({ sim: { docs: 10 }, maxAttempts: 2 });
+    twins.hurt.sim.faults.inject(EXPORT, {
+      kind: "503",
+      retryAfterSeconds: 0,
+      times: Number.POSITIVE_INFINITY,
+    });
+    const r = await twins.hurt.cli(["sync"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/main\s+full\s+failed/);
+    expect(r.stdout).toMatch(
+      /no export of 3 run\(s\) could be read; the last error: GET \/sync-task\/\{sync_id\}\/export still failed after 2 attempts \(last: 503.*the next pass tries again/,
+    );
+  });
 });
