@@ -144,15 +144,22 @@ export class BadResponseError extends ApiError {
   readonly code = "API_BAD_RESPONSE" as const;
 }
 
-/** An export whose schema_version major is not 1: nothing of it is written. */
+/**
+ * An export page whose schema_version major is not 1: nothing of it, nor of the pages after it, is
+ * written. `offset` is that page's: the pages before it, read as version 1, were committed already.
+ */
 export class UnsupportedSchemaVersionError extends SyncmirrorError {
   readonly code = "EXPORT_SCHEMA_UNSUPPORTED" as const;
   constructor(
     readonly syncId: string,
     readonly schemaVersion: unknown,
+    readonly offset = 0,
   ) {
+    const version = JSON.stringify(schemaVersion);
     super(
-      `export of run ${syncId} has schema_version ${JSON.stringify(schemaVersion)}; this syncmirror reads major version 1 only. Upgrade syncmirror; nothing of this export was written.`,
+      offset === 0
+        ? `export of run ${syncId} has schema_version ${version}; this syncmirror reads major version 1 only. Upgrade syncmirror; nothing of this export was written.`
+        : `export of run ${syncId} has schema_version ${version} from offset ${offset} on; this syncmirror reads major version 1 only. Upgrade syncmirror; nothing of this export from offset ${offset} on was written (the rows before it were read as version 1).`,
     );
   }
 }

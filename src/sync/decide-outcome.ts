@@ -12,6 +12,8 @@ export interface PassFacts {
   held: number;
   leaversUnknown: boolean;
   runs: number;
+  /** The last error met reading a run, when one was: the table prints the message, not the errors. */
+  lastRunError?: string;
 }
 
 /**
@@ -24,7 +26,9 @@ export function decideOutcome(s: PassFacts): { outcome: Outcome; message: string
       outcome: "failed",
       message: s.timedOut
         ? "no run finished within run_timeout_minutes; raise it or check the runs upstream"
-        : "no export could be read; see the errors and the log",
+        : s.lastRunError
+          ? `no export of ${s.runs} run(s) could be read; the last error: ${s.lastRunError}`
+          : "no export could be read; see the errors and the log",
     };
   }
   const problems: string[] = [];

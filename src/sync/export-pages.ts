@@ -145,7 +145,7 @@ export function fetchExportPages(
 function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: string | null): void {
   const major = String(page.schema_version).split(".")[0];
   if (major !== "1" || !/^1(\.\d+)*$/.test(String(page.schema_version))) {
-    throw new UnsupportedSchemaVersionError(syncId, page.schema_version);
+    throw new UnsupportedSchemaVersionError(syncId, page.schema_version, offset);
   }
   if (sentSince === null && page.since != null) {
     throw new BadResponseError(

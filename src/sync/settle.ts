@@ -98,6 +98,7 @@ export async function settle(
     held: extra.dryRun ? extra.dryRun.held_sweeps.reduce((n, h) => n + h.would_revoke, 0) : trigger.held,
     leaversUnknown: trigger.leaversUnknown,
     runs: runs.length,
+    lastRunError: errors.findLast((e) => e.syncId !== null)?.error,
   });
   summary.outcome = outcome;
   summary.message = message;

@@ -3,8 +3,10 @@
  * for hostile content the simulator's own JSON serializer cannot produce (nesting deeper than
  * V8's JSON.stringify allows, invalid UTF-8 bytes, keys of any shape, resources of the wrong
  * shape), the run list's answers (items missing a field the service may leave out), and the
- * trigger's answers (a skip reason the service may add later). Test
- * infrastructure only; the simulator stays an independent reading of the service's API.
+ * trigger's answers (a skip reason the service may add later); it also answers requests itself
+ * (an error echoing the request's credentials) and can replace the answer to a trigger the service
+ * handled with a gateway's 5xx. Test infrastructure only; the simulator stays an independent
+ * reading of the service's API.
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -12,6 +14,12 @@ import { onTestFinished } from "vitest";
 import { createHarness, type Harness, type HarnessOptions } from "./mirror-harness.js";
 
 export type Rewrite = (body: string) => string | Buffer;
+
+export interface ProxyAnswer {
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+}
 
 export interface RewritingProxy {
   /** Base URL to put in the config (`.../api/v1`). */
@@ -32,6 +40,13 @@ export interface RewritingProxy {
   trigger?: Rewrite;
   /** Rewrites every 200 answer to a run's detail (`GET /sync-task/{sync_id}`), while set. */
   runDetail?: Rewrite;
+  /**
+   * Answers a request in the service's place, before it reaches it, when it returns an answer:
+   * errors the simulator does not write, such as a body echoing the request's credentials.
+   */
+  intercept?: (request: { method: string; path: string; authorization: string }) => ProxyAnswer | undefined;
+  /** The next trigger the service handles is answered with this status instead (a gateway that lost the answer); once. */
+  triggerLostWith?: number;
   close(): Promise<void>;
 }
 
@@ -84,10 +99,16 @@ async function forward(
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const path = (req.url ?? "/").replace(/^\/api\/v1/, "");
+  const authorization = req.headers.authorization ?? "";
+  const intercepted = proxy.intercept?.({ method: req.method ?? "GET", path, authorization });
+  if (intercepted) {
+    const headers = { "content-type": "application/json", ...intercepted.headers };
+    return { status: intercepted.status, headers, body: Buffer.from(intercepted.body, "utf8") };
+  }
   const upstream = await fetch(`${proxy.target}${path}`, {
     method: req.method,
     headers: {
-      authorization: req.headers.authorization ?? "",
+      authorization,
       "content-type": req.headers["content-type"] ?? "application/json",
     },
     body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
@@ -97,6 +118,15 @@ async function forward(
   const retryAfter = upstream.headers.get("retry-after");
   if (retryAfter) headers["retry-after"] = retryAfter;
   const route = path.split("?")[0] ?? "";
+  if (proxy.triggerLostWith !== undefined && req.method === "POST" && SYNC_TASK_PATH.test(route)) {
+    const status = proxy.triggerLostWith;
+    proxy.triggerLostWith = undefined;
+    return {
+      status,
+      headers: { "content-type": "text/html" },
+      body: Buffer.from("<html>bad gateway</html>"),
+    };
+  }
   const rewrite =
     upstream.status === 200 && req.method === "GET" && SYNC_TASK_PATH.test(route)
       ? proxy.runList

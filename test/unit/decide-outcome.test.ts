@@ -23,6 +23,14 @@ describe("decideOutcome (outcome and exit code)", () => {
       outcome: "failed",
       message: /run_timeout_minutes/,
     });
+    // The table prints the message alone: it carries the last run's error and what that says to do.
+    expect(
+      decideOutcome({ ...nothing, lastRunError: "GET export still failed: the next pass tries again" }),
+    ).toEqual({
+      outcome: "failed",
+      message:
+        "no export of 2 run(s) could be read; the last error: GET export still failed: the next pass tries again",
+    });
   });
 
   it("is partial, counting what was and was not read, when pages were written before a run failed", () => {

@@ -62,8 +62,8 @@ const TABLE: readonly Row[] = [
   {
     cls: errors.UnsupportedSchemaVersionError,
     code: "EXPORT_SCHEMA_UNSUPPORTED",
-    args: ["run-1", "2.0"],
-    fields: { syncId: "run-1", schemaVersion: "2.0" },
+    args: ["run-1", "2.0", 250],
+    fields: { syncId: "run-1", schemaVersion: "2.0", offset: 250 },
   },
   {
     cls: errors.DatabaseLockedError,

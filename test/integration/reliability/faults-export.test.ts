@@ -3,9 +3,10 @@
  * a schema_version this syncmirror does not read. Each is stored consistently or refused whole,
  * and the state after recovery equals a clean run's over an identical simulator.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { exitCodeFor } from "../../../src/sync/outcome.js";
 import { databaseProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
+import { proxiedHarness } from "../../helpers/rewriting-proxy.js";
 import { counterValue, createTwins, ghostTrigger, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
@@ -99,4 +100,23 @@ describe("export quirks", () => {
       expect(snapshotDiff(snapshot(hurt), snapshot(clean))).toEqual([]);
     },
   );
+
+  it("a schema_version of another major from the second page on: the run fails, and its error says which rows were written", async () => {
+    const { h, proxy } = await proxiedHarness(THREE_PAGES);
+    onTestFinished(() => h.close());
+    proxy.rewrites[1] = (body) => JSON.stringify({ ...JSON.parse(body), schema_version: 2 });
+
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    const summary = JSON.parse(r.stdout).mirrors[0];
+    expect(summary.outcome).toBe("partial");
+    expect(summary.errors.map((e: { error: string }) => e.error)).toEqual([
+      expect.stringMatching(
+        /has schema_version 2 from offset 250 on; this syncmirror reads major version 1 only\. Upgrade syncmirror; nothing of this export from offset 250 on was written \(the rows before it were read as version 1\)/,
+      ),
+    ]);
+    expect(h.query("SELECT key FROM resources")).toHaveLength(250);
+    expect(h.query("SELECT 1 FROM pairs WHERE watermark IS NOT NULL")).toEqual([]);
+    expect(databaseProblems(h)).toEqual([]);
+  });
 });

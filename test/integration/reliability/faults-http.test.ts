@@ -4,11 +4,12 @@
  * run over an identical simulator reaches, with exactly one trigger created upstream, and shows
  * in `syncmirror_api_requests_total`.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import type { Fault } from "../../../src/simulator/index.js";
 import { exitCodeFor } from "../../../src/sync/outcome.js";
 import { databaseProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
 import { triggerPosts } from "../../helpers/requests.js";
+import { proxiedHarness } from "../../helpers/rewriting-proxy.js";
 import { counterValue, createTwins, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
@@ -198,6 +199,24 @@ describe("a trigger POST whose connection dies, through the CLI", () => {
   });
 });
 
+describe("a trigger the service handled, answered 5xx by a gateway, through the CLI", () => {
+  // The service created the runs; only its answer was lost. POSTing again would start a second sync.
+  it.each([500, 502, 504])(
+    "%i: the runs are adopted from the run list and nothing is POSTed again",
+    async (status) => {
+      const { h, proxy } = await proxiedHarness({ sim: { docs: 20 } });
+      onTestFinished(() => h.close());
+      proxy.triggerLostWith = status;
+      const r = await h.cli(["sync", "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).mirrors[0]).toMatchObject({ outcome: "succeeded", adopted: true });
+      expect(triggerPosts(h)).toBe(1);
+      expect(new Set(h.sim.runs.list().map((run) => run.trigger_id)).size).toBe(1);
+      expect(databaseProblems(h)).toEqual([]);
+    },
+  );
+});
+
 interface FailedCase {
   name: string;
   route: string;
@@ -207,6 +226,7 @@ interface FailedCase {
   says: RegExp;
   /** The pass that recovers: a plain `sync` resumes the trigger; a failed export needs a full. */
   recover: "sync" | "full";
+  timeoutSeconds?: number;
 }
 
 const FAILED: FailedCase[] = [
@@ -216,6 +236,24 @@ const FAILED: FailedCase[] = [
     fault: { kind: "503", times: Number.POSITIVE_INFINITY },
     outcome: "failed",
     says: /GET \/sync-task still failed after 2 attempts \(last: 503.*the next pass tries again/,
+    recover: "sync",
+  },
+  {
+    name: "a run list slower than api.timeout_seconds on every attempt",
+    route: LIST,
+    fault: { kind: "delay", ms: 30_000, times: Number.POSITIVE_INFINITY },
+    outcome: "failed",
+    says: /GET \/sync-task still failed after 2 attempts \(last: timeout after 500 ms\).*raise api\.max_attempts \/ api\.timeout_seconds.*stays in flight/,
+    recover: "sync",
+    timeoutSeconds: 0.5,
+  },
+  {
+    // A 429 refuses the POST before any work: nothing was created, and the next pass triggers once.
+    name: "429 on every trigger POST outlasting api.max_attempts",
+    route: TRIGGER,
+    fault: { kind: "429", retryAfterSeconds: 0, times: Number.POSITIVE_INFINITY },
+    outcome: "failed",
+    says: /POST \/sync-task still failed after 2 attempts \(last: 429.*rate-limiting; the next pass tries again.*stays in flight/,
     recover: "sync",
   },
   {
@@ -272,7 +310,11 @@ const FAILED: FailedCase[] = [
 
 describe("HTTP faults that end a pass with a clear error, and the pass that recovers", () => {
   it.each(FAILED)("$name", async (c) => {
-    twins = await createTwins({ sim: { docs: 40 }, maxAttempts: 2 });
+    twins = await createTwins({
+      sim: { docs: 40 },
+      maxAttempts: 2,
+      ...(c.timeoutSeconds ? { api: { timeout_seconds: c.timeoutSeconds } } : {}),
+    });
     const { clean, hurt } = twins;
     expect((await clean.sync()).outcome).toBe("succeeded");
     hurt.sim.faults.inject(c.route, c.fault);
@@ -320,5 +362,20 @@ describe("HTTP faults that end a pass with a clear error, and the pass that reco
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/main\s+full\s+failed/);
     expect(r.stdout).toMatch(/GET \/sync-task still failed after 2 attempts .*next pass/);
+  });
+
+  it("exits 1 through the CLI when no export page could be read, and its line says why and what to do", async () => {
+    twins = await createTwins({ sim: { docs: 10 }, maxAttempts: 2 });
+    twins.hurt.sim.faults.inject(EXPORT, {
+      kind: "503",
+      retryAfterSeconds: 0,
+      times: Number.POSITIVE_INFINITY,
+    });
+    const r = await twins.hurt.cli(["sync"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/main\s+full\s+failed/);
+    expect(r.stdout).toMatch(
+      /no export of 3 run\(s\) could be read; the last error: GET \/sync-task\/\{sync_id\}\/export still failed after 2 attempts \(last: 503.*the next pass tries again/,
+    );
   });
 });

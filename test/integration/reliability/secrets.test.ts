@@ -13,6 +13,7 @@ import { parse, stringify } from "yaml";
 import { type CliProcess, httpGet, spawnCli, waitForPort } from "../../helpers/daemon.js";
 import { onPostgres } from "../../helpers/dialect.js";
 import { createHarness, DATABASE_URL_ENV, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
+import { type ProxyAnswer, proxiedHarness } from "../../helpers/rewriting-proxy.js";
 
 let h: Harness | undefined;
 let daemon: ChildProcess | undefined;
@@ -111,6 +112,72 @@ describe("secrets", () => {
       }
     }
     expect(run.stderr()).toContain('"level":20');
+  });
+
+  it("never shows the token when the upstream echoes it in 429, 5xx, 409, 401 and unreadable answers, nor after a reset trigger", async () => {
+    const proxied = await proxiedHarness({ sim: { docs: 10 }, maxAttempts: 2 });
+    h = proxied.h;
+    const token = h.sim.token;
+    const seen = new Map<string, number>();
+    /** The request's route without ids, and how many times that route was asked. */
+    const nth = (method: string, path: string) => {
+      const route = `${method} ${path.split("?")[0]?.replace(/\/sync-task\/[^/]+/, "/sync-task/{id}")}`;
+      const n = (seen.get(route) ?? 0) + 1;
+      seen.set(route, n);
+      return `${route} #${n}`;
+    };
+    const echo = (status: number, detail: unknown, headers?: Record<string, string>): ProxyAnswer => ({
+      status,
+      body: JSON.stringify({ detail }),
+      ...(headers ? { headers } : {}),
+    });
+    proxied.proxy.intercept = ({ method, path, authorization }) => {
+      const failed = echo(500, { message: `upstream failed for ${authorization}` });
+      // Pass 1: a 429 then a reset on the trigger, and a run list failing on every attempt. Pass 2:
+      // an unreadable export page and a 401. Pass 3 finishes that trigger; pass 4 meets a 409 and
+      // pass 5 succeeds. Each fault's answer echoes the credentials.
+      const faults: Record<string, ProxyAnswer | "reset"> = {
+        "POST /sync-task #1": echo(429, `slow down, ${authorization}`, { "retry-after": "0" }),
+        "POST /sync-task #2": "reset",
+        "GET /sync-task #1": failed,
+        "GET /sync-task #2": failed,
+        "GET /sync-task/{id}/export #1": { status: 200, body: `<html>${authorization}</html>` },
+        "GET /sync-task/{id}/export #2": echo(401, `token ${authorization.slice(7)} expired`),
+        "POST /sync-task #4": echo(409, `cannot start: ${authorization}`),
+      };
+      const fault = faults[nth(method, path)];
+      if (fault === "reset") throw new Error("reset");
+      return fault;
+    };
+    const outputs: string[] = [];
+    for (const args of [
+      ["sync", "--json"],
+      ["sync", "--json"],
+      ["sync", "--full", "--json"],
+      ["sync", "--full", "--json"],
+      ["sync", "--full", "--json"],
+      ["history", "--json"],
+      ["problems", "--json"],
+      ["status", "--json"],
+    ]) {
+      const r = await h.cli(args, { LOG_LEVEL: "trace" });
+      outputs.push(`${args.join(" ")} -> ${r.code}\n${r.stdout}\n${r.stderr}`);
+    }
+    const said = outputs.join("\n");
+    expect(said).not.toContain(token);
+    for (const met of [
+      '"status":"429"',
+      "UND_ERR_SOCKET",
+      "(last: 500: upstream failed for Bearer [redacted])",
+      "not JSON",
+      "rejected (401",
+      "cannot start: Bearer [redacted]",
+      '"outcome": "succeeded"',
+    ])
+      expect(said, "every fault was met, and its echo shown scrubbed").toContain(met);
+    if (h.dialect === "sqlite")
+      for (const [file, bytes] of databaseFiles(h.dir)) expect(bytes.includes(token), file).toBe(false);
+    else expect(tablesHolding(h, token)).toEqual([]);
   });
 
   it("a rejected token is named by its variable, never by its value", async () => {
