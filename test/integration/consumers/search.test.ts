@@ -99,12 +99,15 @@ describe("search shows each user only what they may see", () => {
     expect(await searchKeys(h, U1, "sea narwhal")).toEqual([inTitle, inText].sort());
     expect(await searchKeys(h, U1, "title:narwhal")).toEqual([inTitle]);
     expect(await searchKeys(h, U1, 'content_text:"a narwhal"')).toEqual([inText]);
+    // FTS5 reads a column's name in any case; so must PostgreSQL.
+    expect(await searchKeys(h, U1, "TITLE:narwhal")).toEqual([inTitle]);
+    expect(await searchKeys(h, U1, 'Content_Text:"a narwhal"')).toEqual([inText]);
     const store = await openSearchStore();
     try {
       const hits = await store.search.query({ userEmail: U1, query: "narwhal", limit: 10 });
       expect(hits.map((hit) => hit.key)).toEqual([inTitle, inText]);
       expect(hits[1]?.snippet).toContain("«narwhal»");
-      for (const bad of ['"unclosed', "AND OR", "nosuchcolumn:foo", "(a", "NOT a", "a OR"])
+      for (const bad of ['"unclosed', "AND OR", "nosuchcolumn:foo", "constructor:foo", "(a", "NOT a", "a OR"])
         await expect(
           store.search.query({ userEmail: U1, query: bad, limit: 10 }),
           bad,
