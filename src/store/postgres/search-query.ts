@@ -14,8 +14,14 @@ import { SEARCH_QUERY_ADVICE } from "../consumer-types.js";
 
 const WORD = /[\p{L}\p{N}\p{M}_]+/gu;
 const TOKEN = /\s*(?:("(?:[^"]|"")*")|([\p{L}\p{N}\p{M}_]+)|([()*:])|(\S))/uy;
-/** FTS5's column filters (`title:word`) as tsquery weights: the index weighs title A, text B. */
-const COLUMN_WEIGHTS: Record<string, string> = { title: "A", content_text: "B" };
+/**
+ * FTS5's column filters (`title:word`) as tsquery weights: the index weighs title A, text B. FTS5
+ * reads a column's name in any case (`TITLE:word`), so the lookup folds it too.
+ */
+const COLUMN_WEIGHTS = new Map([
+  ["title", "A"],
+  ["content_text", "B"],
+]);
 
 /** One whitespace-separated term of a phrase; `whole` when punctuation joins several words. */
 interface Term {
@@ -137,7 +143,8 @@ class Parser {
     const [name, colon] = [this.tokens[this.at], this.tokens[this.at + 1]];
     if (colon?.kind !== "punct" || colon.text !== ":") return "";
     const only = name?.kind === "phrase" && name.terms.length === 1 ? name.terms[0] : undefined;
-    const weight = only?.words.length === 1 ? COLUMN_WEIGHTS[only.words[0] as string] : undefined;
+    const weight =
+      only?.words.length === 1 ? COLUMN_WEIGHTS.get((only.words[0] as string).toLowerCase()) : undefined;
     if (weight === undefined) fail();
     this.at += 2;
     return weight;

@@ -97,4 +97,17 @@ describe("search as typed", () => {
     expect(noQuery.code).toBe(2);
     expect(noQuery.stderr).toBe("syncmirror: QUERY: is required\n");
   });
+
+  it("says in one line that search is off, exit 2, whatever the query or the index left behind", async () => {
+    const { h } = await mirrored();
+    configureConsumers(h, { search: false });
+    for (const query of ["compiler", "C++", '"unclosed']) {
+      const r = await h.cli(["search", "--user", U1, "--json", query]);
+      expect(r.code, query).toBe(2);
+      expect(r.stdout, query).toBe("");
+      expect(r.stderr, query).toBe(
+        `syncmirror: search is not enabled: set search.enabled: true in ${h.configPath}, then run syncmirror reindex\n`,
+      );
+    }
+  });
 });

@@ -99,12 +99,15 @@ describe("search shows each user only what they may see", () => {
     expect(await searchKeys(h, U1, "sea narwhal")).toEqual([inTitle, inText].sort());
     expect(await searchKeys(h, U1, "title:narwhal")).toEqual([inTitle]);
     expect(await searchKeys(h, U1, 'content_text:"a narwhal"')).toEqual([inText]);
+    // FTS5 reads a column's name in any case; so must PostgreSQL.
+    expect(await searchKeys(h, U1, "TITLE:narwhal")).toEqual([inTitle]);
+    expect(await searchKeys(h, U1, 'Content_Text:"a narwhal"')).toEqual([inText]);
     const store = await openSearchStore();
     try {
       const hits = await store.search.query({ userEmail: U1, query: "narwhal", limit: 10 });
       expect(hits.map((hit) => hit.key)).toEqual([inTitle, inText]);
       expect(hits[1]?.snippet).toContain("«narwhal»");
-      for (const bad of ['"unclosed', "AND OR", "nosuchcolumn:foo", "(a", "NOT a", "a OR"])
+      for (const bad of ['"unclosed', "AND OR", "nosuchcolumn:foo", "constructor:foo", "(a", "NOT a", "a OR"])
         await expect(
           store.search.query({ userEmail: U1, query: bad, limit: 10 }),
           bad,
@@ -219,5 +222,44 @@ describe("the index's life", () => {
     const refused = await h.cli(["reindex"]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/search is not enabled/);
+  });
+
+  it("is built by reindex on an empty mirror, and after edits made while search was off finds only the new text", async () => {
+    await searchHarness(5);
+    const empty = await h.cli(["reindex"]);
+    expect(empty.code, empty.stderr).toBe(0);
+    expect(empty.stdout).toMatch(/^search index rebuilt: 0 live resources/);
+    const key = addDoc(h, "Gallimaufry", "Restart the flibbertigibbet service.", [U1]);
+    await h.sync();
+
+    configureConsumers(h, { search: false });
+    h.sim.clock.advance(60_000);
+    h.sim.docs.edit(h.sim.docs.list().find((d) => d.key === key)?.docId as string, {
+      title: "Kerfuffle",
+      content: "Restart the snollygoster service.",
+    });
+    expect((await h.sync()).mode).toBe("incremental");
+    configureConsumers(h, { search: true });
+    const before = await h.cli(["search", "--user", U1, "snollygoster"]);
+    expect(before.code).toBe(2);
+    expect(before.stderr).toBe(
+      "syncmirror: the search index does not exist yet: run syncmirror reindex (syncmirror run and sync also build it at start)\n",
+    );
+
+    const found = async (query: string) => {
+      const r = await h.cli(["search", "--user", U1, "--json", query]);
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout).results.map((hit: { key: string }) => hit.key);
+    };
+    // A second reindex over the index the first built ends the same.
+    for (const _ of [1, 2]) {
+      const rebuilt = await h.cli(["reindex"]);
+      expect(rebuilt.code, rebuilt.stderr).toBe(0);
+      expect(await found("snollygoster")).toEqual([key]);
+      expect(await found("title:kerfuffle")).toEqual([key]);
+      expect(await found("flibbertigibbet")).toEqual([]);
+      expect(await found("title:gallimaufry")).toEqual([]);
+      expectFtsConsistent();
+    }
   });
 });
