@@ -54,6 +54,16 @@ const timezone = z
   .refine(isTimeZone, { message: "is not an IANA time zone (e.g. UTC, Europe/Berlin)" });
 const positive = z.number().positive();
 const nonNegativeInt = z.number().int().nonnegative();
+/** Node's timers hold at most 2^31 - 1 ms: a longer one fires at once, and so would every wait set by it. */
+const MAX_TIMER_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+const timerSeconds = positive.max(
+  MAX_TIMER_SECONDS,
+  `must be at most ${MAX_TIMER_SECONDS} (about 24 days, the longest wait a timer holds)`,
+);
+/** Subtracted from a watermark: far past this, the date it makes cannot be written. */
+const MAX_SINCE_OVERLAP_SECONDS = 365 * 24 * 3600;
+/** Subtracted from now: far past this, the date it makes cannot be written. */
+const MAX_HISTORY_KEEP_DAYS = 100 * 365;
 
 /**
  * Every setting that may appear in `defaults` and be overridden per mirror, with its validator and
@@ -74,16 +84,17 @@ const SCHEDULE = {
     .default("UTC")
     .meta({ description: "IANA time zone the cron expressions are read in.", examples: ["Europe/Berlin"] }),
   since_overlap_seconds: nonNegativeInt
+    .max(MAX_SINCE_OVERLAP_SECONDS, `must be at most ${MAX_SINCE_OVERLAP_SECONDS} (a year)`)
     .default(300)
     .describe(
       "Seconds subtracted from the oldest active watermark to make the `since` of an incremental pass, so nothing at the boundary is missed.",
     ),
-  poll_initial_seconds: positive
+  poll_initial_seconds: timerSeconds
     .default(5)
     .describe(
       "First wait between two polls of the upstream runs; it grows up to `poll_max_seconds`. May be fractional. Replicas also look for orphaned triggers this often (at least every 250 ms).",
     ),
-  poll_max_seconds: positive
+  poll_max_seconds: timerSeconds
     .default(60)
     .describe(
       "Longest wait between two polls of the upstream runs: at least `poll_initial_seconds` (less is a config error), in `defaults` and in every mirror once its overrides apply.",
@@ -161,7 +172,9 @@ const FileKeys = z.strictObject({
         .describe(
           "Name of the environment variable holding the platform access token. The token itself is never read from the file: a token written in it is a config error that names the key, never the value.",
         ),
-      timeout_seconds: positive.default(60).describe("Timeout of one request to the service, in seconds."),
+      timeout_seconds: timerSeconds
+        .default(60)
+        .describe("Timeout of one request to the service, in seconds."),
       max_attempts: z
         .number()
         .int()
@@ -236,6 +249,7 @@ const FileKeys = z.strictObject({
   history: z
     .strictObject({
       keep_days: positive
+        .max(MAX_HISTORY_KEEP_DAYS, `must be at most ${MAX_HISTORY_KEEP_DAYS} (100 years)`)
         .default(DEFAULT_HISTORY_KEEP_DAYS)
         .describe(
           "Days a finished pass is kept for `syncmirror history` and `GET /v1/passes`; the daemon prunes older ones at start-up and every hour, and `sync` after its passes (never a pass in flight, nor one the sync still reads).",

@@ -331,6 +331,32 @@ const CASES: Case[] = [
     key: "manage_sync_configs",
     says: /./,
   },
+  // Values past what a timer or a date can hold: a 25-day timer fires at once, a date before
+  // year -271821 cannot be written.
+  {
+    name: "api.timeout_seconds longer than a timer holds",
+    edit: (c) => (c.api.timeout_seconds = 3_000_000),
+    key: "api.timeout_seconds",
+    says: /at most 2147483/,
+  },
+  {
+    name: "a mirror's poll_max_seconds longer than a timer holds",
+    edit: (c) => (first(c).poll_max_seconds = 3_000_000),
+    key: "mirrors[0].poll_max_seconds",
+    says: /at most 2147483/,
+  },
+  {
+    name: "defaults.since_overlap_seconds of millions of years",
+    edit: (c) => (c.defaults.since_overlap_seconds = 1e15),
+    key: "defaults.since_overlap_seconds",
+    says: /at most/,
+  },
+  {
+    name: "history.keep_days of a billion days",
+    edit: (c) => (c.history = { keep_days: 1e9 }),
+    key: "history.keep_days",
+    says: /at most/,
+  },
   // Every key of defaults, wrong in defaults and wrong as a mirror's override.
   ...(
     [
