@@ -3,7 +3,7 @@
  * environment: the token comes from the variable named by `api.token_env`, never from the file.
  */
 import { readFileSync } from "node:fs";
-import { parseDocument } from "yaml";
+import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { cronExpression } from "./config-cron.js";
 import {
@@ -23,7 +23,7 @@ import {
   unsendableToken,
 } from "./config-secrets.js";
 import * as declaring from "./config-sync-config.js";
-import { ConfigError, UsageError } from "./errors.js";
+import { ConfigError, type ConfigIssue, UsageError } from "./errors.js";
 
 export { type DatabaseConfig, requireDatabaseUrl } from "./config-database.js";
 
@@ -391,12 +391,18 @@ export function loadConfig(file: string, env: Env): Config {
 }
 
 export function parseConfig(file: string, text: string, env: Env): Config {
-  const doc = parseDocument(text, { uniqueKeys: true });
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { uniqueKeys: true, lineCounter: lines });
   if (doc.errors.length > 0) {
-    throw new ConfigError(
-      file,
-      doc.errors.map((e) => ({ path: "", message: yamlMessage(e.message, e.linePos?.[0]) })),
-    );
+    const duplicates = doc.errors.some((e) => e.code === "DUPLICATE_KEY")
+      ? findDuplicateKeys(parseDocument(text, { uniqueKeys: false }).contents, [], lines, env)
+      : [];
+    throw new ConfigError(file, [
+      ...doc.errors
+        .filter((e) => e.code !== "DUPLICATE_KEY")
+        .map((e) => ({ path: "", message: yamlMessage(e.message, e.linePos?.[0]) })),
+      ...duplicates,
+    ]);
   }
   let raw: unknown;
   try {
@@ -424,6 +430,40 @@ export function parseConfig(file: string, text: string, env: Env): Config {
     throw new ConfigError(file, parsed.error.issues.flatMap(configIssues));
   }
   return freeze(file, parsed.data, env);
+}
+
+/**
+ * Each key written twice in one mapping, by its path (two `defaults:` sections, a key repeated in
+ * one): yaml names only the line of the second. A key that is itself a secret is named by the
+ * mapping that holds it, as `findSecrets` does.
+ */
+function findDuplicateKeys(
+  node: unknown,
+  path: (string | number)[],
+  lines: LineCounter,
+  env: Env,
+): ConfigIssue[] {
+  if (isSeq(node)) return node.items.flatMap((item, i) => findDuplicateKeys(item, [...path, i], lines, env));
+  if (!isMap(node)) return [];
+  const issues: ConfigIssue[] = [];
+  const firstLine = new Map<string, number>();
+  for (const pair of node.items) {
+    const key = String(isScalar(pair.key) ? pair.key.value : pair.key);
+    const line = lines.linePos((isNode(pair.key) && pair.key.range?.[0]) || 0).line;
+    const first = firstLine.get(key);
+    const secret = findSecrets({ [key]: null }, env).length > 0;
+    if (first === undefined) {
+      firstLine.set(key, line);
+      // Below a secret key, every path would print it; findSecrets names it once the file parses.
+      if (!secret) issues.push(...findDuplicateKeys(pair.value, [...path, key], lines, env));
+      continue;
+    }
+    issues.push({
+      path: formatPath(secret ? path : [...path, key]),
+      message: `YAML: ${secret ? "a key" : "the key"} is written twice in one mapping (${first === line ? `on line ${line}` : `lines ${first} and ${line}`}): keep one`,
+    });
+  }
+  return issues;
 }
 
 /**

@@ -92,6 +92,18 @@ const CASES: Case[] = [
     says: /alias/,
   },
   { name: "a YAML list holding itself", text: "&l [*l]\n", key: "[0]", says: /alias/ },
+  {
+    name: "a key written twice in one section",
+    text: "api:\n  base_url: http://127.0.0.1:1/api/v1\n  timeout_seconds: 5\n  timeout_seconds: 6\nmirrors: []\n",
+    key: "api.timeout_seconds",
+    says: /twice/,
+  },
+  {
+    name: "a section written twice",
+    text: "defaults:\n  timezone: UTC\napi:\n  base_url: http://127.0.0.1:1/api/v1\ndefaults:\n  full_cron: 0 2 * * *\n",
+    key: "defaults",
+    says: /twice.*lines 1 and 5/,
+  },
   // Secrets written in the file.
   {
     name: "a token as api.token",
