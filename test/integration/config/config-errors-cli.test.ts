@@ -104,6 +104,11 @@ const CASES: Case[] = [
     key: "defaults",
     says: /twice.*lines 1 and 5/,
   },
+  {
+    name: "a tab as indentation",
+    text: "api:\n\tbase_url: http://127.0.0.1:1/api/v1\n",
+    says: /YAML: Tabs .*line 2/,
+  },
   // Secrets written in the file.
   {
     name: "a token as api.token",
@@ -318,6 +323,13 @@ const CASES: Case[] = [
     says: /not a known key/,
   },
   // Other sections.
+  {
+    name: "$SYNCMIRROR_HTTP_LISTEN that is no address",
+    command: ["run"],
+    env: { SYNCMIRROR_HTTP_LISTEN: "all interfaces" },
+    key: "http.listen",
+    says: /\$SYNCMIRROR_HTTP_LISTEN.*host:port/,
+  },
   { name: "api.max_attempts 0", edit: (c) => (c.api.max_attempts = 0), key: "api.max_attempts", says: /./ },
   {
     name: "api.timeout_seconds 0",
@@ -527,6 +539,22 @@ describe("where the config comes from", () => {
     write({ name: "valid", says: /./ });
     const byFlag = await cli(["status", "--config", h.configPath], { SYNCMIRROR_CONFIG: fromEnv }, cwd);
     expect(byFlag.code, byFlag.stderr).toBe(0);
+  });
+
+  it("a directory as the config path, by --config or $SYNCMIRROR_CONFIG: exit 2 naming it, nothing started", async () => {
+    const dir = join(h.dir, "config-dir");
+    mkdirSync(dir, { recursive: true });
+    for (const [args, extra] of [
+      [["run", "--config", dir], {}],
+      [["sync"], { SYNCMIRROR_CONFIG: dir }],
+    ] as const) {
+      const r = await cli([...args], extra);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain(dir);
+      expect(r.stderr).toMatch(/cannot read the file/);
+      expect(r.stderr).not.toMatch(STACK);
+    }
   });
 
   it("no config file anywhere: exit 2 naming config/syncmirror.yaml, nothing on stdout, no stack trace", async () => {
