@@ -400,7 +400,16 @@ export function parseConfig(file: string, text: string, env: Env): Config {
     throw new ConfigError(file, [
       ...doc.errors
         .filter((e) => e.code !== "DUPLICATE_KEY")
-        .map((e) => ({ path: "", message: yamlMessage(e.message, e.linePos?.[0]) })),
+        .map((e) => ({
+          path: "",
+          // yaml's own words point at its JavaScript API, which the operator has no use for.
+          message: yamlMessage(
+            e.code === "MULTIPLE_DOCS"
+              ? "the file holds more than one YAML document: remove the `---` line and what follows it, or merge the documents into one"
+              : e.message,
+            e.linePos?.[0],
+          ),
+        })),
       ...duplicates,
     ]);
   }

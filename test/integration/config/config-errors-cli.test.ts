@@ -105,6 +105,12 @@ const CASES: Case[] = [
     says: /twice.*lines 1 and 5/,
   },
   {
+    // Two files concatenated, or a Kubernetes manifest's habit.
+    name: "two YAML documents in one file",
+    text: "api:\n  base_url: http://127.0.0.1:1/api/v1\n---\nmirrors: []\n",
+    says: /more than one YAML document.*line 3/,
+  },
+  {
     name: "a tab as indentation",
     text: "api:\n\tbase_url: http://127.0.0.1:1/api/v1\n",
     says: /YAML: Tabs .*line 2/,
