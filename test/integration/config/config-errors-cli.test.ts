@@ -252,6 +252,15 @@ const CASES: Case[] = [
     key: "database.url_env",
     says: /SYNCMIRROR_TEST_UNSET_URL.*not set/,
   },
+  {
+    // `SYNCMIRROR_DATABASE_URL=` in an env file: the variable is there, its value is not.
+    name: "database.url_env naming a variable set but empty",
+    command: ["status"],
+    edit: (c) => (c.database = { url_env: "SYNCMIRROR_TEST_EMPTY_URL" }),
+    env: { SYNCMIRROR_TEST_EMPTY_URL: "" },
+    key: "database.url_env",
+    says: /SYNCMIRROR_TEST_EMPTY_URL is set but empty/,
+  },
   { name: "an empty database.path", edit: (c) => (c.database.path = ""), key: "database.path", says: /./ },
   // Mirrors: names, uniqueness, exactly one of sync_config_id / sync_config.
   { name: "no mirrors", edit: (c) => (c.mirrors = []), key: "mirrors", says: /at least one/ },
