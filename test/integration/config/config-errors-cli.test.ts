@@ -219,6 +219,13 @@ const CASES: Case[] = [
     says: /password/,
   },
   {
+    // `api: {ghp_...:}`: a token pasted on a line of its own with a colon after it.
+    name: "a token-shaped string written as a key of api",
+    edit: (c) => (c.api[`ghp_${FILE_SECRET}_A1b2C3d4E5f6G7h8`] = null),
+    key: "api",
+    says: /token/,
+  },
+  {
     name: "the environment's API token written as a key of api",
     edit: (c) => (c.api[h.sim.token] = true),
     key: "api",
@@ -248,6 +255,8 @@ const CASES: Case[] = [
   },
   {
     name: "database.url_env naming an unset variable",
+    // `search` first says search is not enabled, which this file does not ask for.
+    command: ["history"],
     edit: (c) => (c.database = { url_env: "SYNCMIRROR_TEST_UNSET_URL" }),
     key: "database.url_env",
     says: /SYNCMIRROR_TEST_UNSET_URL.*not set/,
