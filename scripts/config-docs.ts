@@ -42,6 +42,7 @@ unset), else \`config/syncmirror.yaml\`. \`syncmirror init\` writes a minimal on
 [configuration-guide.md](configuration-guide.md) explains the choices behind the settings.
 
 - **Unknown keys are errors**, each named by its full path: a typo must not fall back to a default silently.
+  So is a key written twice in one mapping (two \`defaults:\` sections), named by its path.
 - Every error names the file, the key path and what is wrong, and nothing starts (exit 2).
 - Secrets are never read from the file: the API token, the HTTP token and a PostgreSQL URL come
   from the environment variables the file names (\`api.token_env\`, \`http.token_env\`,

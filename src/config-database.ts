@@ -54,7 +54,7 @@ export type DatabaseConfig =
   | {
       readonly kind: "postgres";
       readonly urlEnv: string;
-      /** From the environment; undefined when the variable is unset or empty (see `requireDatabaseUrl`). */
+      /** From the environment; undefined when the variable is unset, "" when empty (see `requireDatabaseUrl`). */
       readonly url: string | undefined;
       readonly leaseSeconds: number;
       readonly poolSize: number;
@@ -63,11 +63,10 @@ export type DatabaseConfig =
 export function freezeDatabase(d: z.infer<typeof DatabaseSection>, env: Env): DatabaseConfig {
   if (d.url_env === undefined)
     return { kind: "sqlite", path: d.path ?? "data/mirror.db", leaseSeconds: d.lease_seconds };
-  const url = env[d.url_env];
   return {
     kind: "postgres",
     urlEnv: d.url_env,
-    url: url === "" ? undefined : url,
+    url: env[d.url_env],
     leaseSeconds: d.lease_seconds,
     poolSize: d.pool_size,
   };
@@ -82,7 +81,7 @@ export function requireDatabaseUrl(
   throw new ConfigError(config.file, [
     {
       path: "database.url_env",
-      message: `environment variable ${db.urlEnv} is not set: export the postgres:// URL of the mirror database in it`,
+      message: `environment variable ${db.urlEnv} ${db.url === "" ? "is set but empty" : "is not set"}: export the postgres:// URL of the mirror database in it`,
     },
   ]);
 }

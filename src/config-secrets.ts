@@ -61,7 +61,8 @@ function looksLikeToken(value: string): boolean {
  * A token must never sit in the file: a key named like a secret (other than `token_env`) holding a
  * string, or any value holding the API or HTTP token of the environment (as the configured
  * variables or their defaults hold them), or a `*_env` key holding something shaped like a token
- * instead of a variable's name. Messages name the key, never the value.
+ * instead of a variable's name, or a key that is itself one of these. Messages name the key, never
+ * the value.
  */
 export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -80,7 +81,8 @@ export function findSecrets(raw: unknown, env: Env): ConfigIssue[] {
       for (const [k, v] of Object.entries(value)) {
         // A secret written as a key (`database: {postgres://...}`) would be printed as part of
         // every key path below it: it is named by the mapping that holds it, and not walked into.
-        const kind = tokenIn(k);
+        // Every key of the file is snake_case, so one shaped like a token is no key at all.
+        const kind = tokenIn(k) ?? (looksLikeToken(k) ? (path[0] === "http" ? "http" : "api") : undefined);
         const problem = urlProblem(k) ?? (kind && tokenProblem(kind));
         if (problem) issues.push({ path: formatPath(path), message: `has a key that ${problem}` });
         else walk(v, [...path, k]);

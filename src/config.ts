@@ -3,7 +3,7 @@
  * environment: the token comes from the variable named by `api.token_env`, never from the file.
  */
 import { readFileSync } from "node:fs";
-import { parseDocument } from "yaml";
+import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { cronExpression } from "./config-cron.js";
 import {
@@ -23,7 +23,7 @@ import {
   unsendableToken,
 } from "./config-secrets.js";
 import * as declaring from "./config-sync-config.js";
-import { ConfigError, UsageError } from "./errors.js";
+import { ConfigError, type ConfigIssue, UsageError } from "./errors.js";
 
 export { type DatabaseConfig, requireDatabaseUrl } from "./config-database.js";
 
@@ -54,6 +54,16 @@ const timezone = z
   .refine(isTimeZone, { message: "is not an IANA time zone (e.g. UTC, Europe/Berlin)" });
 const positive = z.number().positive();
 const nonNegativeInt = z.number().int().nonnegative();
+/** Node's timers hold at most 2^31 - 1 ms: a longer one fires at once, and so would every wait set by it. */
+const MAX_TIMER_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+const timerSeconds = positive.max(
+  MAX_TIMER_SECONDS,
+  `must be at most ${MAX_TIMER_SECONDS} (about 24 days, the longest wait a timer holds)`,
+);
+/** Subtracted from a watermark: far past this, the date it makes cannot be written. */
+const MAX_SINCE_OVERLAP_SECONDS = 365 * 24 * 3600;
+/** Subtracted from now: far past this, the date it makes cannot be written. */
+const MAX_HISTORY_KEEP_DAYS = 100 * 365;
 
 /**
  * Every setting that may appear in `defaults` and be overridden per mirror, with its validator and
@@ -74,16 +84,17 @@ const SCHEDULE = {
     .default("UTC")
     .meta({ description: "IANA time zone the cron expressions are read in.", examples: ["Europe/Berlin"] }),
   since_overlap_seconds: nonNegativeInt
+    .max(MAX_SINCE_OVERLAP_SECONDS, `must be at most ${MAX_SINCE_OVERLAP_SECONDS} (a year)`)
     .default(300)
     .describe(
       "Seconds subtracted from the oldest active watermark to make the `since` of an incremental pass, so nothing at the boundary is missed.",
     ),
-  poll_initial_seconds: positive
+  poll_initial_seconds: timerSeconds
     .default(5)
     .describe(
       "First wait between two polls of the upstream runs; it grows up to `poll_max_seconds`. May be fractional. Replicas also look for orphaned triggers this often (at least every 250 ms).",
     ),
-  poll_max_seconds: positive
+  poll_max_seconds: timerSeconds
     .default(60)
     .describe(
       "Longest wait between two polls of the upstream runs: at least `poll_initial_seconds` (less is a config error), in `defaults` and in every mirror once its overrides apply.",
@@ -161,7 +172,9 @@ const FileKeys = z.strictObject({
         .describe(
           "Name of the environment variable holding the platform access token. The token itself is never read from the file: a token written in it is a config error that names the key, never the value.",
         ),
-      timeout_seconds: positive.default(60).describe("Timeout of one request to the service, in seconds."),
+      timeout_seconds: timerSeconds
+        .default(60)
+        .describe("Timeout of one request to the service, in seconds."),
       max_attempts: z
         .number()
         .int()
@@ -236,6 +249,7 @@ const FileKeys = z.strictObject({
   history: z
     .strictObject({
       keep_days: positive
+        .max(MAX_HISTORY_KEEP_DAYS, `must be at most ${MAX_HISTORY_KEEP_DAYS} (100 years)`)
         .default(DEFAULT_HISTORY_KEEP_DAYS)
         .describe(
           "Days a finished pass is kept for `syncmirror history` and `GET /v1/passes`; the daemon prunes older ones at start-up and every hour, and `sync` after its passes (never a pass in flight, nor one the sync still reads).",
@@ -377,12 +391,27 @@ export function loadConfig(file: string, env: Env): Config {
 }
 
 export function parseConfig(file: string, text: string, env: Env): Config {
-  const doc = parseDocument(text, { uniqueKeys: true });
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { uniqueKeys: true, lineCounter: lines });
   if (doc.errors.length > 0) {
-    throw new ConfigError(
-      file,
-      doc.errors.map((e) => ({ path: "", message: yamlMessage(e.message, e.linePos?.[0]) })),
-    );
+    const duplicates = doc.errors.some((e) => e.code === "DUPLICATE_KEY")
+      ? findDuplicateKeys(parseDocument(text, { uniqueKeys: false }).contents, [], lines, env)
+      : [];
+    throw new ConfigError(file, [
+      ...doc.errors
+        .filter((e) => e.code !== "DUPLICATE_KEY")
+        .map((e) => ({
+          path: "",
+          // yaml's own words point at its JavaScript API, which the operator has no use for.
+          message: yamlMessage(
+            e.code === "MULTIPLE_DOCS"
+              ? "the file holds more than one YAML document: remove the `---` line and what follows it, or merge the documents into one"
+              : e.message,
+            e.linePos?.[0],
+          ),
+        })),
+      ...duplicates,
+    ]);
   }
   let raw: unknown;
   try {
@@ -410,6 +439,40 @@ export function parseConfig(file: string, text: string, env: Env): Config {
     throw new ConfigError(file, parsed.error.issues.flatMap(configIssues));
   }
   return freeze(file, parsed.data, env);
+}
+
+/**
+ * Each key written twice in one mapping, by its path (two `defaults:` sections, a key repeated in
+ * one): yaml names only the line of the second. A key that is itself a secret is named by the
+ * mapping that holds it, as `findSecrets` does.
+ */
+function findDuplicateKeys(
+  node: unknown,
+  path: (string | number)[],
+  lines: LineCounter,
+  env: Env,
+): ConfigIssue[] {
+  if (isSeq(node)) return node.items.flatMap((item, i) => findDuplicateKeys(item, [...path, i], lines, env));
+  if (!isMap(node)) return [];
+  const issues: ConfigIssue[] = [];
+  const firstLine = new Map<string, number>();
+  for (const pair of node.items) {
+    const key = String(isScalar(pair.key) ? pair.key.value : pair.key);
+    const line = lines.linePos((isNode(pair.key) && pair.key.range?.[0]) || 0).line;
+    const first = firstLine.get(key);
+    const secret = findSecrets({ [key]: null }, env).length > 0;
+    if (first === undefined) {
+      firstLine.set(key, line);
+      // Below a secret key, every path would print it; findSecrets names it once the file parses.
+      if (!secret) issues.push(...findDuplicateKeys(pair.value, [...path, key], lines, env));
+      continue;
+    }
+    issues.push({
+      path: formatPath(secret ? path : [...path, key]),
+      message: `YAML: ${secret ? "a key" : "the key"} is written twice in one mapping (${first === line ? `on line ${line}` : `lines ${first} and ${line}`}): keep one`,
+    });
+  }
+  return issues;
 }
 
 /**

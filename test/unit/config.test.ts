@@ -136,6 +136,17 @@ describe("config", () => {
     expect(() => requireToken(unset)).toThrow(/SYNCMIRROR_API_TOKEN is not set/);
   });
 
+  it("names a key written twice by its path and both lines; a secret written twice as a key by its section, never itself", () => {
+    expect(issuesOf(`${base}defaults:\n  timezone: UTC\ndefaults:\n  full_cron: 0 2 * * *\n`)).toEqual([
+      { path: "defaults", message: expect.stringMatching(/written twice .*lines 6 and 8/) },
+    ]);
+    expect(issuesOf(`${base}    name: other\n`).map((i) => i.path)).toEqual(["mirrors[0].name"]);
+    const url = "postgres://app:s3cret-pw@db/mirror";
+    const issues = issuesOf(`${base}database:\n  ${url}: 1\n  ${url}: 2\n`);
+    expect(issues.map((i) => i.path)).toEqual(["database"]);
+    expect(JSON.stringify(issues)).not.toContain("s3cret");
+  });
+
   it("refuses two mirrors of one sync config, naming both", () => {
     const issues = issuesOf(`${base}  - name: eng-copy\n    sync_config_id: ${ID}\n`);
     expect(issues).toContainEqual({

@@ -92,6 +92,29 @@ const CASES: Case[] = [
     says: /alias/,
   },
   { name: "a YAML list holding itself", text: "&l [*l]\n", key: "[0]", says: /alias/ },
+  {
+    name: "a key written twice in one section",
+    text: "api:\n  base_url: http://127.0.0.1:1/api/v1\n  timeout_seconds: 5\n  timeout_seconds: 6\nmirrors: []\n",
+    key: "api.timeout_seconds",
+    says: /twice/,
+  },
+  {
+    name: "a section written twice",
+    text: "defaults:\n  timezone: UTC\napi:\n  base_url: http://127.0.0.1:1/api/v1\ndefaults:\n  full_cron: 0 2 * * *\n",
+    key: "defaults",
+    says: /twice.*lines 1 and 5/,
+  },
+  {
+    // Two files concatenated, or a Kubernetes manifest's habit.
+    name: "two YAML documents in one file",
+    text: "api:\n  base_url: http://127.0.0.1:1/api/v1\n---\nmirrors: []\n",
+    says: /more than one YAML document.*line 3/,
+  },
+  {
+    name: "a tab as indentation",
+    text: "api:\n\tbase_url: http://127.0.0.1:1/api/v1\n",
+    says: /YAML: Tabs .*line 2/,
+  },
   // Secrets written in the file.
   {
     name: "a token as api.token",
@@ -196,6 +219,13 @@ const CASES: Case[] = [
     says: /password/,
   },
   {
+    // `api: {ghp_...:}`: a token pasted on a line of its own with a colon after it.
+    name: "a token-shaped string written as a key of api",
+    edit: (c) => (c.api[`ghp_${FILE_SECRET}_A1b2C3d4E5f6G7h8`] = null),
+    key: "api",
+    says: /token/,
+  },
+  {
     name: "the environment's API token written as a key of api",
     edit: (c) => (c.api[h.sim.token] = true),
     key: "api",
@@ -225,9 +255,20 @@ const CASES: Case[] = [
   },
   {
     name: "database.url_env naming an unset variable",
+    // `search` first says search is not enabled, which this file does not ask for.
+    command: ["history"],
     edit: (c) => (c.database = { url_env: "SYNCMIRROR_TEST_UNSET_URL" }),
     key: "database.url_env",
     says: /SYNCMIRROR_TEST_UNSET_URL.*not set/,
+  },
+  {
+    // `SYNCMIRROR_DATABASE_URL=` in an env file: the variable is there, its value is not.
+    name: "database.url_env naming a variable set but empty",
+    command: ["status"],
+    edit: (c) => (c.database = { url_env: "SYNCMIRROR_TEST_EMPTY_URL" }),
+    env: { SYNCMIRROR_TEST_EMPTY_URL: "" },
+    key: "database.url_env",
+    says: /SYNCMIRROR_TEST_EMPTY_URL is set but empty/,
   },
   { name: "an empty database.path", edit: (c) => (c.database.path = ""), key: "database.path", says: /./ },
   // Mirrors: names, uniqueness, exactly one of sync_config_id / sync_config.
@@ -306,6 +347,13 @@ const CASES: Case[] = [
     says: /not a known key/,
   },
   // Other sections.
+  {
+    name: "$SYNCMIRROR_HTTP_LISTEN that is no address",
+    command: ["run"],
+    env: { SYNCMIRROR_HTTP_LISTEN: "all interfaces" },
+    key: "http.listen",
+    says: /\$SYNCMIRROR_HTTP_LISTEN.*host:port/,
+  },
   { name: "api.max_attempts 0", edit: (c) => (c.api.max_attempts = 0), key: "api.max_attempts", says: /./ },
   {
     name: "api.timeout_seconds 0",
@@ -330,6 +378,32 @@ const CASES: Case[] = [
     edit: (c) => (c.manage_sync_configs = "sometimes"),
     key: "manage_sync_configs",
     says: /./,
+  },
+  // Values past what a timer or a date can hold: a 25-day timer fires at once, a date before
+  // year -271821 cannot be written.
+  {
+    name: "api.timeout_seconds longer than a timer holds",
+    edit: (c) => (c.api.timeout_seconds = 3_000_000),
+    key: "api.timeout_seconds",
+    says: /at most 2147483/,
+  },
+  {
+    name: "a mirror's poll_max_seconds longer than a timer holds",
+    edit: (c) => (first(c).poll_max_seconds = 3_000_000),
+    key: "mirrors[0].poll_max_seconds",
+    says: /at most 2147483/,
+  },
+  {
+    name: "defaults.since_overlap_seconds of millions of years",
+    edit: (c) => (c.defaults.since_overlap_seconds = 1e15),
+    key: "defaults.since_overlap_seconds",
+    says: /at most/,
+  },
+  {
+    name: "history.keep_days of a billion days",
+    edit: (c) => (c.history = { keep_days: 1e9 }),
+    key: "history.keep_days",
+    says: /at most/,
   },
   // Every key of defaults, wrong in defaults and wrong as a mirror's override.
   ...(
@@ -489,6 +563,22 @@ describe("where the config comes from", () => {
     write({ name: "valid", says: /./ });
     const byFlag = await cli(["status", "--config", h.configPath], { SYNCMIRROR_CONFIG: fromEnv }, cwd);
     expect(byFlag.code, byFlag.stderr).toBe(0);
+  });
+
+  it("a directory as the config path, by --config or $SYNCMIRROR_CONFIG: exit 2 naming it, nothing started", async () => {
+    const dir = join(h.dir, "config-dir");
+    mkdirSync(dir, { recursive: true });
+    for (const [args, extra] of [
+      [["run", "--config", dir], {}],
+      [["sync"], { SYNCMIRROR_CONFIG: dir }],
+    ] as const) {
+      const r = await cli([...args], extra);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain(dir);
+      expect(r.stderr).toMatch(/cannot read the file/);
+      expect(r.stderr).not.toMatch(STACK);
+    }
   });
 
   it("no config file anywhere: exit 2 naming config/syncmirror.yaml, nothing on stdout, no stack trace", async () => {
