@@ -177,7 +177,16 @@ export function checkMirrorIdentities(mirrors: readonly MirrorIdentity[], ctx: z
     ctx.addIssue({
       code: "custom",
       path: declared ? [i, "sync_config", "name"] : [i, "sync_config_id"],
-      message: `mirrors "${other}" and "${m.name}" both mirror ${declared ? `the sync config named "${declared.name}"` : `sync config ${m.sync_config_id}`}; one trigger per sync config at a time: keep one of them`,
+      message: bothMirror(
+        other,
+        m.name,
+        declared ? `the sync config named "${declared.name}"` : `sync config ${m.sync_config_id}`,
+      ),
     });
   });
+}
+
+/** Why two mirrors may not mirror one config, as the file's check and `plan` say it. */
+export function bothMirror(first: string, second: string, config: string): string {
+  return `mirrors "${first}" and "${second}" both mirror ${config}; one trigger per sync config at a time: keep one of them`;
 }

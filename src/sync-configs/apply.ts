@@ -107,13 +107,18 @@ export async function applyEntry(e: PlanEntry, deps: ApplyDeps, flags: ApplyFlag
   const fullOwed = previousId !== undefined && changing;
   const at = deps.now().toISOString();
   await deps.store.transaction(async (tx) => {
+    // Whether syncmirror created this config, which `--prune` decides on, is known by the record
+    // that held this very config: the one of a mirror since renamed, or this mirror's own unless it
+    // held one now gone upstream (a config created in its place is syncmirror's).
+    const holder = e.takenFrom ? await tx.syncConfigs.find(e.takenFrom) : e.record;
+    const kept = holder?.syncConfigId === id ? holder : null;
     if (e.takenFrom) await tx.syncConfigs.remove(e.takenFrom);
     await tx.syncConfigs.recordApplied(e.mirror, {
       syncConfigId: id,
       projectId: want.projectId,
       name: want.fields.name,
-      origin: adopting ? "adopted" : (e.record?.origin ?? "created"),
-      adoptedAt: adopting ? at : (e.record?.adoptedAt ?? null),
+      origin: adopting ? "adopted" : (kept?.origin ?? "created"),
+      adoptedAt: adopting ? at : (kept?.adoptedAt ?? null),
       appliedHash: want.hash,
       at,
       fullOwed,

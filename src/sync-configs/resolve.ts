@@ -7,7 +7,7 @@ import type { ApiClient } from "../api/client.js";
 import type { SyncableSource } from "../api/schemas.js";
 import type { SyncConfigFields } from "../api/sync-config-api.js";
 import type { MirrorConfig } from "../config.js";
-import { type DeclaredSyncConfig, declaredKey } from "../config-sync-config.js";
+import { bothMirror, type DeclaredSyncConfig, declaredKey } from "../config-sync-config.js";
 import { ConfigError, type ConfigIssue } from "../errors.js";
 import { declarationHash } from "./declaration-hash.js";
 
@@ -76,8 +76,31 @@ export async function resolveDeclarations(
       hash: declarationHash(d),
     });
   }
+  issues.push(...sameConfig(resolved));
   if (issues.length > 0) throw new ConfigError(file, issues);
   return resolved;
+}
+
+/**
+ * Two declarations of one name in one project, which the file's own check misses when they write
+ * the project differently (by id, by name, or not at all): the service has one config for both.
+ */
+function sameConfig(resolved: readonly DesiredSyncConfig[]): ConfigIssue[] {
+  const first = new Map<string, DeclaredMirror>();
+  return resolved.flatMap(({ mirror, projectId, fields }) => {
+    const key = `${projectId}\n${fields.name}`;
+    const other = first.get(key);
+    if (!other) {
+      first.set(key, mirror);
+      return [];
+    }
+    return [
+      {
+        path: declaredKey(mirror.declared, "name"),
+        message: bothMirror(other.name, mirror.name, `the sync config named "${fields.name}"`),
+      },
+    ];
+  });
 }
 
 function findProject(
