@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { UsageError } from "../errors.js";
+import { costlyQueryProblem } from "./search-terms.js";
 
 export const FEED_MAX_LIMIT = 1000;
 export const FEED_MAX_WAIT_SECONDS = 60;
@@ -71,7 +72,15 @@ const SearchParams = z.strictObject({
   // A control character (a NUL PostgreSQL cannot hold, a tab) separates words, as a space does.
   q: z.preprocess(
     (v) => (typeof v === "string" ? v.replace(/\p{Cc}/gu, " ") : v),
-    z.string().trim().min(1, "is required").max(1000, "must be at most 1000 characters"),
+    z
+      .string()
+      .trim()
+      .min(1, "is required")
+      .max(1000, "must be at most 1000 characters")
+      .superRefine((q, ctx) => {
+        const problem = costlyQueryProblem(q);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      }),
   ),
   limit: pageLimit(SEARCH_MAX_LIMIT, 20),
   mirror: mirrorName.optional(),

@@ -54,3 +54,22 @@ function closingQuote(text: string, start: number): number {
   }
   return -1;
 }
+
+/** The most words a query may hold, each repeat counted: every one costs the index and the snippet. */
+export const MAX_QUERY_WORDS = 32;
+const WORD = /[\p{L}\p{N}\p{M}_]+/gu;
+/** A prefix of one letter matches nearly every word of the index (its prefix index starts at 2). */
+const ONE_LETTER_PREFIX = /(?<![\p{L}\p{N}\p{M}_])[\p{L}\p{N}\p{M}_]\*/u;
+
+/**
+ * Why the query would cost the database too much, or undefined. Hundreds of words, or a few
+ * one-letter prefixes, took seconds to minutes to answer, and on SQLite held every other request of
+ * the daemon meanwhile.
+ */
+export function costlyQueryProblem(query: string): string | undefined {
+  if ((query.match(WORD)?.length ?? 0) > MAX_QUERY_WORDS)
+    return `must hold at most ${MAX_QUERY_WORDS} words (each repeat counts): search for fewer`;
+  if (ONE_LETTER_PREFIX.test(query))
+    return "a prefix (word*) needs at least 2 letters before the *: write more of the word";
+  return undefined;
+}

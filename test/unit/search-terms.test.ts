@@ -4,7 +4,9 @@
  * parser keeps an email or a host as one word where FTS5 splits it.
  */
 import { describe, expect, it } from "vitest";
+import { parseSearchParams } from "../../src/consumers/params.js";
 import { quotePunctuatedTerms } from "../../src/consumers/search-terms.js";
+import { UsageError } from "../../src/errors.js";
 import { toTsquery } from "../../src/store/postgres/search-query.js";
 
 describe("quotePunctuatedTerms", () => {
@@ -37,5 +39,26 @@ describe("toTsquery (PostgreSQL)", () => {
     expect(toTsquery(`"don't"`)).toBe("(('don' <-> 't') | 'don''t')");
     expect(toTsquery('"C++"')).toBe("'c'");
     expect(toTsquery('title:"v1.2 notes"*')).toBe("((('v1':A <-> '2':A) | 'v1.2':A) <-> 'notes':*A)");
+  });
+});
+
+describe("what a search query may ask for", () => {
+  const q = (query: string) => parseSearchParams({ user: "a@example.com", q: query }, []).q;
+
+  // Each word costs the index a pass over its matches and the snippet a scan per result: a query
+  // of hundreds of words (or one-letter prefixes, which match nearly every word) held the daemon
+  // for seconds to minutes, on SQLite every request with it.
+  it("refuses more than 32 words, counting each repeat, and takes 32", () => {
+    expect(q("team ".repeat(32).trim())).toBe("team ".repeat(32).trim());
+    expect(() => q("team ".repeat(33))).toThrow(UsageError);
+    expect(() => q("team ".repeat(33))).toThrow(/q: .*at most 32 words/);
+    expect(() => q(`"${"a b ".repeat(17)}"`)).toThrow(/at most 32 words/);
+  });
+
+  it("refuses a prefix of one letter, and takes two", () => {
+    expect(() => q("roadmap a*")).toThrow(/q: .*at least 2 letters/);
+    expect(() => q("title:x*")).toThrow(/at least 2 letters/);
+    expect(q("roadmap ro*")).toBe("roadmap ro*");
+    expect(q("C++ a.b")).toBe("C++ a.b");
   });
 });
