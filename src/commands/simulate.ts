@@ -3,6 +3,7 @@
  * `--configs N` it holds N sync configs (mirrors may not share one); with `--print-config` it prints
  * a ready syncmirror config with one mirror per config instead of its banner.
  */
+import { randomInt } from "node:crypto";
 import { parseArgs } from "node:util";
 import { FIRST_RUN_DATABASE_PATH, FIRST_RUN_LISTEN, mirrorNames, renderConfig } from "../config-template.js";
 import { listenError } from "../listen-error.js";
@@ -79,7 +80,12 @@ export const simulate: Command = async (args, io) => {
 
 async function serve(options: SimulatorFlags, output: OutputFlags, io: CommandIo): Promise<number> {
   const startedAt = performance.now();
-  const sim = await startSimulator({ ...options, clock: { real: true } }).catch((error: unknown) => {
+  // A user restarts simulate beside the mirror it fed: its passes must not reuse that mirror's ids.
+  const sim = await startSimulator({
+    ...options,
+    clock: { real: true },
+    passIdSeed: randomInt(2 ** 32),
+  }).catch((error: unknown) => {
     throw isListenFailure(error)
       ? listenError(error.address ?? "127.0.0.1", options.port, "--port", error)
       : error;

@@ -25,7 +25,7 @@ import { createConfig, MAX_SERVERS_PER_CONFIG } from "./configs.js";
 import { createConfigsApi, createPeopleApi, createRunsApi } from "./control.js";
 import { createDocsApi } from "./docs-api.js";
 import { createFaults } from "./faults.js";
-import { randomUuid } from "./random.js";
+import { createRandom, randomUuid } from "./random.js";
 import { createRoutes } from "./routes.js";
 import { seedWorkspace } from "./seed.js";
 import { API_PREFIX, listen, type RequestLogEntry } from "./server.js";
@@ -62,6 +62,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     workspace.ids,
     project,
     options.lifecycle ?? "on-poll",
+    options.passIdSeed === undefined ? workspace.ids : createRandom(options.passIdSeed),
   );
   const defaultConfig = createConfig(state, {
     project_id: project.id,

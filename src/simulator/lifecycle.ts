@@ -23,7 +23,7 @@ export function stepSource(state: SimState, run: RunRecord, source: SourceRecord
   if (source.status === "PENDING") {
     source.status = "RUNNING";
     source.startedAtMs = state.clock.tick();
-    source.sessionId = state.newId();
+    source.sessionId = state.newPassId();
   } else if (source.status === "RUNNING") {
     finishSource(state, run, source);
   }

@@ -111,10 +111,16 @@ export class SimState {
     private readonly ids: Random,
     readonly project: Project,
     public lifecycle: Lifecycle,
+    private readonly passIds: Random = ids,
   ) {}
 
   newId(): string {
     return randomUuid(this.ids);
+  }
+
+  /** An id of a pass's trigger, run, task or session (see `SimulatorOptions.passIdSeed`). */
+  newPassId(): string {
+    return randomUuid(this.passIds);
   }
 
   nextSeq(): number {

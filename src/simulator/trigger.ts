@@ -96,11 +96,11 @@ function startRuns(
   runnable: readonly RunnableUser[],
   input: { since: string | null; sinceMs: number | null },
 ): RunRecord[] {
-  const triggerId = state.newId();
+  const triggerId = state.newPassId();
   const createdAtMs = state.clock.tick();
   const runs = runnable.map(
     ({ email, user, servers }): RunRecord => ({
-      syncId: state.newId(),
+      syncId: state.newPassId(),
       triggerId,
       configId: config.id,
       projectId: config.projectId,
@@ -166,7 +166,7 @@ function newSource(state: SimState, server: ServerRecord, label: string): Source
   return {
     label,
     server,
-    taskId: state.newId(),
+    taskId: state.newPassId(),
     sessionId: null,
     status: "PENDING",
     startedAtMs: null,

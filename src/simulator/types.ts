@@ -14,6 +14,12 @@ export interface SimulatorOptions {
   port?: number;
   /** PRNG seed for servers, users, documents and ids. Default 1. */
   seed?: number;
+  /**
+   * Seed of the ids a pass creates (trigger, run, task, session). Default: drawn from `seed`, so a
+   * test sees the same ids each time. A simulator restarted beside a kept mirror needs fresh ones:
+   * the mirror stores them as unique, as a real service's are.
+   */
+  passIdSeed?: number;
   /** Workspace users `user1@example.com` ... Default 3. */
   users?: number;
   /** Servers per source type. Default one notion and one github; any count per type is allowed. */
