@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { UsageError } from "../errors.js";
-import { costlyQueryProblem } from "./search-terms.js";
+import { refusedQueryProblem } from "./search-terms.js";
 
 export const FEED_MAX_LIMIT = 1000;
 export const FEED_MAX_WAIT_SECONDS = 60;
@@ -78,7 +78,8 @@ const SearchParams = z.strictObject({
       .min(1, "is required")
       .max(1000, "must be at most 1000 characters")
       .superRefine((q, ctx) => {
-        const problem = costlyQueryProblem(q);
+        // An empty query is already "is required".
+        const problem = q === "" ? undefined : refusedQueryProblem(q);
         if (problem) ctx.addIssue({ code: "custom", message: problem });
       }),
   ),

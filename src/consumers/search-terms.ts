@@ -11,6 +11,9 @@ const PLAIN_TERM = /^(?:(?:title|content_text):)?(?:[\p{L}\p{N}\p{M}_]+\*?)?$/u;
 const WORD_CHAR = /[\p{L}\p{N}\p{M}_]/u;
 const SEPARATOR = /[\s()]/u;
 
+const nothingToSearchFor = (query: string) =>
+  `${JSON.stringify(query)} holds no letter or digit to search for`;
+
 export type Requoted = { ok: true; query: string } | { ok: false; problem: string };
 
 /** `query` with its punctuated terms quoted, or why no such rewriting can make it a query. */
@@ -40,8 +43,7 @@ export function quotePunctuatedTerms(query: string): Requoted {
       i = j;
     }
   }
-  if (!WORD_CHAR.test(out))
-    return { ok: false, problem: `${JSON.stringify(query)} holds no letter or digit to search for` };
+  if (!WORD_CHAR.test(out)) return { ok: false, problem: nothingToSearchFor(query) };
   return { ok: true, query: out };
 }
 
@@ -62,11 +64,13 @@ const WORD = /[\p{L}\p{N}\p{M}_]+/gu;
 const ONE_LETTER_PREFIX = /(?<![\p{L}\p{N}\p{M}_])[\p{L}\p{N}\p{M}_]\*/u;
 
 /**
- * Why the query would cost the database too much, or undefined. Hundreds of words, or a few
- * one-letter prefixes, took seconds to minutes to answer, and on SQLite held every other request of
- * the daemon meanwhile.
+ * Why the query is refused before it reaches the index, or undefined: it has nothing to search for
+ * (one index answered such a query with nothing, the other refused it), or it would cost the
+ * database too much. Hundreds of words, or a few one-letter prefixes, took seconds to minutes to
+ * answer, and on SQLite held every other request of the daemon meanwhile.
  */
-export function costlyQueryProblem(query: string): string | undefined {
+export function refusedQueryProblem(query: string): string | undefined {
+  if (!WORD_CHAR.test(query)) return `the search query is not valid: ${nothingToSearchFor(query)}`;
   if ((query.match(WORD)?.length ?? 0) > MAX_QUERY_WORDS)
     return `must hold at most ${MAX_QUERY_WORDS} words (each repeat counts): search for fewer`;
   if (ONE_LETTER_PREFIX.test(query))

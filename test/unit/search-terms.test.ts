@@ -55,6 +55,14 @@ describe("what a search query may ask for", () => {
     expect(() => q(`"${"a b ".repeat(17)}"`)).toThrow(/at most 32 words/);
   });
 
+  // SQLite's index took `""` and an emoji as queries that find nothing; PostgreSQL's refused them.
+  it("refuses a query with no letter or digit in it, on every store alike", () => {
+    for (const query of ['""', "😀", '"" ""'])
+      expect(() => q(query), query).toThrow(
+        `q: the search query is not valid: ${JSON.stringify(query)} holds no letter or digit to search for`,
+      );
+  });
+
   it("refuses a prefix of one letter, and takes two", () => {
     expect(() => q("roadmap a*")).toThrow(/q: .*at least 2 letters/);
     expect(() => q("title:x*")).toThrow(/at least 2 letters/);
