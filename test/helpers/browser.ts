@@ -4,6 +4,7 @@
  * tests skip), and a launch that keeps it off the network.
  */
 import { type Browser, chromium } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
 
 /** The browser's path, or undefined when the browser tests are skipped. */
 export const CHROMIUM_PATH = process.env.SYNCMIRROR_CHROMIUM || undefined;
@@ -28,4 +29,19 @@ export async function launchChromium(): Promise<Browser> {
   if (CHROMIUM_PATH === undefined)
     throw new Error("no chromium: see SYNCMIRROR_CHROMIUM in vitest.config.ts");
   return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: ARGS });
+}
+
+/** One browser for a test file: launched before its tests, closed after them. */
+export function useChromium(): () => Browser {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => {
+    if (browser === undefined) throw new Error("the browser is launched before the tests");
+    return browser;
+  };
 }

@@ -7,12 +7,22 @@ const TOKEN_KEY = "syncmirror.httpToken";
 const REFRESH_MS = 10_000;
 const PAGE = 20;
 const MAX_PAGE = 500;
+const UNREACHABLE = "the daemon did not answer (is it running, and reachable from this browser?)";
 const REFUSED =
   "The daemon refused this token (401). Enter the value of the variable named by http.token_env " +
   "(default SYNCMIRROR_HTTP_TOKEN); a daemon with no token set refuses every request.";
 
 const $ = (id) => document.getElementById(id);
-const view = { shown: PAGE, nextBefore: null, passes: [], loading: null, queued: null, timer: undefined };
+const view = {
+  shown: PAGE,
+  nextBefore: null,
+  passes: [],
+  loading: null,
+  queued: null,
+  timer: undefined,
+  /** The control being given, whose place keeps the keyboard's focus when the cards are rebuilt. */
+  pressed: null,
+};
 /** Bumped by signOut: an answer to a request made before it is dropped, never shown. */
 let signOuts = 0;
 /** The reply to the last control given to each mirror, kept across refreshes. */
@@ -45,6 +55,9 @@ async function api(path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
     credentials: "omit",
     cache: "no-store",
+  }).catch(() => {
+    // The browser's own words ("Failed to fetch") say nothing of what to check.
+    throw new Error(UNREACHABLE);
   });
   if (res.status === 401) throw new Refused();
   const json = await res.json().catch(() => null);
@@ -127,22 +140,62 @@ function mirrorCard(m, problems, approvals) {
       ["Sweep approval", approval ? `pending: up to ${approval.up_to}, by ${approval.by}` : "none"],
     ]),
     controls(m, (open.held_sweep ?? 0) > 0),
-    reply ? el("p", { class: `message ${reply.ok ? "" : "error"}`, role: "status" }, reply.text) : null,
+    replyLine(reply),
   );
 }
 
+function replyLine(reply) {
+  return reply ? el("p", { class: `message ${reply.ok ? "" : "error"}`, role: "status" }, reply.text) : null;
+}
+
+/** Shows a control's reply on its card at once: a failed control leaves no refresh to show it. */
+function showReply(mirror) {
+  const card = [...$("mirrors").querySelectorAll("article.card[data-mirror]")].find(
+    (c) => c.dataset.mirror === mirror,
+  );
+  if (!card) return;
+  card.querySelector(":scope > .message")?.remove();
+  card.append(replyLine(replies.get(mirror)));
+}
+
+/** `data-place` names a button's place on the card: Pause and Resume share one. */
 function controls(m, held) {
-  const button = (action, text, extra = {}) =>
-    el("button", { type: "button", "data-action": action, "data-mirror": m.mirror, ...extra }, text);
+  const button = (place, action, text, extra = {}) =>
+    el(
+      "button",
+      { type: "button", "data-place": place, "data-action": action, "data-mirror": m.mirror, ...extra },
+      text,
+    );
   return el(
     "div",
     { class: "buttons" },
-    m.paused ? button("resume", "Resume") : button("pause", "Pause"),
-    button("trigger", "Run incremental now", { "data-mode": "incremental" }),
-    button("trigger", "Run full now", { "data-mode": "full" }),
-    held ? button("approve-sweep", "Approve held sweep", { class: "warn" }) : null,
+    m.paused ? button("pause", "resume", "Resume") : button("pause", "pause", "Pause"),
+    button("incremental", "trigger", "Run incremental now", { "data-mode": "incremental" }),
+    button("full", "trigger", "Run full now", { "data-mode": "full" }),
+    held ? button("approve-sweep", "approve-sweep", "Approve held sweep", { class: "warn" }) : null,
   );
 }
+
+/** The card control that has the keyboard's focus (its mirror and place), or null. */
+function focusedControl() {
+  const b = document.activeElement?.closest?.("#mirrors button[data-place]");
+  return b ? { mirror: b.dataset.mirror, place: b.dataset.place } : null;
+}
+
+/**
+ * Puts the focus back on the control in that place of that mirror's card, once the cards are rebuilt
+ * (every refresh rebuilds them): a keyboard user stays where they were instead of at the page's top.
+ */
+function refocus(control) {
+  if (!control) return;
+  const b = [...document.querySelectorAll("#mirrors button[data-place]")].find(
+    (x) => x.dataset.mirror === control.mirror && x.dataset.place === control.place,
+  );
+  b?.focus();
+}
+
+/** Nothing of the page has the focus (a rebuilt card took it away). */
+const focusLost = () => document.activeElement === null || document.activeElement === document.body;
 
 function problemsTable(problems) {
   if (problems.problems.length === 0) return el("p", { class: "muted" }, "No open problems.");
@@ -291,11 +344,13 @@ function replicasLine(replicas) {
 
 function render(status, problems, history) {
   const approvals = problems.pending_sweep_approvals;
+  const focus = focusedControl() ?? (focusLost() ? view.pressed : null);
   $("replicas").textContent = replicasLine(status.replicas);
   $("mirrors").replaceChildren(
     ...status.mirrors.map((m) => mirrorCard(m, problems, approvals)),
     ...status.retired_mirrors.map(retiredCard),
   );
+  refocus(focus);
   $("problems").replaceChildren(...[problemsTable(problems)].flat().filter(Boolean));
   view.passes = history.passes;
   view.nextBefore = history.next_before;
@@ -394,6 +449,7 @@ async function control(button) {
     )
   )
     return;
+  view.pressed = focusedControl();
   for (const b of document.querySelectorAll("button[data-action]")) b.disabled = true;
   const asked = signOuts;
   try {
@@ -403,10 +459,15 @@ async function control(button) {
     if (asked !== signOuts) return;
     if (error instanceof Refused) return signOut(REFUSED);
     replies.set(mirror, { ok: false, text: `${action} failed: ${error.message}` });
+    showReply(mirror);
   }
   await load();
+  // Shown by the reload, unless it failed (the daemon gone meanwhile).
+  showReply(mirror);
   // When the reload failed the old buttons are still there.
   for (const b of document.querySelectorAll("button[data-action]")) b.disabled = false;
+  if (focusLost()) refocus(view.pressed);
+  view.pressed = null;
 }
 
 async function older() {

@@ -6,10 +6,10 @@
  * token is entered, so the page shows nothing, although `/status` is open on its loopback listener.
  * SQLite only: the page reads the same endpoints on either store.
  */
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
 import type { HistoryJson } from "../../../src/console/history.js";
-import { CHROMIUM_PATH, launchChromium } from "../../helpers/browser.js";
+import { CHROMIUM_PATH, useChromium } from "../../helpers/browser.js";
 import { authorizedJson, configureConsumers, HTTP_TOKEN } from "../../helpers/consumers.js";
 import { type DaemonProcess, until } from "../../helpers/daemon.js";
 import { createHarness } from "../../helpers/mirror-harness.js";
@@ -30,13 +30,7 @@ const poll = <T>(value: () => Promise<T>, message: string) =>
 
 describe.skipIf(CHROMIUM_PATH === undefined)("the console page, from the outside", () => {
   const suite = daemonSuite();
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
+  const browser = useChromium();
 
   it("talks only to its daemon, without cookies; shows history and problems; runs a pass, pauses and resumes", async () => {
     const h = suite.use(await createHarness({ sim: { docs: 20 } }));
@@ -52,7 +46,7 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page, from the outside
     const origin = `http://127.0.0.1:${d.port}`;
     const [failedPass] = (await get<HistoryJson>(d, "/v1/passes")).passes;
 
-    const context = await browser.newContext();
+    const context = await browser().newContext();
     const page = await context.newPage();
     const requested: string[] = [];
     const setCookies: string[] = [];
@@ -135,7 +129,7 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page, from the outside
     ])
       expect((await fetch(`${origin}${path}`, { method })).status, `${method} ${path}`).toBe(401);
 
-    const page = await browser.newPage();
+    const page = await browser().newPage();
     await page.goto(`${origin}/`);
     await signIn(page, "anything");
     await poll(() => page.locator("#login-message").textContent(), "the refusal").toContain("(401)");
