@@ -8,9 +8,11 @@ const REFRESH_MS = 10_000;
 const PAGE = 20;
 const MAX_PAGE = 500;
 const UNREACHABLE = "the daemon did not answer (is it running, and reachable from this browser?)";
-const REFUSED =
-  "The daemon refused this token (401). Enter the value of the variable named by http.token_env " +
-  "(default SYNCMIRROR_HTTP_TOKEN); a daemon with no token set refuses every request.";
+const ENTER_TOKEN = "Enter the value of the variable named by http.token_env (default SYNCMIRROR_HTTP_TOKEN)";
+const REFUSED = `The daemon refused this token (401). ${ENTER_TOKEN}; a daemon with no token set refuses every request.`;
+const UNSENDABLE = `This token has a character that cannot be sent in an HTTP header (an invisible one, pasted with it?). ${ENTER_TOKEN}.`;
+/** What a header value can carry (the browser refuses to send anything else): no control character, nothing past Latin-1. */
+const SENDABLE = /^[\x20-\x7e\xa0-\xff]+$/;
 
 const $ = (id) => document.getElementById(id);
 const view = {
@@ -489,6 +491,10 @@ $("login").addEventListener("submit", (event) => {
   event.preventDefault();
   const token = $("token").value.trim();
   if (!token) return;
+  if (!SENDABLE.test(token)) {
+    $("login-message").textContent = UNSENDABLE;
+    return;
+  }
   sessionStorage.setItem(TOKEN_KEY, token);
   $("token").value = "";
   $("login-message").textContent = "";

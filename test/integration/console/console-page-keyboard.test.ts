@@ -1,6 +1,6 @@
 /**
  * The console page (docs/console.md) in a real browser, used from the keyboard, against a daemon
- * that goes away: a control pressed with Enter leaves the focus on that control of that mirror
+ * that goes away: a token no HTTP header can carry is refused on the spot, with why; a control pressed with Enter leaves the focus on that control of that mirror
  * (Pause becomes Resume in the same place), also across the page's own refresh, which rebuilds
  * the cards; a control given while the daemon is down says under the buttons that it failed and
  * why, in words a person understands; the daemon restarted with another token refuses the kept one
@@ -29,7 +29,7 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page from the keyboard
   const suite = daemonSuite();
   const browser = useChromium();
 
-  it("keeps the focus on the control pressed, says a control failed while the daemon is down, and drops the data when a restarted daemon refuses the token", async () => {
+  it("says why a pasted token cannot be sent; keeps the focus on the control pressed; says a control failed while the daemon is down; drops the data when a restarted daemon refuses the token", async () => {
     const h = suite.use(await createHarness({ sim: { docs: 5 } }));
     configureConsumers(h, { search: false });
     setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
@@ -39,6 +39,14 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page from the keyboard
     const page = await browser().newPage();
     await page.clock.install();
     await page.goto(`http://127.0.0.1:${d.port}/`);
+    // Pasted with an invisible character no HTTP header can carry: the browser would not send it.
+    await page.locator("#token").fill(`${HTTP_TOKEN}\u200b`);
+    await page.keyboard.press("Enter");
+    await poll(() => page.locator("#login-message").textContent(), "why it is not sent").toBe(
+      "This token has a character that cannot be sent in an HTTP header (an invisible one, pasted with it?). Enter the value of the variable named by http.token_env (default SYNCMIRROR_HTTP_TOKEN).",
+    );
+    expect(await page.locator("#notice").isHidden()).toBe(true);
+    expect(await page.evaluate<number>("sessionStorage.length"), "nothing kept").toBe(0);
     await page.locator("#token").fill(HTTP_TOKEN);
     await page.keyboard.press("Enter");
     const card = page.locator('article.card[data-mirror="main"]');
