@@ -18,6 +18,7 @@ import { daemonSuite, editConfig, NEVER, setCrons, twoTimesSoon } from "./setup.
 
 const suite = daemonSuite();
 const HTTP_TOKEN = "controls-acceptance-93be";
+const MAIN = { mirror: "main" };
 /** A uid with no passwd entry, as a container's user often is. */
 const NAMELESS_UID = 4242;
 const NAMELESS = ["setpriv", "--reuid", `${NAMELESS_UID}`, "--regid", `${NAMELESS_UID}`, "--clear-groups"];
@@ -37,6 +38,15 @@ const dueOf = (h: Harness, mirror: string) =>
     mirror,
   )[0];
 
+/** Like `twoTimesSoon`, the first time at least `leadMs` ahead. */
+function twoTimesAfter(leadMs: number): { cron: string; first: Date; last: Date } {
+  let first = new Date(Math.ceil((Date.now() + leadMs) / 1000) * 1000);
+  if (first.getUTCSeconds() > 55) first = new Date(Math.ceil(first.getTime() / 60_000) * 60_000 + 1000);
+  const last = new Date(first.getTime() + 2000);
+  const cron = `${first.getUTCSeconds()},${last.getUTCSeconds()} ${first.getUTCMinutes()} ${first.getUTCHours()} * * *`;
+  return { cron, first, last };
+}
+
 describe("controls, as documented", () => {
   it("catches up no scheduled time that fell while paused, when no daemon ran and the resume came before the next start", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
@@ -44,7 +54,7 @@ describe("controls, as documented", () => {
     expect((await h.cli(["pause", "--mirror", "main"])).code).toBe(0);
     const soon = twoTimesSoon();
     setCrons(h, { incremental_cron: NEVER, full_cron: soon.cron });
-    await until(() => Date.now() > soon.last.getTime() + 200, "the full times to fall while paused");
+    await until(() => Date.now() > soon.last.getTime() + 200, "the full times to fall while paused", 20_000);
     expect((await h.cli(["resume", "--mirror", "main"])).code).toBe(0);
 
     const d = await suite.daemon(h);
@@ -61,10 +71,113 @@ describe("controls, as documented", () => {
     expect((await d.stop()).code).toBe(0);
   });
 
+  it("drops a catch-up owed from before a pause given with no daemon, and resume does not bring it back", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    expect((await h.cli(["sync"])).code).toBe(0);
+    const soon = twoTimesSoon();
+    setCrons(h, { incremental_cron: NEVER, full_cron: soon.cron });
+    await until(
+      () => Date.now() > soon.last.getTime() + 200,
+      "the full times to fall, no daemon running",
+      20_000,
+    );
+    expect((await h.cli(["pause", "--mirror", "main"])).code).toBe(0);
+    const d = await suite.daemon(h);
+    expect(await d.metric("syncmirror_mirror_paused", MAIN)).toBe(1);
+    const status = (await h.cli(["status"])).stdout;
+    expect(status).toMatch(/next incremental: +2\d{3}-01-01T03:00:00.000Z \(skipped: paused\)/);
+    expect(status).toMatch(/next full: +\S+Z \(skipped: paused\)/);
+    const resumed = JSON.parse((await h.cli(["resume", "--mirror", "main", "--json"])).stdout) as {
+      due: unknown;
+    };
+    expect(resumed.due, "nothing owed from before the pause").toBeNull();
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => triggers(h).filter((t) => t.state === "done").length === 2, "the requested pass");
+    expect(triggers(h)[1]).toEqual({
+      mirror: "main",
+      mode: "incremental",
+      state: "done",
+      due_reason: "requested",
+    });
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("skips the times falling while paused with a daemon running; resume starts no burst of them", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    expect((await h.cli(["sync"])).code).toBe(0);
+    expect((await h.cli(["pause", "--mirror", "main"])).code).toBe(0);
+    const soon = twoTimesSoon();
+    setCrons(h, { incremental_cron: NEVER, full_cron: soon.cron });
+    const d = await suite.daemon(h);
+    await until(
+      async () => (await d.metric("syncmirror_ticks_skipped_total", { ...MAIN, reason: "paused" })) === 2,
+      "both full times skipped as paused",
+      20_000,
+    );
+    expect(
+      await d.metric("syncmirror_ticks_skipped_total", { ...MAIN, mode: "full", reason: "paused" }),
+    ).toBe(2);
+    const resumed = JSON.parse((await h.cli(["resume", "--mirror", "main", "--json"])).stdout) as {
+      due: unknown;
+    };
+    expect(resumed.due).toBeNull();
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => triggers(h).filter((t) => t.state === "done").length === 2, "the requested pass");
+    expect(triggers(h)).toHaveLength(2);
+    expect(triggers(h)[1]).toMatchObject({ mode: "incremental", due_reason: "requested" });
+    expect(triggerPosts(h)).toBe(2);
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("refuses a control over HTTP whose body or method is wrong, recording nothing", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    const d = await suite.daemon(h, { env: { SYNCMIRROR_HTTP_TOKEN: HTTP_TOKEN } });
+    const post = (action: string, body?: string, method = "POST") =>
+      fetch(`http://127.0.0.1:${d.port}/v1/mirrors/main/${action}`, {
+        method,
+        headers: { Authorization: `Bearer ${HTTP_TOKEN}` },
+        ...(body === undefined ? {} : { body }),
+      });
+    const refused: [string, string, number][] = [
+      ["trigger", "null", 400],
+      ["trigger", "[]", 400],
+      ["trigger", '"full"', 400],
+      ["trigger", '{"mode":null}', 400],
+      ["trigger", '{"mode":"FULL"}', 400],
+      ["pause", "[]", 400],
+      ["resume", "7", 400],
+      ["approve-sweep", '{"by":""}', 400],
+      ["approve-sweep", '{"by":"  "}', 400],
+      ["approve-sweep", `{"by":"${"a".repeat(201)}"}`, 400],
+      ["approve-sweep", `{"by":"${"a".repeat(5000)}"}`, 413],
+      ["approve-sweep", '{"by":5}', 400],
+      ["trigger", `{"mode":"full","pad":"${"x".repeat(5000)}"}`, 413],
+    ];
+    for (const [action, body, status] of refused) {
+      const res = await post(action, body);
+      expect(res.status, `${action} ${body.slice(0, 40)}`).toBe(status);
+      const answer = (await res.json()) as { error: { code: string; message: string } };
+      expect(typeof answer.error.message, `${action} ${body.slice(0, 40)}`).toBe("string");
+    }
+    for (const action of ["pause", "resume", "trigger", "approve-sweep"]) {
+      const res = await post(action, undefined, "PUT");
+      expect(res.status, action).toBe(405);
+      expect(res.headers.get("allow"), action).toContain("POST");
+    }
+    expect(h.query("SELECT action FROM control_actions")).toEqual([]);
+    expect(dueOf(h, "main")?.due_mode ?? null).toBeNull();
+    const nothingHeld = await post("approve-sweep", '{"by":"ana","note":"weekly"}');
+    expect(nothingHeld.status, "keys approve-sweep does not use are ignored").toBe(409);
+    const ignored = await post("trigger", '{"mode":"incremental","by":"ana"}');
+    expect(ignored.status, "keys a control does not use are ignored").toBe(200);
+    expect((await d.stop()).code).toBe(0);
+  });
+
   it("drops at the pause a scheduled pass waiting for a slot, keeps a requested one through a later pause", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     const [m1, m2] = useMirrors(h, 2) as [string, string];
-    const soon = twoTimesSoon();
+    // Far enough ahead for the daemon to start and m1 to take the only slot first (checked below).
+    const soon = twoTimesAfter(10_000);
     editConfig(h, (c) => {
       c.max_concurrent_mirrors = 1;
       c.mirrors = (c.mirrors as Record<string, unknown>[]).map((m) =>
@@ -75,6 +188,7 @@ describe("controls, as documented", () => {
     const d = await suite.daemon(h);
     expect((await h.cli(["trigger", "--mirror", m1])).code).toBe(0);
     await until(() => triggerPosts(h) === 1, "m1's pass running in the only slot");
+    expect(Date.now(), "m1 took the slot before m2's time fell").toBeLessThan(soon.first.getTime());
     await until(() => dueOf(h, m2)?.due_reason === "schedule", "m2's scheduled full, waiting");
 
     const paused = JSON.parse((await h.cli(["pause", "--mirror", m2, "--json"])).stdout) as { due: unknown };
@@ -91,7 +205,7 @@ describe("controls, as documented", () => {
     expect(pausedAgain.due, "a requested pass stays due through a pause").toMatchObject({
       reason: "requested",
     });
-    await until(() => Date.now() > soon.last.getTime() + 200, "m2's second full time, while paused");
+    await until(() => Date.now() > soon.last.getTime() + 200, "m2's second full time, while paused", 20_000);
 
     h.sim.runs.release();
     await until(
@@ -150,7 +264,10 @@ describe("controls, as documented", () => {
        WHERE a.mirror = 'main' AND r.source_type = 'notion'`,
     )[0]?.n as number;
     expect(heldBack).toBeGreaterThan(10);
-    expect(await d.metric("syncmirror_held_revocations", { mirror: "main" })).toBe(heldBack);
+    // The gauges are read back from the database just after the pass's last commit.
+    const gauge = (n: number) => async () =>
+      (await d.metric("syncmirror_held_revocations", { mirror: "main" })) === n;
+    await until(gauge(heldBack), "the gauge of what the held sweep holds back");
     const heldSweeps = await d.metric("syncmirror_sweeps_held_total", { mirror: "main" });
     expect(heldSweeps).toBeGreaterThan(0);
 
@@ -177,7 +294,7 @@ describe("controls, as documented", () => {
          WHERE a.mirror = 'main' AND r.source_type = 'notion'`,
       ),
     ).toEqual([{ n: 0 }]);
-    expect(await d.metric("syncmirror_held_revocations", { mirror: "main" })).toBe(0);
+    await until(gauge(0), "nothing held back any more");
     expect(await d.metric("syncmirror_access_revoked_total", { mirror: "main" })).toBe(heldBack);
     expect(await d.metric("syncmirror_sweeps_held_total", { mirror: "main" })).toBe(heldSweeps);
     const again = await h.cli(["approve-sweep", "--mirror", "main"]);
