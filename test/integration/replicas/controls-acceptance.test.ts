@@ -113,6 +113,40 @@ describe.skipIf(!available)("controls with two replicas alive", () => {
     );
     await until(() => done(h).length >= 4, "a scheduled pass after the resume");
     expect(done(h)[3]).toMatchObject({ mode: "incremental", due_reason: "schedule" });
+
+    // Paused on one replica while the other runs a pass: that pass finishes, nothing starts after.
+    h.sim.runs.hold();
+    const running = await until(
+      () =>
+        h.query<{ id: number; started_by_name: string; trigger_id: string | null }>(
+          "SELECT id, started_by_name, trigger_id FROM triggers WHERE state <> 'done' AND trigger_id IS NOT NULL",
+        )[0],
+      "a scheduled pass in flight",
+    );
+    const other = running.started_by_name.endsWith(`:${a.child.pid}`) ? b : a;
+    const pause = await post(other, "pause");
+    expect(pause.status).toBe(200);
+    const reply = (await pause.json()) as { running_on: string | null; message: string };
+    expect(reply.running_on).toBe(running.started_by_name);
+    expect(reply.message).toContain("is not stopped");
+    const posts = triggerPosts(h);
+    h.sim.runs.release();
+    await until(
+      () => h.query("SELECT 1 FROM triggers WHERE state <> 'done'").length === 0,
+      "the pass running at the pause to finish",
+    );
+    const skipped = (
+      await both("syncmirror_ticks_skipped_total", a, b, { ...MAIN, reason: "paused" })
+    ).reduce((x, y) => x + y);
+    await until(
+      async () =>
+        (await both("syncmirror_ticks_skipped_total", a, b, { ...MAIN, reason: "paused" })).reduce(
+          (x, y) => x + y,
+        ) >=
+        skipped + 2,
+      "more ticks skipped as paused",
+    );
+    expect(triggerPosts(h), "nothing started after the pause").toBe(posts);
     for (const d of [a, b]) expect((await d.stop()).code).toBe(0);
   });
 });
