@@ -299,6 +299,22 @@ describe("controls, as documented", () => {
     expect(await d.metric("syncmirror_sweeps_held_total", { mirror: "main" })).toBe(heldSweeps);
     const again = await h.cli(["approve-sweep", "--mirror", "main"]);
     expect(again.code, "taken: nothing is held any more").toBe(1);
+    // The keys nobody sees any more were deleted, each with one delete change.
+    const deletes = () =>
+      h.query<{ key: string; n: number }>(
+        `SELECT c.key, count(*) AS n FROM changes c JOIN resources r ON r.key = c.key
+         WHERE c.op = 'delete' AND r.source_type = 'notion' GROUP BY c.key`,
+      );
+    const live = h.query("SELECT key FROM resources WHERE source_type = 'notion' AND deleted_at IS NULL");
+    expect(live).toEqual([]);
+    const deleted = deletes();
+    expect(deleted.length).toBeGreaterThan(0);
+    expect(deleted.every((r) => Number(r.n) === 1)).toBe(true);
+    const seq = h.query<{ seq: number }>("SELECT max(seq) AS seq FROM changes")[0]?.seq;
+    expect((await h.cli(["trigger", "--mirror", "main", "--full"])).code).toBe(0);
+    await until(() => done() === 4, "one more full");
+    expect(h.query("SELECT max(seq) AS seq FROM changes")[0]?.seq, "nothing applied twice").toEqual(seq);
+    expect(await d.metric("syncmirror_access_revoked_total", { mirror: "main" })).toBe(heldBack);
     expect((await d.stop()).code).toBe(0);
   });
 });
