@@ -3,9 +3,9 @@
  * the mass-delete guard held (one-shot, in the database: whichever process runs that pass obeys
  * it). Exit 0 approved, 1 nothing held, 2 bad usage. Works beside a running daemon.
  */
-import { hostname, userInfo } from "node:os";
 import { approveSweep as approve } from "../console/approve-sweep.js";
 import { parseApproveParams } from "../console/params.js";
+import { cliActor } from "../mirror-controls.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, printFromStore, withErrors } from "./common.js";
 
@@ -26,19 +26,8 @@ export const approveSweep: Command = (args, io) =>
       io,
       config,
       values.json ?? false,
-      (store) => approve(store, mirror, operator(), new Date()),
+      (store) => approve(store, mirror, cliActor(), new Date()),
       (approval) => `${approval.message}\n`,
     );
     return 0;
   });
-
-/** Who approved, for the history: the OS user at this host. */
-function operator(): string {
-  let user: string;
-  try {
-    user = userInfo().username;
-  } catch {
-    user = "unknown";
-  }
-  return `${user}@${hostname()}`;
-}
