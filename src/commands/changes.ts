@@ -25,18 +25,25 @@ export const changes: Command = (args, io) =>
       follow: { type: "boolean", default: false },
     });
     const config = loadCommandConfig(values.config, io);
-    const params = parseFeedParams(
-      { after: values.after, limit: values.limit, mirror: values.mirror, wait: values.wait },
-      config.mirrors.map((m) => m.name),
-      { after: "--after", limit: "--limit", mirror: "--mirror", wait: "--wait" },
-    );
     if (values.follow && values.wait !== undefined)
       throw new UsageError("--wait: not with --follow, which waits for every next change already");
-    const store = await openStore(config, {
-      lock: false,
-      log: createLogger({ level: "warn", name: "syncmirror" }),
-    });
+    // Opened only when the input is good, or to ask whether it knows a mirror the config does not name.
+    let opened: Store | undefined;
+    const open = async () => {
+      opened ??= await openStore(config, {
+        lock: false,
+        log: createLogger({ level: "warn", name: "syncmirror" }),
+      });
+      return opened;
+    };
     try {
+      const params = await parseFeedParams(
+        { after: values.after, limit: values.limit, mirror: values.mirror, wait: values.wait },
+        config.mirrors.map((m) => m.name),
+        async (mirror) => (await open()).mirrors.known(mirror),
+        { after: "--after", limit: "--limit", mirror: "--mirror", wait: "--wait" },
+      );
+      const store = await open();
       if (!values.follow) {
         const read = () => store.feed.readChanges(params);
         const page =
@@ -53,7 +60,7 @@ export const changes: Command = (args, io) =>
       await follow(store, params, io);
       return 0;
     } finally {
-      await store.close();
+      await opened?.close();
     }
   });
 

@@ -20,7 +20,7 @@ import { feedPageJson, searchJson } from "./feed-json.js";
 import { parseFeedParams, parseSearchParams, queryParams } from "./params.js";
 import { searchAsUser } from "./search-as-user.js";
 
-export type ConsumerSource = Pick<Store, "feed" | "search" | "pairs">;
+export type ConsumerSource = Pick<Store, "feed" | "search" | "pairs" | "mirrors">;
 
 export interface ConsumerRoutesDeps {
   /** The open store (either dialect); undefined until the daemon has opened it. */
@@ -63,7 +63,9 @@ export function createConsumerRoutes(deps: ConsumerRoutesDeps): Route {
 }
 
 async function changes(deps: ConsumerRoutesDeps, source: ConsumerSource, url: URL, req: IncomingMessage) {
-  const params = parseFeedParams(queryParams(url.searchParams), deps.mirrors);
+  const params = await parseFeedParams(queryParams(url.searchParams), deps.mirrors, (mirror) =>
+    source.mirrors.known(mirror),
+  );
   const read = () => source.feed.readChanges(params);
   if (params.wait === 0) return feedPageJson(await read());
   const gone = new AbortController();

@@ -93,9 +93,21 @@ type Raw = Record<string, string | undefined>;
 /** How the caller names each parameter in messages: the CLI says `--after` and `QUERY`; HTTP its own names. */
 export type ParamNames = Readonly<Record<string, string>>;
 
-/** Throws UsageError (HTTP 400, CLI exit 2) naming each bad parameter. */
-export function parseFeedParams(raw: Raw, mirrors: readonly string[], names: ParamNames = {}): FeedParams {
-  return parseParams(FeedParams, raw, mirrors, names);
+/**
+ * Throws UsageError (HTTP 400, CLI exit 2) naming each bad parameter. `mirror` may also name a
+ * mirror removed from the config that the database still `known`s: its consumer reads on to hear
+ * of the access `forget` revoked (recorded under its name).
+ */
+export async function parseFeedParams(
+  raw: Raw,
+  mirrors: readonly string[],
+  known: (mirror: string) => Promise<boolean>,
+  names: ParamNames = {},
+): Promise<FeedParams> {
+  const params = parse(FeedParams, raw, {}, names);
+  if (params.mirror !== undefined && !mirrors.includes(params.mirror) && (await known(params.mirror)))
+    return params;
+  return checkMirror(params, mirrors, names);
 }
 
 export function parseSearchParams(

@@ -52,6 +52,13 @@ export function withCounts(
   }));
 }
 
+/** One row when the database holds anything of `mirror` (see `MirrorRepo.known`), none otherwise. */
+export function knownMirror(mirror: string): SQL {
+  return sql`SELECT 1 AS known WHERE EXISTS (SELECT 1 FROM resource_access WHERE mirror = ${mirror})
+    OR EXISTS (SELECT 1 FROM mirror_state WHERE mirror = ${mirror})
+    OR EXISTS (SELECT 1 FROM triggers WHERE mirror = ${mirror})`;
+}
+
 /**
  * The statements that delete a mirror's own state, to run in this order in one transaction: what
  * hangs off its trigger in flight first, that trigger after (the others find their rows through

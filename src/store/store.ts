@@ -228,6 +228,11 @@ export interface MirrorRepo {
    */
   retired(configured: readonly string[]): Promise<RetiredMirror[]>;
   /**
+   * Whether the database holds anything of `mirror`: access rows, its state, or a pass in the
+   * history (kept by `forget`). One index probe per table.
+   */
+  known(mirror: string): Promise<boolean>;
+  /**
    * Deletes the mirror's own state: its `mirror_state` row, pairs, schedule (pause, pass due), open
    * problems, pending sweep approvals, and the trigger in flight with its runs. Its finished passes,
    * operators' controls and lease row stay (the history). Its access must be revoked first.

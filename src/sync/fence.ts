@@ -33,7 +33,7 @@ const READS: Reads = {
   pairs: ["listForMirror", "countAwaitingBaseline"],
   triggers: ["findInFlight", "get", "lastFinished", "lastIntentAt"],
   runs: ["newestCreatedAt", "isKnown", "ofTrigger", "get", "sourcesOf", "sourcesOfTrigger"],
-  mirrors: ["get", "retired"],
+  mirrors: ["get", "retired", "known"],
   dryRun: [],
   leases: ["isHeld", "holders"],
   syncConfigs: ["find", "list"],

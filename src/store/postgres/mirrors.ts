@@ -38,6 +38,10 @@ export function createMirrorRepo({ db }: Conn): MirrorRepo {
       return retiredSql.withCounts(names, counts.rows);
     },
 
+    async known(mirror) {
+      return (await db.execute(retiredSql.knownMirror(mirror))).rows.length > 0;
+    },
+
     async forget(mirror) {
       for (const statement of retiredSql.forgetStatements(mirror)) await db.execute(statement);
     },

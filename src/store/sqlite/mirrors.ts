@@ -35,6 +35,10 @@ export function createMirrorRepo(db: Db): Sync<MirrorRepo> {
       );
     },
 
+    known(mirror) {
+      return db.all(retiredSql.knownMirror(mirror)).length > 0;
+    },
+
     forget(mirror) {
       for (const statement of retiredSql.forgetStatements(mirror)) db.run(statement);
     },

@@ -32,18 +32,23 @@ const accessOf = (mirror: string) =>
 const rowsOf = (table: string, mirror: string) =>
   h.query<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE mirror = ?`, mirror)[0]?.n;
 
+/** Mirror "main" of U1's access and "other" of U2's, each synced once. */
+async function syncTwoMirrors(): Promise<void> {
+  const main = h.sim.configs.create({ name: "main", userEmails: [U1] });
+  const other = h.sim.configs.create({ name: "other", userEmails: [U2] });
+  editConfig(h, (config) => {
+    config.mirrors = [
+      { name: "main", sync_config_id: main },
+      { name: "other", sync_config_id: other },
+    ];
+  });
+  expect((await h.cli(["sync"])).code).toBe(0);
+}
+
 describe("forget", () => {
   it("revokes what a mirror removed from the config still grants, after status and check show it", async () => {
     h = await createHarness({ sim: { docs: 40 } });
-    const main = h.sim.configs.create({ name: "main", userEmails: [U1] });
-    const other = h.sim.configs.create({ name: "other", userEmails: [U2] });
-    editConfig(h, (config) => {
-      config.mirrors = [
-        { name: "main", sync_config_id: main },
-        { name: "other", sync_config_id: other },
-      ];
-    });
-    expect((await h.cli(["sync"])).code).toBe(0);
+    await syncTwoMirrors();
     const shared = pickDoc(h, (d) => d.visibleTo.includes(U1) && d.visibleTo.includes(U2));
     const onlyOther = pickDoc(h, (d) => d.visibleTo.includes(U2) && !d.visibleTo.includes(U1));
     const mainAccess = accessOf("main");
@@ -141,5 +146,36 @@ describe("forget", () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toBe('syncmirror: the database knows no mirror named "other": nothing to forget\n');
     expect((await h.cli(["check"])).stdout).not.toContain("retired mirror");
+  });
+
+  it("lets a consumer that reads the feed of the removed mirror alone hear what forget revoked; a name the database never knew is still refused", async () => {
+    h = await createHarness({ sim: { docs: 30 } });
+    await syncTwoMirrors();
+    const feedOf = async (after: number) => {
+      const r = await h.cli(["changes", "--mirror", "other", "--after", String(after), "--limit", "1000"]);
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as {
+        changes: { key: string; op: string; access: { mirror: string }[] }[];
+        next_after: number;
+      };
+    };
+    // The consumer indexes what "other" grants and keeps its position.
+    const seen = await feedOf(0);
+    const otherKeys = new Set(accessOf("other").map((r) => r.key));
+    expect(new Set(seen.changes.map((c) => c.key))).toEqual(otherKeys);
+
+    editConfig(h, (config) => {
+      config.mirrors = (config.mirrors as { name: string }[]).filter((m) => m.name !== "other");
+    });
+    expect((await feedOf(seen.next_after)).changes).toEqual([]);
+    expect((await h.cli(["forget", "--mirror", "other"])).code).toBe(0);
+
+    // Reading on from its position, it hears of every key it indexed, none still granted by "other".
+    const after = await feedOf(seen.next_after);
+    expect(new Set(after.changes.map((c) => c.key))).toEqual(otherKeys);
+    expect(after.changes.every((c) => c.op !== "upsert" && c.access.length === 0)).toBe(true);
+    const typo = await h.cli(["changes", "--mirror", "othr"]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('"othr" is not a mirror');
   });
 });

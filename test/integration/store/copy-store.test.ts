@@ -15,6 +15,7 @@ import pg from "pg";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { canonicalJson } from "../../../src/simulator/canonical-json.js";
+import { COPIED_TABLES, describeTable } from "../../../src/store/copy-tables.js";
 import { readJournal } from "../../../src/store/migrations-dir.js";
 import { openDatabase } from "../../../src/store/sqlite/open.js";
 import { type SpawnOptions, spawnCli } from "../../helpers/daemon.js";
@@ -144,6 +145,35 @@ const feed = (reader: Pick<Harness, "query">, afterSeq = 0) =>
     afterSeq,
   );
 
+/**
+ * Every copied table, row for row and column by column, with the two stores' spellings made one:
+ * JSON as canonical text, times as instants, booleans as booleans (SQLite keeps 0 and 1).
+ */
+function everyCopiedRow(reader: Pick<Harness, "query">): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const table of COPIED_TABLES.map(describeTable)) {
+    const rows = reader.query<Record<string, unknown>>(
+      `SELECT ${table.columns.map((c) => c.name).join(", ")} FROM ${table.name}`,
+    );
+    out[table.name] = rows
+      .map((row) =>
+        JSON.stringify(
+          table.columns.map(({ name, kind }) => {
+            const v = row[name];
+            if (v === null || v === undefined) return null;
+            if (kind === "json") return canonicalJson(typeof v === "string" ? JSON.parse(v) : v);
+            if (kind === "time") return new Date(String(v)).toISOString();
+            if (kind === "boolean") return v === true || v === 1;
+            if (kind === "number") return Number(v);
+            return v;
+          }),
+        ),
+      )
+      .sort();
+  }
+  return out;
+}
+
 describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
   it("moves a SQLite mirror to PostgreSQL: later passes there end equal to a PostgreSQL-only twin, the feed's positions kept", async () => {
     const s = await createSetup({ docs: 80 });
@@ -189,6 +219,44 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
     expect(after.length).toBeGreaterThan(0);
     expect(feed(s.copied).slice(0, sqliteFeed.length)).toEqual(sqliteFeed);
     expect(after.every((c, i) => c.seq > (after[i - 1]?.seq ?? lastSeq))).toBe(true);
+  });
+
+  it("copies the console's state row for row (problems, a held sweep approved, a failed source's error, pause and resume), and the next full pass on PostgreSQL applies the approved sweep", async () => {
+    const s = await createSetup({ docs: 40 });
+    const { moved } = s;
+    const mirror = "main";
+    await pass(() => moved.cli(["sync"]));
+    await pass(() => moved.cli(["pause", "--mirror", mirror]));
+    await pass(() => moved.cli(["resume", "--mirror", mirror]));
+    moved.sim.setOutcome({ user: moved.sim.users[1] }, { task: "FAILED", error: "boom upstream", times: 1 });
+    const removed = pickDocs(moved, 25, () => true);
+    for (const d of removed) moved.sim.docs.remove(d.docId);
+    expect((await moved.cli(["sync", "--full"])).code).toBe(1);
+    await pass(() => moved.cli(["approve-sweep", "--mirror", mirror]));
+    const rows = everyCopiedRow(moved);
+    for (const table of ["problems", "pass_errors", "sweep_approvals", "control_actions", "schedules"])
+      expect(rows[table]?.length, table).toBeGreaterThan(0);
+
+    const copy = await cliWith(s, ["copy-store", "--from", moved.dbPath]);
+    expect(copy.code, copy.stderr).toBe(0);
+    expect(everyCopiedRow(s.copied)).toEqual(rows);
+    for (const args of [
+      ["history", "--json"],
+      ["problems", "--json"],
+      ["status", "--json"],
+    ]) {
+      const onSqlite = await moved.cli(args);
+      const onPostgres = await cliWith(s, args);
+      expect(onPostgres.code, onPostgres.stderr).toBe(onSqlite.code);
+      expect(JSON.parse(onPostgres.stdout), args[0]).toEqual(JSON.parse(onSqlite.stdout));
+    }
+
+    await pass(() => cliWith(s, ["sync", "--full"]));
+    const live = (reader: Pick<Harness, "query">) =>
+      reader.query<{ key: string }>("SELECT key FROM resources WHERE deleted_at IS NULL ORDER BY key");
+    const gone = new Set(removed.map((d) => d.key));
+    expect(live(s.copied).some((r) => gone.has(r.key))).toBe(false);
+    expect(JSON.parse((await cliWith(s, ["problems", "--json"])).stdout).problems).toEqual([]);
   });
 
   it("copies a pass left in flight (an empty, never migrated target); the next sync on PostgreSQL resumes it without a second trigger", async () => {
