@@ -23,7 +23,7 @@ const MARKER_WRITTEN = new RegExp(`"\\\\u0000${NONCE}:([-+.0-9eE]+)"`, "g");
 const MAY_ROUND = /[:,[]\s*(?=-?[\d.]{16}|-?[\d.]+[eE][+-]?\d{3})-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\s*[,\]}]/;
 /** A string literal (skipped whole) or a number token. */
 const TOKEN = /"[^"\\]*(?:\\.[^"\\]*)*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
-/** Literals kept verbatim stay within what every store's JSON type accepts (PostgreSQL's numeric). */
+/** Literals kept verbatim stay within what every store's JSON type accepts (a numeric of bounded scale). */
 const MAX_LITERAL_CHARS = 400;
 const MAX_EXPONENT = 10_000;
 
