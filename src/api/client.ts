@@ -6,6 +6,7 @@
 import type { Dispatcher } from "undici";
 import { type ApiErrorFields, ContinueOutcomeUnknownError, TriggerOutcomeUnknownError } from "../errors.js";
 import type { Logger } from "../log.js";
+import { parseExportPageText } from "./exact-numbers.js";
 import { paged } from "./paged.js";
 import { DEFAULT_BACKOFF, isRefusedBeforeWork, isRetryableStatus } from "./retry.js";
 import { routes } from "./routes.js";
@@ -211,6 +212,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         params: { sync_id: syncId },
         query: { source: query.source, offset: query.offset, limit: query.limit },
         schema: S.ExportPage,
+        parse: parseExportPageText,
         signal,
         onThrottled: hooks?.onThrottled,
       }),

@@ -79,6 +79,8 @@ export interface Call<T> {
   body?: unknown;
   /** Response schema; without one the body is read and ignored. */
   schema?: z.ZodType<T>;
+  /** Reads the body's JSON text before the schema; default JSON.parse. */
+  parse?: (text: string) => unknown;
   unsafe?: UnsafeCall;
   signal?: AbortSignal | undefined;
   /** Told of each 429 before its retry waits, so a caller can send less. */
@@ -222,7 +224,7 @@ export function createTransport(options: TransportOptions): Transport {
     const where = `${call.method} ${call.route}`;
     let json: unknown;
     try {
-      json = JSON.parse(text);
+      json = (call.parse ?? JSON.parse)(text);
     } catch (cause) {
       const snippet = scrub(text).slice(0, 200);
       throw new BadResponseError(

@@ -139,8 +139,9 @@ export function fetchExportPages(
 
 /**
  * A readable schema_version; a full snapshot where one was asked for (a date-filtered export would
- * have the sweep take every key it left out for missed); and progress: an export that does not
- * advance would loop forever.
+ * have the sweep take every key it left out for missed); progress: an export that does not
+ * advance would loop forever; and an end where the export's own total says it ends (one cut short
+ * would have the sweep take the keys it never delivered for missed).
  */
 function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: string | null): void {
   const major = String(page.schema_version).split(".")[0];
@@ -154,6 +155,13 @@ function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: 
     );
   }
   const next = page.page.next_offset;
+  const { total } = page.page;
+  if (next === null && total !== undefined && offset + page.resources.length < total) {
+    throw new BadResponseError(
+      `export of run ${syncId} ended after ${offset + page.resources.length} of the ${total} resources its page.total gives: the run fails, so its pairs neither move nor sweep; the next pass asks again`,
+      { method: "GET", route: "/sync-task/{sync_id}/export" },
+    );
+  }
   if (next !== null && next <= offset) {
     throw new BadResponseError(`export of run ${syncId} did not advance (offset ${offset} -> ${next})`, {
       method: "GET",

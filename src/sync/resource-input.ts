@@ -2,13 +2,14 @@
  * An exported resource as the mirror stores it: text the database can hold, JSON parts serialized
  * (or the reason a resource cannot be stored, which rejects it alone).
  */
+import { stringifyExact } from "../api/exact-numbers.js";
 import type { Resource } from "../api/schemas.js";
 import type { ResourceInput, ResourceWrite } from "../store/types.js";
 import { exportTime } from "./time.js";
 
 const JSON_PARTS = ["fields", "metadata", "relations", "attachments", "provenance"] as const;
 
-const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
+const json = (v: unknown): string | null => (v === undefined || v === null ? null : stringifyExact(v));
 
 /**
  * The resource with its JSON parts serialized. A value JSON.stringify cannot serialize (nesting

@@ -238,6 +238,50 @@ describe.each(DIALECTS)("the public tables on %s, after real passes", (dialect) 
   });
 });
 
+describe.each(DIALECTS)("JSON columns on %s, numbers a double cannot hold", (dialect) => {
+  it("keep each number as exported, digit for digit, in every JSON column; the rest of the page reads as before", async () => {
+    const { h, proxy } = await harness(dialect, 3, 250);
+    // Written as raw text: JavaScript's own serializer could not produce these numbers.
+    const exact = {
+      fields:
+        '{"id":12345678901234567890,"tiny":0.10000000000000000555,"huge":1e400,"plain":1.5,"neg":-98765432109876543210}',
+      metadata: '{"nested":[{"n":-1.2345678901234567890123e-5}],"s":"12345678901234567890"}',
+      relations: '[{"kind":"child","target_key":"k","resolved":true,"rank":9007199254740993}]',
+      attachments: '[{"kind":"table","data":{"cells":[[1e-400,2]]},"complete":true,"tool_call_ids":[]}]',
+      provenance: '{"tool_call_id":18446744073709551615}',
+    };
+    proxy.rewrites[0] = (body) => {
+      const page = JSON.parse(body) as ExportPage;
+      const first = page.resources[0] as ExportedResource;
+      let text = JSON.stringify(page);
+      for (const [column, json] of Object.entries(exact)) {
+        const at = text.indexOf(`"${column}":`, text.indexOf(`"key":${JSON.stringify(first.key)}`));
+        const value = JSON.stringify(first[column as keyof typeof exact]);
+        const start = at + column.length + 3;
+        expect(text.slice(start, start + value.length)).toBe(value);
+        text = `${text.slice(0, start)}${json}${text.slice(start + value.length)}`;
+      }
+      return text;
+    };
+    const pass = await h.cli(["sync", "--full", "--json"]);
+    expect(pass.code, pass.stderr).toBe(0);
+    expect(JSON.parse(pass.stdout).mirrors[0].counts).toMatchObject({ upserted: 3, rejected: 0 });
+    const first = (servedPages(proxy)[0] as ExportPage).resources[0] as ExportedResource;
+    for (const [column, json] of Object.entries(exact)) {
+      // SQLite keeps the text as written; jsonb compares numbers by value.
+      const stored = dialect === "sqlite" ? "?" : "?::jsonb";
+      const same = h.query(
+        `SELECT ${column} = ${stored} AS same FROM resources WHERE key = ?`,
+        json,
+        first.key,
+      );
+      expect(same, column).toEqual([{ same: 1 }]);
+    }
+    // The other resources keep their plain JSON as before.
+    expect(h.query("SELECT count(*) AS n FROM resources WHERE fields IS NOT NULL")).toEqual([{ n: 3 }]);
+  });
+});
+
 describe.runIf(withPostgres)("NOTIFY on PostgreSQL, after a pass of several export pages", () => {
   it("one syncmirror_changes notification per committed page, carrying the mirror and that page's last seq", async () => {
     const entry = await harness("postgres", 23, 5);

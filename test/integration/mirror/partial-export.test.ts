@@ -87,3 +87,62 @@ describe("a first export page that does not list every source of its run", () =>
     expect(accessRows(h)).toEqual(before);
   });
 });
+
+describe("an export that ends before the total it gives", () => {
+  type Page = { resources: unknown[]; page: { next_offset: number | null; total?: number } };
+  // The first page cut short leaves nothing ingested (failed); the last one, two pages in (partial).
+  const cut: Record<string, { page: number; outcome: string; rewrite: (page: Page) => void }> = {
+    "its first page says it is the last": {
+      page: 0,
+      outcome: "failed",
+      rewrite: (page) => {
+        page.page.next_offset = null;
+      },
+    },
+    "its last page lacks resources": {
+      page: 2,
+      outcome: "partial",
+      rewrite: (page) => {
+        page.resources = page.resources.slice(0, 1);
+      },
+    },
+  };
+
+  for (const [how, { page, outcome, rewrite }] of Object.entries(cut)) {
+    it(`fails the run when ${how}: a full pass deletes and revokes nothing and moves no watermark, exit 1`, async () => {
+      proxy = await startRewritingProxy();
+      const p = proxy;
+      h = await createHarness({
+        sim: { users: 1, docs: 12 },
+        api: { base_url: p.baseUrl },
+        export: { page_size: 5 },
+      });
+      p.target = h.sim.baseUrl;
+      expect((await h.cli(["sync"])).code).toBe(0);
+      const watermarks = pairs(h).map((x) => x.watermark);
+      p.rewrites[page] = (body) => {
+        const parsed = JSON.parse(body) as Page;
+        expect(parsed.page.total).toBe(12);
+        rewrite(parsed);
+        return JSON.stringify(parsed);
+      };
+
+      const full = await h.cli(["sync", "--full", "--json"]);
+      expect(full.code, full.stderr).toBe(1);
+      const summary = JSON.parse(full.stdout).mirrors[0];
+      expect(summary.outcome).toBe(outcome);
+      expect(summary.counts).toMatchObject({ deleted: 0, access_revoked: 0 });
+      expect(summary.errors).toEqual([
+        expect.objectContaining({ error: expect.stringMatching(/of the 12/) }),
+      ]);
+      expect(h.query("SELECT count(*) AS n FROM resources WHERE deleted_at IS NULL")).toEqual([{ n: 12 }]);
+      expect(h.query("SELECT count(*) AS n FROM resource_access")).toEqual([{ n: 12 }]);
+      expect(pairs(h).map((x) => x.watermark)).toEqual(watermarks);
+
+      // The whole export again: nothing to delete, and the pass succeeds.
+      const again = await h.cli(["sync", "--full", "--json"]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(JSON.parse(again.stdout).mirrors[0].counts).toMatchObject({ deleted: 0, access_revoked: 0 });
+    });
+  }
+});

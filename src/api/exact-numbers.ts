@@ -1,0 +1,93 @@
+/**
+ * Numbers a double cannot hold (an id past 2^53, 1e400, a decimal of more than 17 digits), kept as
+ * the service wrote them in a resource's JSON parts: JSON.parse would round them (or turn 1e400
+ * into null on the way back out), and the mirror promises those parts as exported.
+ *
+ * While parsing, each such number becomes a marker string carrying its literal; a marker outside a
+ * resource's JSON parts is turned back into a number at once (the rest of the page reads as
+ * before), and `stringifyExact` writes the markers inside them back as the literal. The marker
+ * holds a per-process random nonce, so no text from the service can pose as one.
+ */
+import { randomBytes } from "node:crypto";
+
+const NONCE = randomBytes(8).toString("hex");
+const MARKER = `\u0000${NONCE}:`;
+/** The marker as JSON.stringify writes it (U+0000 escaped). */
+const MARKER_WRITTEN = new RegExp(`"\\\\u0000${NONCE}:([-+.0-9eE]+)"`, "g");
+
+/**
+ * Only a page with one of these can hold a number a double rounds: a whole value (after `:`, `[`
+ * or `,`, before `,`, `]` or `}`) of 16+ digits or with a 3-digit exponent. Checked first: scanning
+ * every token costs several times JSON.parse, and most pages hold no such number.
+ */
+const MAY_ROUND = /[:,[]\s*(?=-?[\d.]{16}|-?[\d.]+[eE][+-]?\d{3})-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\s*[,\]}]/;
+/** A string literal (skipped whole) or a number token. */
+const TOKEN = /"[^"\\]*(?:\\.[^"\\]*)*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+/** Literals kept verbatim stay within what every store's JSON type accepts (a numeric of bounded scale). */
+const MAX_LITERAL_CHARS = 400;
+const MAX_EXPONENT = 10_000;
+
+/** The decimal value of a number literal as digits and exponent, for comparing two spellings. */
+function decimalValue(literal: string): string {
+  const match = /^[-+]?(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$/.exec(literal);
+  if (!match) return literal;
+  const [, whole = "", fraction = "", exponent = "0"] = match;
+  let digits = `${whole}${fraction}`.replace(/^0+/, "");
+  let scale = Number(exponent) - fraction.length;
+  const trailing = digits.length - digits.replace(/0+$/, "").length;
+  digits = digits.slice(0, digits.length - trailing);
+  scale += trailing;
+  if (digits === "") return "0";
+  return `${literal.startsWith("-") ? "-" : ""}${digits}e${scale}`;
+}
+
+function rounds(literal: string): boolean {
+  if (literal.length > MAX_LITERAL_CHARS) return false;
+  const exponent = /[eE]([-+]?\d+)$/.exec(literal)?.[1];
+  if (exponent !== undefined && Math.abs(Number(exponent)) > MAX_EXPONENT) return false;
+  const value = Number(literal);
+  return !Number.isFinite(value) || decimalValue(literal) !== decimalValue(String(value));
+}
+
+const RESOURCE_JSON_PARTS = new Set(["fields", "metadata", "relations", "attachments", "provenance"]);
+
+function asNumbers(value: unknown): unknown {
+  if (typeof value === "string") return value.startsWith(MARKER) ? Number(value.slice(MARKER.length)) : value;
+  if (Array.isArray(value)) return value.map(asNumbers);
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, asNumbers(v)]));
+  return value;
+}
+
+/**
+ * An export page's body: JSON.parse, except that numbers a double would round keep their literal
+ * inside each resource's JSON parts (for `stringifyExact`).
+ */
+export function parseExportPageText(text: string): unknown {
+  if (!MAY_ROUND.test(text)) return JSON.parse(text);
+  let marked = 0;
+  const rewritten = text.replace(TOKEN, (token) => {
+    if (token.startsWith('"') || !rounds(token)) return token;
+    marked++;
+    return JSON.stringify(`${MARKER}${token}`);
+  });
+  const page: unknown = JSON.parse(rewritten);
+  if (marked === 0 || page === null || typeof page !== "object" || Array.isArray(page)) return page;
+  const { resources, ...rest } = page as Record<string, unknown>;
+  const keptResources = Array.isArray(resources)
+    ? resources.map((r) =>
+        r !== null && typeof r === "object" && !Array.isArray(r)
+          ? Object.fromEntries(
+              Object.entries(r).map(([k, v]) => [k, RESOURCE_JSON_PARTS.has(k) ? v : asNumbers(v)]),
+            )
+          : asNumbers(r),
+      )
+    : asNumbers(resources);
+  return { ...(asNumbers(rest) as object), ...(resources === undefined ? {} : { resources: keptResources }) };
+}
+
+/** JSON.stringify, writing each number `parseExportPageText` kept back as its literal. */
+export function stringifyExact(value: unknown): string {
+  const json = JSON.stringify(value);
+  return json.includes(NONCE) ? json.replace(MARKER_WRITTEN, "$1") : json;
+}
