@@ -74,7 +74,7 @@ export function createHttpServer(deps: HttpServerDeps): HttpServer {
   const server = createServer((req, res) => {
     route(deps, req, access.loopback)
       .catch((err: unknown): Reply => {
-        deps.log.error({ err, path: pathOf(req) }, "http request failed");
+        requestFailed(deps, req, err);
         return text(500, "internal error");
       })
       .then((reply) => send(req, res, reply))
@@ -149,11 +149,21 @@ async function apiRoute(deps: HttpServerDeps, req: IncomingMessage): Promise<Rep
     }
   } catch (err) {
     // Logged here with its detail; the client gets the same JSON shape as every other /v1/ error.
-    deps.log.error({ err, path: pathOf(req) }, "http request failed");
+    requestFailed(deps, req, err);
     if (!deps.isReady()) return databaseLostReply();
     return errorReply(500, "INTERNAL", "internal error: the daemon's log says what failed");
   }
   return errorReply(404, "NOT_FOUND", `no endpoint ${pathOf(req)}: docs/reference/http.md lists them`);
+}
+
+/**
+ * A request that failed: an error of the daemon's, unless the client hung up before its request was
+ * read to the end (a control's body cut short), which is the client's doing and no fault to alert on.
+ */
+function requestFailed(deps: HttpServerDeps, req: IncomingMessage, err: unknown): void {
+  if (req.destroyed && !req.complete)
+    deps.log.debug({ path: pathOf(req) }, "http client hung up before its request was read to the end");
+  else deps.log.error({ err, path: pathOf(req) }, "http request failed");
 }
 
 /** A JSON reply, the shape every `/v1/` route answers with. */

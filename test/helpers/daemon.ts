@@ -144,6 +144,37 @@ export async function startDaemon(
   };
 }
 
+export interface DaemonReply {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The body parsed as JSON; undefined when it is not JSON. */
+  // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely, shapes are asserted
+  json: any;
+}
+
+/** One request to a daemon's HTTP server (on `host`, default 127.0.0.1), its answer read whole. */
+export async function callDaemon(
+  d: Pick<DaemonProcess, "port">,
+  path: string,
+  init: { authorization?: string | undefined; method?: string; host?: string; body?: string } = {},
+): Promise<DaemonReply> {
+  const headers: Record<string, string> = init.authorization ? { authorization: init.authorization } : {};
+  const res = await fetch(`http://${init.host ?? "127.0.0.1"}:${d.port}${path}`, {
+    method: init.method ?? "GET",
+    headers,
+    body: init.body,
+  });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
 /** GET on a daemon's HTTP server. */
 export async function httpGet(port: number, path: string): Promise<{ status: number; body: string }> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`);

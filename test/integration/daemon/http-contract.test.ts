@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { configureConsumers, HTTP_TOKEN, HTTP_TOKEN_ENV } from "../../helpers/consumers.js";
-import { type DaemonProcess, until } from "../../helpers/daemon.js";
+import { callDaemon, type DaemonProcess, until } from "../../helpers/daemon.js";
 import { onPostgres } from "../../helpers/dialect.js";
 import { lastSeq, pickDoc } from "../../helpers/mirror-db.js";
 import { createHarness, DATABASE_URL_ENV, type Harness } from "../../helpers/mirror-harness.js";
@@ -16,33 +16,7 @@ import { daemonSuite, editConfig, NEVER, setCrons } from "./setup.js";
 const suite = daemonSuite();
 const [U1, U2] = ["user1@example.com", "user2@example.com"];
 
-interface Got {
-  status: number;
-  text: string;
-  // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely, shapes are asserted
-  json: any;
-}
-
-async function call(
-  d: DaemonProcess,
-  path: string,
-  init: { authorization?: string; method?: string; host?: string; body?: string } = {},
-): Promise<Got> {
-  const headers: Record<string, string> = init.authorization ? { authorization: init.authorization } : {};
-  const res = await fetch(`http://${init.host ?? "127.0.0.1"}:${d.port}${path}`, {
-    method: init.method ?? "GET",
-    headers,
-    body: init.body,
-  });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, text, json };
-}
+const call = callDaemon;
 
 const bearer = (token: string) => `Bearer ${token}`;
 
