@@ -1,6 +1,6 @@
 /**
- * Numbers a double cannot hold (an id past 2^53, 1e400, a decimal of more than 17 digits), kept as
- * the service wrote them in a resource's JSON parts: JSON.parse would round them (or turn 1e400
+ * Numbers a double cannot hold (an id past 2^53, 1e400; on a page with one of those, also a decimal
+ * of more than 17 digits), kept as the service wrote them in a resource's JSON parts: JSON.parse would round them (or turn 1e400
  * into null on the way back out), and the mirror promises those parts as exported.
  *
  * While parsing, each such number becomes a marker string carrying its literal; a marker outside a
@@ -15,12 +15,6 @@ const MARKER = `\u0000${NONCE}:`;
 /** The marker as JSON.stringify writes it (U+0000 escaped). */
 const MARKER_WRITTEN = new RegExp(`"\\\\u0000${NONCE}:([-+.0-9eE]+)"`, "g");
 
-/**
- * Only a page with one of these can hold a number a double rounds: a whole value (after `:`, `[`
- * or `,`, before `,`, `]` or `}`) of 16+ digits or with a 3-digit exponent. Checked first: scanning
- * every token costs several times JSON.parse, and most pages hold no such number.
- */
-const MAY_ROUND = /[:,[]\s*(?=-?[\d.]{16}|-?[\d.]+[eE][+-]?\d{3})-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\s*[,\]}]/;
 /** A string literal (skipped whole) or a number token. */
 const TOKEN = /"[^"\\]*(?:\\.[^"\\]*)*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
 /** Literals kept verbatim stay within what every store's JSON type accepts (a numeric of bounded scale). */
@@ -51,6 +45,33 @@ function rounds(literal: string): boolean {
 
 const RESOURCE_JSON_PARTS = new Set(["fields", "metadata", "relations", "attachments", "provenance"]);
 
+/**
+ * Whether a resource's JSON parts, as JSON.parse read them, hold a value a literal past a double's
+ * reach leaves (an integer past 2^53, an infinity): only then is the page scanned token by token,
+ * which costs several times JSON.parse. Checked on the parsed page because a scan of the text
+ * would have to skip every string, which costs as much as the token scan itself. A page whose only
+ * such literals are decimals of more than 17 digits or values below a double's range is kept as
+ * JSON.parse reads it.
+ */
+function mayHaveRounded(page: unknown): boolean {
+  if (page === null || typeof page !== "object") return false;
+  const { resources } = page as { resources?: unknown };
+  if (!Array.isArray(resources)) return false;
+  return resources.some(
+    (r) =>
+      r !== null &&
+      typeof r === "object" &&
+      Object.entries(r).some(([k, v]) => RESOURCE_JSON_PARTS.has(k) && holdsRounded(v)),
+  );
+}
+
+function holdsRounded(value: unknown): boolean {
+  if (typeof value === "number")
+    return !Number.isFinite(value) || (Number.isInteger(value) && !Number.isSafeInteger(value));
+  if (value === null || typeof value !== "object") return false;
+  return Object.values(value).some(holdsRounded);
+}
+
 function asNumbers(value: unknown): unknown {
   if (typeof value === "string") return value.startsWith(MARKER) ? Number(value.slice(MARKER.length)) : value;
   if (Array.isArray(value)) return value.map(asNumbers);
@@ -64,7 +85,8 @@ function asNumbers(value: unknown): unknown {
  * inside each resource's JSON parts (for `stringifyExact`).
  */
 export function parseExportPageText(text: string): unknown {
-  if (!MAY_ROUND.test(text)) return JSON.parse(text);
+  const plain: unknown = JSON.parse(text);
+  if (!mayHaveRounded(plain)) return plain;
   let marked = 0;
   const rewritten = text.replace(TOKEN, (token) => {
     if (token.startsWith('"') || !rounds(token)) return token;
