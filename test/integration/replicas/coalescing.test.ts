@@ -8,10 +8,10 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type CliProcess, type DaemonProcess, spawnCli, startDaemon, until } from "../../helpers/daemon.js";
 import { createHarness, DATABASE_URL_ENV, type Harness } from "../../helpers/mirror-harness.js";
 import { postgresForTests } from "../../helpers/postgres.js";
-import { setDefaults } from "../../helpers/replicas.js";
+import { setDefaults, useMirrors } from "../../helpers/replicas.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { type CuttableProxy, startCuttableProxy } from "../../helpers/tcp-proxy.js";
-import { buildOnce, NEVER } from "../daemon/setup.js";
+import { buildOnce, editConfig, NEVER } from "../daemon/setup.js";
 
 const available = await postgresForTests();
 
@@ -220,5 +220,49 @@ describe.skipIf(!available)("scheduled times falling while the mirror's pass run
     ]);
     expect(triggerPosts(h)).toBe(3);
     expect(await connected.metric("syncmirror_ticks_skipped_total", { reason: "db_unreachable" })).toBe(0);
+  });
+
+  it("every slot busy: a mirror's time waits due for one, counted as waiting once over the replicas, and runs once", async () => {
+    h = await createHarness({ dialect: "postgres", sim: { docs: 10 } });
+    const harness = h;
+    const names = useMirrors(h, 3);
+    const soon = twoTimesAhead(7000, 3);
+    setDefaults(h, { incremental_cron: NEVER, full_cron: soon.cron }, { lease_seconds: 5 });
+    editConfig(h, (config) => {
+      config.max_concurrent_mirrors = 1;
+    });
+    const replicas = [await replica(h), await replica(h)];
+    h.sim.runs.hold();
+    const sum = async (name: string, labels: Record<string, string>) => {
+      let total = 0;
+      for (const d of replicas) total += await d.metric(name, labels);
+      return total;
+    };
+    await until(
+      async () =>
+        Date.now() > soon.last.getTime() + 1500 &&
+        (await sum("syncmirror_ticks_skipped_total", { reason: "waiting" })) >= 1,
+      "the second time to fall with every slot busy",
+      30_000,
+    );
+    expect(triggerPosts(h), "one pass per slot").toBe(2);
+    h.sim.runs.release();
+    await until(
+      () =>
+        harness.query("SELECT 1 FROM triggers WHERE state = 'done'").length === 5 &&
+        harness.query("SELECT 1 FROM schedules WHERE due_mode IS NOT NULL").length === 0,
+      "every due pass run",
+      60_000,
+    );
+    const passes = h.query<{ mirror: string; n: number }>(
+      "SELECT mirror, count(*)::int AS n FROM triggers GROUP BY mirror ORDER BY mirror",
+    );
+    // The two running at the first time run again for the second; the one that waited runs once for both.
+    const waited = passes.find((p) => p.n === 1)?.mirror;
+    expect(passes.map((p) => p.n).sort()).toEqual([1, 2, 2]);
+    expect(names).toContain(waited);
+    expect(triggerPosts(h)).toBe(5);
+    expect(await sum("syncmirror_ticks_skipped_total", { reason: "waiting" })).toBe(1);
+    expect(await sum("syncmirror_ticks_skipped_total", { reason: "in_flight" })).toBe(2);
   });
 });
