@@ -32,6 +32,9 @@ export async function withMirrorLease<T>(
   fn: (signal: AbortSignal, fence: Fence) => Promise<T>,
 ): Promise<{ taken: true; value: T } | { taken: false }> {
   const { store, mirror, holder, leaseSeconds, log, metrics } = options;
+  // When the last request the database answered with the lease was sent: it runs out one lease
+  // after that on the database's clock, whatever the network does to the renewals after it.
+  let confirmedAt = performance.now();
   const grant = await takeLease(options);
   if (grant === null) return { taken: false };
   const fence: Fence = { mirror, holder: holder.id, epoch: grant.epoch };
@@ -43,22 +46,42 @@ export async function withMirrorLease<T>(
   const lost = new AbortController();
   const signal = AbortSignal.any([options.signal, lost.signal]);
   let logged: Promise<void> = Promise.resolve();
-  /** Stops the pass at once; says so (with who holds the lease now) before the pass ends. */
-  const loseLease = (error: LeaseLostError): LeaseLostError => {
+  /**
+   * Stops the pass at once and no longer counts the mirror as held here; says so, with who holds
+   * the lease now when the database tells within `lookUpMs` (always waited for when not given).
+   */
+  const loseLease = (error: LeaseLostError, lookUpMs?: number): LeaseLostError => {
     if (lost.signal.aborted) return lost.signal.reason as LeaseLostError;
     lost.abort(error);
-    logged = store.leases.holders().then(
-      (leases) => logLost(log, fence, error, leases.get(mirror)),
-      () => logLost(log, fence, error, undefined),
+    metrics.mirrorHeld.set({ mirror }, 0);
+    const current = store.leases.holders().then(
+      (leases) => leases.get(mirror),
+      () => undefined,
     );
+    const told =
+      lookUpMs === undefined
+        ? current
+        : Promise.race([
+            current,
+            new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), lookUpMs).unref()),
+          ]);
+    logged = told.then((holder) => logLost(log, fence, error, holder));
     return error;
   };
   const renew = setInterval(
     () => {
+      if (lost.signal.aborted) return;
+      // Renewals the database never answered (a stalled network): the lease has run out all the same.
+      if (performance.now() - confirmedAt >= leaseSeconds * 1000) {
+        const why = `the database confirmed no renewal for a whole lease (${leaseSeconds} s), so it has expired`;
+        loseLease(new LeaseLostError(mirror, fence.epoch, why), (leaseSeconds * 1000) / 3);
+        return;
+      }
+      const sentAt = performance.now();
       store.leases.renew(fence, leaseSeconds).then(
         (held) => {
-          if (!held)
-            loseLease(new LeaseLostError(mirror, fence.epoch, "renewal found it taken over or expired"));
+          if (held) confirmedAt = Math.max(confirmedAt, sentAt);
+          else loseLease(new LeaseLostError(mirror, fence.epoch, "renewal found it taken over or expired"));
         },
         (error: unknown) =>
           loseLease(

@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
-import type { CliProcess } from "./daemon.js";
+import type { CliProcess, DaemonProcess } from "./daemon.js";
 import type { Harness } from "./mirror-harness.js";
 
 /** Merges `defaults` and `database` into the config file the next processes read. */
@@ -87,3 +87,19 @@ export function replicaConfig(
   writeFileSync(path, stringify(config));
   return path;
 }
+
+/**
+ * Every table a pass or its settling writes (the mirror's rows, triggers, runs and sources, lease,
+ * schedule, pairs, history and problems): all but the replicas' own heartbeats. PostgreSQL only.
+ */
+export function rowsAPassWrites(h: Harness): Record<string, unknown[]> {
+  const tables = h
+    .query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
+    .map((t) => t.name)
+    .filter((name) => name !== "replicas");
+  return Object.fromEntries(tables.map((t) => [t, h.query(`SELECT * FROM ${t} x ORDER BY x::text`)]));
+}
+
+/** A daemon's instance id, from its "daemon started" log line. */
+export const instanceId = (d: DaemonProcess): string =>
+  String(d.logs().find((l) => l.msg === "daemon started")?.instance_id);

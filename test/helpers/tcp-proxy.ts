@@ -125,3 +125,52 @@ function closeProxy(server: Server, sockets: Set<Socket>): Promise<void> {
     server.close(() => resolve());
   });
 }
+
+export interface FreezableProxy {
+  /** `databaseUrl` with its host and port replaced by the proxy's. */
+  url: string;
+  /**
+   * Stalls the network: nothing is forwarded either way and new connections are accepted but not
+   * connected on, as when packets are dropped (no reset, no refusal: the process waits).
+   */
+  freeze(): void;
+  /** Forwards everything held back, in order, and everything after it. */
+  thaw(): void;
+  close(): Promise<void>;
+}
+
+/** A TCP proxy on loopback in front of the PostgreSQL server that a test can freeze and thaw. */
+export async function startFreezableProxy(databaseUrl: string): Promise<FreezableProxy> {
+  const target = new URL(databaseUrl);
+  const sockets = new Set<Socket>();
+  let frozen = false;
+  let waiting: (() => void)[] = [];
+  const server = createServer((client) => {
+    client.pause();
+    const open = () => {
+      const upstream = connect(Number(target.port || 5432), target.hostname);
+      client.pipe(upstream).pipe(client);
+      track(sockets, client, upstream);
+      client.resume();
+    };
+    if (frozen) {
+      sockets.add(client);
+      waiting.push(open);
+    } else open();
+  });
+  const port = await listen(server, 0);
+  return {
+    url: proxyUrl(databaseUrl, port),
+    freeze() {
+      frozen = true;
+      for (const s of sockets) s.pause();
+    },
+    thaw() {
+      frozen = false;
+      for (const s of sockets) s.resume();
+      for (const open of waiting) open();
+      waiting = [];
+    },
+    close: () => closeProxy(server, sockets),
+  };
+}

@@ -12,7 +12,14 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type CliProcess, type DaemonProcess, spawnCli, startDaemon, until } from "../../helpers/daemon.js";
 import { createHarness, DATABASE_URL_ENV, type Harness } from "../../helpers/mirror-harness.js";
 import { createTestDatabase, postgresForTests, type TestDatabase } from "../../helpers/postgres.js";
-import { nodePid, pidOneWrapper, setDefaults, useMirrors } from "../../helpers/replicas.js";
+import {
+  instanceId,
+  nodePid,
+  pidOneWrapper,
+  rowsAPassWrites,
+  setDefaults,
+  useMirrors,
+} from "../../helpers/replicas.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { buildOnce, NEVER, twoTimesSoon } from "../daemon/setup.js";
 
@@ -71,9 +78,6 @@ async function mirrorStatus(d: DaemonProcess, name = "main"): Promise<MirrorStat
   return (JSON.parse(body) as { mirrors: MirrorStatus[] }).mirrors.find((m) => m.mirror === name);
 }
 
-const instanceId = (d: DaemonProcess) =>
-  String(d.logs().find((l) => l.msg === "daemon started")?.instance_id);
-
 /**
  * Holds the simulator's runs unfinished, so the pass triggered now waits on them holding its lease,
  * and resolves once `d`'s /status shows it in flight under a holder.
@@ -87,18 +91,6 @@ async function passWaitingOnRuns(h: Harness, d: DaemonProcess): Promise<void> {
     // In flight (recorded) a moment before its POST reaches the service: wait for both.
     return main.in_flight !== null && main.holder !== null && triggerPosts(h) > 0;
   }, "a pass in flight under a holder, its trigger posted");
-}
-
-/**
- * Every table a pass or its settling writes (the mirror's rows, triggers, runs and sources, lease,
- * schedule, pairs, history and problems): all but the replicas' own heartbeats.
- */
-function rowsAPassWrites(h: Harness): Record<string, unknown[]> {
-  const tables = h
-    .query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
-    .map((t) => t.name)
-    .filter((name) => name !== "replicas");
-  return Object.fromEntries(tables.map((t) => [t, h.query(`SELECT * FROM ${t} x ORDER BY x::text`)]));
 }
 
 describe.skipIf(!available)("scale-out on PostgreSQL, from outside", () => {
