@@ -4,9 +4,16 @@
  * and the gauges the database holds served from the first scrape after a restart.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { openDatabase } from "../../../src/store/sqlite/open.js";
 import { type DaemonProcess, parseMetrics, readScrape, startDaemon, until } from "../../helpers/daemon.js";
 import { onPostgres } from "../../helpers/dialect.js";
-import { createHarness, type Harness, type HarnessOptions } from "../../helpers/mirror-harness.js";
+import {
+  createHarness,
+  DATABASE_URL_ENV,
+  type Harness,
+  type HarnessOptions,
+} from "../../helpers/mirror-harness.js";
+import { startCuttableProxy } from "../../helpers/tcp-proxy.js";
 import { buildOnce, editConfig, NEVER } from "./setup.js";
 
 const HTTP_TOKEN = "acceptance-bearer-5c1e";
@@ -483,6 +490,57 @@ describe("/metrics around restarts and lost answers", () => {
       ).toBe(1);
       expect(await dd.metric("syncmirror_sync_duration_seconds_count", { ...MAIN, mode }), mode).toBe(1);
     }
+  });
+
+  it("serves no stored gauge as 0 while it waits for the database: paused and problems absent until read", async () => {
+    const { h: x, daemon } = await own();
+    const { user, server } = firstPair(x);
+    x.sim.setOutcome({ user, server_instance_id: server }, { task: "FAILED" });
+    expect((await x.sync()).outcome).toBe("partial");
+    expect((await x.cli(["pause", "--mirror", "main"])).code).toBe(0);
+    let env: Record<string, string> = {};
+    let release: () => Promise<void>;
+    if (x.databaseUrl) {
+      const proxy = await startCuttableProxy(x.databaseUrl);
+      onTestFinished(() => proxy.close());
+      await proxy.cut();
+      env = { [DATABASE_URL_ENV]: proxy.url };
+      release = () => proxy.restore();
+    } else {
+      const lock = openDatabase(x.dbPath, { lock: true });
+      let open = true;
+      const close = async () => {
+        if (open) lock.close();
+        open = false;
+      };
+      onTestFinished(close);
+      release = close;
+    }
+    const waiting = await daemon(env, false);
+    await until(
+      () => /database (locked|unreachable)/.test(waiting.stderr()),
+      "the daemon waiting for the database",
+    );
+    expect((await waiting.get("/readyz")).status).toBe(503);
+    const stored = parseMetrics((await waiting.get("/metrics")).body).filter(
+      (s) =>
+        s.labels.mirror === "main" &&
+        [
+          "syncmirror_mirror_paused",
+          "syncmirror_problems",
+          "syncmirror_resources",
+          "syncmirror_skipped_pairs",
+          "syncmirror_held_revocations",
+          "syncmirror_pairs_awaiting_baseline",
+          "syncmirror_last_success_timestamp_seconds",
+        ].includes(s.name),
+    );
+    expect(stored, "gauges the database holds, not read yet").toEqual([]);
+    await release();
+    await until(async () => (await waiting.get("/readyz")).status === 200, "/readyz 200");
+    expect(await waiting.metric("syncmirror_mirror_paused", MAIN)).toBe(1);
+    expect(await waiting.metric("syncmirror_problems", { ...MAIN, kind: "failed_source" })).toBe(1);
+    expect(await waiting.metric("syncmirror_problems", { ...MAIN, kind: "held_sweep" })).toBe(0);
   });
 });
 
