@@ -6,7 +6,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from "prom-client";
 import { EXPORT_SOURCE_STATUSES, FINISHED_RUNS } from "./api/schemas.js";
 import { SKIP_REASONS } from "./skip-reasons.js";
-import { PROBLEM_KINDS } from "./store/console-types.js";
 import { MODES } from "./store/types.js";
 import { OUTCOMES } from "./sync/outcome.js";
 
@@ -197,6 +196,8 @@ const SOURCE_TYPES = ["notion", "google_drive", "google_docs", "github"] as cons
 /**
  * Every counter series of a configured mirror at 0, so the first event is an increase `rate()`
  * and `increase()` can see (a series that appears at 1 has no earlier sample to compare with).
+ * Gauges the database holds (paused, problems, ...) are left out: until start-up has read them
+ * (behind a locked or unreachable database, that may take a while) they are unknown, not 0.
  */
 export function initMirrorSeries(metrics: Metrics, mirror: string, declared = false): void {
   const labels = { mirror };
@@ -206,8 +207,6 @@ export function initMirrorSeries(metrics: Metrics, mirror: string, declared = fa
   metrics.sweepsHeld.inc(labels, 0);
   metrics.leaseTakeovers.inc(labels, 0);
   metrics.mirrorHeld.set(labels, 0);
-  metrics.mirrorPaused.set(labels, 0);
-  for (const kind of PROBLEM_KINDS) metrics.problems.set({ ...labels, kind }, 0);
   for (const status of FINISHED_RUNS) metrics.runs.inc({ ...labels, status }, 0);
   for (const source_type of SOURCE_TYPES) {
     metrics.resourcesUpserted.inc({ ...labels, source_type }, 0);

@@ -228,6 +228,24 @@ export function parseMetrics(text: string): Sample[] {
   return samples;
 }
 
+/** One scrape's text read: its samples, `# TYPE` lines, and sums (`value`) or presence (`has`) of series matching labels. */
+export function readScrape(text: string) {
+  const samples = parseMetrics(text);
+  const types = Object.fromEntries(
+    [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1] as string, m[2] as string]),
+  );
+  const matching = (name: string, labels: Record<string, string>) =>
+    samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  return {
+    text,
+    samples,
+    types,
+    value: (name: string, labels: Record<string, string> = {}) =>
+      matching(name, labels).reduce((sum, s) => sum + s.value, 0),
+    has: (name: string, labels: Record<string, string> = {}) => matching(name, labels).length > 0,
+  };
+}
+
 export function sumSeries(text: string, name: string, labels: Record<string, string> = {}): number {
   return parseMetrics(text)
     .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))

@@ -7,7 +7,7 @@
  * suite's /metrics tests run on both).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DaemonProcess, parseMetrics, startDaemon, until } from "../../helpers/daemon.js";
+import { type DaemonProcess, readScrape, startDaemon, until } from "../../helpers/daemon.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { buildOnce, NEVER } from "../daemon/setup.js";
 
@@ -62,17 +62,7 @@ afterAll(async () => {
 async function scrape() {
   const res = await d.get("/metrics");
   expect(res.status).toBe(200);
-  const samples = parseMetrics(res.body);
-  const types = Object.fromEntries(
-    [...res.body.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1] as string, m[2] as string]),
-  );
-  const value = (name: string, labels: Record<string, string> = {}) =>
-    samples
-      .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-      .reduce((sum, s) => sum + s.value, 0);
-  const has = (name: string, labels: Record<string, string> = {}) =>
-    samples.some((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
-  return { text: res.body, samples, types, value, has };
+  return readScrape(res.body);
 }
 
 /** Asks for a pass over HTTP and resolves with the scrape once the daemon counted it. */
