@@ -80,9 +80,11 @@ const SCHEDULE = {
       "When to run a full snapshot, the only pass that revokes access and deletes. When both expressions fall at the same time the full pass runs and covers the incremental one; a time that fell while no daemon ran is run once at start-up (the latest one only, so it looks back one period of the expression: a day for a daily one; see docs/scaling-out.md#catch-up-at-start-up).",
     examples: ["0 2 * * 0"],
   }),
-  timezone: timezone
-    .default("UTC")
-    .meta({ description: "IANA time zone the cron expressions are read in.", examples: ["Europe/Berlin"] }),
+  timezone: timezone.default("UTC").meta({
+    description:
+      "IANA time zone the cron expressions are read in. Across a daylight-saving change every local time an expression names runs once: one the clocks skip (02:30 when they jump from 02:00 to 03:00) runs at the jump, one they show twice runs at the first.",
+    examples: ["Europe/Berlin"],
+  }),
   since_overlap_seconds: nonNegativeInt
     .max(MAX_SINCE_OVERLAP_SECONDS, `must be at most ${MAX_SINCE_OVERLAP_SECONDS} (a year)`)
     .default(300)

@@ -9,6 +9,11 @@
  * minutes and hours, in order) and stops at the first that node-cron matches. A candidate carries a
  * matching second, minute and hour by construction, so when it does not match, its day, month or
  * weekday is wrong and the rest of that day is skipped: a weekly expression costs about seven checks.
+ *
+ * Daylight saving time: every local time an expression names runs once a day. One the clocks skip
+ * (02:30 when they go from 02:00 to 03:00) runs at the instant they skip to (03:00); one they show
+ * twice (02:30 when they go back from 03:00 to 02:00) runs at the first. A day's candidates thus
+ * fall in the order of their local times, never earlier than one before them.
  */
 import { createTask, parse } from "node-cron";
 
@@ -34,7 +39,9 @@ interface LocalTime {
 export function cronOccurrences(expression: string, timeZone: string): CronOccurrences {
   // Only its matcher is used: never started, and destroyed at once, which takes it out of
   // node-cron's process-wide registry (a `status` builds these on every call); `match` still works.
-  const task = createTask(expression, () => undefined, { timezone: timeZone });
+  // It reads a candidate's local date and time, written as UTC: an instant would not show a local
+  // time the clocks skip.
+  const task = createTask(expression, () => undefined, { timezone: "UTC" });
   void task.destroy();
   const fields = parse(expression);
   const ascending = {
@@ -53,6 +60,9 @@ export function cronOccurrences(expression: string, timeZone: string): CronOccur
     const boundMs = bound.getTime();
     const start = zone.local(boundMs);
     const startSecond = secondOfDay(start);
+    // When the clocks went back in the last day, local times up to that shift later than the
+    // bound's own may have shown (their first showing, the one that counts) before the bound.
+    const fold = forward ? 0 : Math.max(0, zone.offsetAt(boundMs - DAY_MS) - zone.offsetAt(boundMs)) / 1000;
     const order = forward ? ascending : descending;
     for (let i = 0; i < SEARCH_DAYS; i++) {
       const day = addDays(start, forward ? i : -i);
@@ -60,7 +70,7 @@ export function cronOccurrences(expression: string, timeZone: string): CronOccur
         day,
         order,
         // On the bound's own day only the times on the right side of it count.
-        (second) => i > 0 || (forward ? second >= startSecond : second <= startSecond),
+        (second) => i > 0 || (forward ? second >= startSecond : second <= startSecond + fold),
         (ms) => (forward ? ms > boundMs : ms <= boundMs),
       );
       if (found !== null) return new Date(found);
@@ -79,10 +89,10 @@ export function cronOccurrences(expression: string, timeZone: string): CronOccur
       for (const minute of order.minutes)
         for (const second of order.seconds) {
           if (!inDay(hour * 3600 + minute * 60 + second)) continue;
-          const ms = zone.instant({ ...day, hour, minute, second });
-          // A local time the zone skips (spring forward), or one a DST fold puts across the bound.
-          if (ms === null || !beyond(ms)) continue;
-          return task.match(new Date(ms)) ? ms : null;
+          const time = { ...day, hour, minute, second };
+          const ms = zone.instant(time);
+          if (!beyond(ms)) continue;
+          return task.match(new Date(asUtc(time))) ? ms : null;
         }
     return null;
   }
@@ -92,6 +102,10 @@ export function cronOccurrences(expression: string, timeZone: string): CronOccur
     previous: (atOrBefore) => walk(atOrBefore, false),
   };
 }
+
+const DAY_MS = 86_400_000;
+
+const asUtc = (t: LocalTime) => Date.UTC(t.year, t.month - 1, t.day, t.hour, t.minute, t.second);
 
 function secondOfDay(t: LocalTime): number {
   return t.hour * 3600 + t.minute * 60 + t.second;
@@ -127,17 +141,31 @@ function createZone(timeZone: string) {
       second: parts.second as number,
     };
   };
-  const asUtc = (t: LocalTime) => Date.UTC(t.year, t.month - 1, t.day, t.hour, t.minute, t.second);
+  /** How far the zone's clocks are ahead of UTC at an instant, in ms. */
   const offsetAt = (ms: number) => asUtc(local(ms)) - ms;
   return {
     local,
-    /** The instant the zone shows as `t`, or null when it never does (skipped by a DST change). */
-    instant(t: LocalTime): number | null {
-      const guess = asUtc(t);
-      let ms = guess - offsetAt(guess);
-      const second = offsetAt(ms);
-      if (guess - second !== ms) ms = guess - second;
-      return asUtc(local(ms)) === guess ? ms : null;
+    offsetAt,
+    /**
+     * The first instant the zone shows as `t`; for a time the clocks skip, the instant they skip
+     * to. Offsets from a day either side cover any one change (they are hours apart at most).
+     */
+    instant(t: LocalTime): number {
+      const wall = asUtc(t);
+      const offsets = [...new Set([offsetAt(wall - DAY_MS), offsetAt(wall), offsetAt(wall + DAY_MS)])];
+      const shown = offsets.map((o) => wall - o).filter((ms) => offsetAt(ms) === wall - ms);
+      if (shown.length > 0) return Math.min(...shown);
+      // Skipped: read with the larger offset it is an instant before the jump, with the smaller
+      // one an instant after it; the jump is found between them, to the second.
+      let before = (wall - Math.max(...offsets)) / 1000;
+      let after = (wall - Math.min(...offsets)) / 1000;
+      const offsetBefore = offsetAt(before * 1000);
+      while (after - before > 1) {
+        const middle = Math.floor((before + after) / 2);
+        if (offsetAt(middle * 1000) === offsetBefore) before = middle;
+        else after = middle;
+      }
+      return after * 1000;
     },
   };
 }

@@ -174,4 +174,82 @@ describe("tick recorder", () => {
       since: "2026-03-10T10:15:00.000Z",
     });
   });
+
+  it.each([
+    // 02:30 never shows on the spring-forward day: it runs when the clocks jump, at 03:00.
+    {
+      day: "the spring-forward day",
+      zone: "Europe/Berlin",
+      cron: "30 2 * * *",
+      from: "2026-03-28T22:00:00Z",
+      down: null,
+      to: "2026-03-29T04:00:00Z",
+      ran: "2026-03-29T01:00:00.000Z",
+    },
+    {
+      day: "the spring-forward day",
+      zone: "America/New_York",
+      cron: "30 2 * * *",
+      from: "2026-03-08T04:00:00Z",
+      down: null,
+      to: "2026-03-08T10:00:00Z",
+      ran: "2026-03-08T07:00:00.000Z",
+    },
+    // 02:30 shows twice on the fall-back day: it runs at the first, and a process down across it
+    // and started again between the two catches it up.
+    {
+      day: "the fall-back day",
+      zone: "Europe/Berlin",
+      cron: "30 2 * * *",
+      from: "2026-10-24T22:00:00Z",
+      down: null,
+      to: "2026-10-25T04:00:00Z",
+      ran: "2026-10-25T00:30:00.000Z",
+    },
+    {
+      day: "the fall-back day, no process running across its first 02:30",
+      zone: "Europe/Berlin",
+      cron: "30 2 * * *",
+      from: "2026-10-24T22:00:00Z",
+      down: ["2026-10-25T00:20:00Z", "2026-10-25T00:45:00Z"],
+      to: "2026-10-25T04:00:00Z",
+      ran: "2026-10-25T00:30:00.000Z",
+    },
+    {
+      day: "the fall-back day",
+      zone: "America/New_York",
+      cron: "30 1 * * *",
+      from: "2026-11-01T03:00:00Z",
+      down: null,
+      to: "2026-11-01T09:00:00Z",
+      ran: "2026-11-01T05:30:00.000Z",
+    },
+    {
+      day: "the fall-back day, no process running across its first 01:30",
+      zone: "America/New_York",
+      cron: "30 1 * * *",
+      from: "2026-11-01T03:00:00Z",
+      down: ["2026-11-01T05:20:00Z", "2026-11-01T06:00:00Z"],
+      to: "2026-11-01T09:00:00Z",
+      ran: "2026-11-01T05:30:00.000Z",
+    },
+  ])("runs a daily $cron once on $day in $zone", async ({ zone, cron, from, down, to, ran }) => {
+    store = await openEmptyStore();
+    const s = store;
+    const m = { ...mirror({ fullCron: cron }), timezone: zone };
+    let { rec } = recorder(m, s);
+    await rec.record(new Date(from));
+    const before = (await s.schedules.find("main"))?.fullSlot;
+    const recorded = new Set<string>();
+    // No process looks between these two; the one at the second is a new process's start-up.
+    const [stopMs = Number.NaN, startMs = Number.NaN] = (down ?? []).map((d) => Date.parse(d));
+    for (let t = Date.parse(from) + 60_000; t <= Date.parse(to); t += 60_000) {
+      if (t >= stopMs && t < startMs) continue;
+      if (t === startMs) rec = recorder(m, s).rec;
+      await rec.record(new Date(t));
+      const slot = (await s.schedules.find("main"))?.fullSlot;
+      if (slot !== undefined && slot !== before) recorded.add(slot);
+    }
+    expect([...recorded]).toEqual([ran]);
+  });
 });
