@@ -5,7 +5,7 @@
  * empty when the wait runs out. `--follow` prints one page per line (JSON Lines) and keeps going
  * until SIGINT / SIGTERM.
  */
-import { type OnCommit, readChangesWaiting } from "../consumers/change-waiter.js";
+import { readChangesWaiting } from "../consumers/change-waiter.js";
 import { feedPageJson } from "../consumers/feed-json.js";
 import { type FeedParams, parseFeedParams } from "../consumers/params.js";
 import { UsageError } from "../errors.js";
@@ -50,7 +50,7 @@ export const changes: Command = (args, io) =>
           params.wait === 0
             ? await read()
             : await readChangesWaiting(read, {
-                onCommit: feedChanges(store),
+                nextChange: store.feed.waitForChange,
                 waitMs: params.wait * 1000,
                 signal: io.signal,
               });
@@ -78,15 +78,4 @@ async function follow(store: Store, params: FeedParams, io: CommandIo): Promise<
     }
     await changed;
   }
-}
-
-/** The store's wake-ups for any process's commits (`waitForChange`) as the long poll listens for them. */
-function feedChanges(store: Store): OnCommit {
-  return (listener) => {
-    const stop = new AbortController();
-    void store.feed.waitForChange(stop.signal).then(() => {
-      if (!stop.signal.aborted) listener();
-    });
-    return () => stop.abort();
-  };
 }

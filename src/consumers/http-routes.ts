@@ -74,7 +74,11 @@ async function changes(deps: ConsumerRoutesDeps, source: ConsumerSource, url: UR
   try {
     const signal = AbortSignal.any([gone.signal, deps.signal]);
     return feedPageJson(
-      await readChangesWaiting(read, { onCommit: source.feed.onChange, waitMs: params.wait * 1000, signal }),
+      await readChangesWaiting(read, {
+        nextChange: source.feed.waitForChange,
+        waitMs: params.wait * 1000,
+        signal,
+      }),
     );
   } finally {
     req.socket.off("close", onClose);

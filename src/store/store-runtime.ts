@@ -196,7 +196,6 @@ export function createStore<C extends object>(
     feed: {
       readChanges: (q) => outside(() => driver.readChanges(q)),
       waitForChange: (signal) => waitForChange({ onCommit: onFeedChange, changeVersion }, signal),
-      onChange: onFeedChange,
     },
     search: {
       apply: (enabled) => outside(() => driver.search.apply(enabled)),

@@ -380,13 +380,6 @@ export interface FeedReader {
    * aborts. Call it before reading, so a commit landing during the read still wakes the wait.
    */
   waitForChange(signal: AbortSignal): Promise<void>;
-  /**
-   * Calls `listener` after each commit that recorded changes (as `Store.onCommit`) and each time
-   * the store starts hearing other processes' commits (PostgreSQL's LISTEN in place, at first and
-   * after a lost connection): a commit before that moment woke nobody, so a waiter reads again.
-   * No periodic look: for a process whose own commits are the only ones (the daemon on SQLite).
-   */
-  onChange(listener: () => void): () => void;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * `/v1/changes` and `/v1/search` on a running daemon (either dialect), and the `changes` / `search` commands:
- * bearer token always, the feed's shape and paging, long polls woken by the daemon's commits,
+ * bearer token always, the feed's shape and paging, long polls woken by the daemon's commits and another process's,
  * and every bad input answered 400 / exit 2 in plain words.
  */
 import { describe, expect, it } from "vitest";
@@ -11,7 +11,7 @@ import { TEST_DIALECT } from "../../helpers/dialect.js";
 import { accessRows, lastSeq, pickDoc, resourceRow, TOMBSTONE } from "../../helpers/mirror-db.js";
 import { createHarness, DATABASE_URL_ENV, type Harness } from "../../helpers/mirror-harness.js";
 import { startHoldingProxy } from "../../helpers/tcp-proxy.js";
-import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "../daemon/setup.js";
+import { daemonSuite, EVERY_SECOND, editConfig, NEVER, setCrons } from "../daemon/setup.js";
 
 const suite = daemonSuite();
 const [U1, U2] = ["user1@example.com", "user2@example.com"];
@@ -191,6 +191,34 @@ describe("/v1/changes", () => {
         resource: expect.objectContaining({ content_text: "long poll woke up" }),
       }),
     ]);
+  });
+
+  it("wakes a long poll when syncmirror forget revokes a retired mirror's access beside the daemon", async () => {
+    const h = suite.use(await createHarness({ sim: { docs: 20 } }));
+    configureConsumers(h, { search: false });
+    setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
+    editConfig(h, (config) => {
+      (config.mirrors as unknown[]).push({ name: "other", sync_config_id: h.sim.configs.create() });
+    });
+    await h.sync();
+    await h.sync({ mirror: "other" });
+    editConfig(h, (config) => {
+      (config.mirrors as unknown[]).splice(1, 1);
+    });
+    const d = await suite.daemon(h);
+    const from = lastSeq(h);
+    const poll = get(d, `/v1/changes?after=${from}&limit=1000&wait=20`);
+    // Requests of one client are served in order: once this one answered, the poll has read and waits.
+    expect((await get(d, `/v1/changes?after=${from}`)).json.changes).toEqual([]);
+    const forgot = await h.cli(["forget", "--mirror", "other"]);
+    expect(forgot.code, forgot.stderr).toBe(0);
+
+    const res = await poll;
+    expect(res.status).toBe(200);
+    expect(res.json.changes.length, "the revocations forget committed").toBeGreaterThan(0);
+    expect(res.json.changes.every((c: { op: string }) => c.op === "access")).toBe(true);
+    // Forget commits a transaction per pair: the poll answers with the first.
+    expect(res.json.next_after).toBeGreaterThan(from);
   });
 });
 
