@@ -82,6 +82,26 @@ describe("the image (Dockerfile)", () => {
     });
     expect(DEFAULT_CONFIG_PATH.endsWith(image.configPath?.split("/").pop() as string)).toBe(true);
   });
+
+  it("checks its health on /healthz at the port it exposes, and runs the config it names", () => {
+    const healthcheck = /^HEALTHCHECK .*\n?.*CMD (.*)$/m.exec(dockerfile)?.[1] ?? "";
+    expect(healthcheck).toContain(`http://127.0.0.1:${image.port}${HTTP_PATHS.healthz}`);
+    expect(/^CMD (.*)$/m.exec(dockerfile)?.[1]).toBe(
+      JSON.stringify([image.binary, "run", "--config", image.configPath]).replaceAll(",", ", "),
+    );
+  });
+
+  it("builds from a context holding what it copies, without local modules, builds or data", () => {
+    const ignored = read(ROOT, ".dockerignore")
+      .split("\n")
+      .filter((line) => line !== "" && !line.startsWith("#"));
+    expect(ignored).toEqual(expect.arrayContaining(["node_modules", "dist", "data", ".env", "*.db"]));
+    const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.*) \S+$/gm)].flatMap(
+      (m) => m[1]?.split(" ") ?? [],
+    );
+    expect(copied).toEqual(expect.arrayContaining(["package-lock.json", "src", "migrations"]));
+    expect(copied.filter((source) => ignored.includes(source))).toEqual([]);
+  });
 });
 
 describe("deploy/kubernetes", () => {
