@@ -4,7 +4,7 @@
  */
 import type { Config, MirrorConfig } from "../config.js";
 import { pruneOnce } from "../console/prune-history.js";
-import { SyncConfigNotAppliedError, UsageError } from "../errors.js";
+import { AbortedError, SyncConfigNotAppliedError, UsageError } from "../errors.js";
 import { createLeaseHolder } from "../lease-holder.js";
 import { withMirrorLease } from "../mirror-lease.js";
 import { createRuntime } from "../runtime.js";
@@ -59,7 +59,7 @@ export const sync: Command = (args, io) =>
     await withJsonFailure(
       io,
       json,
-      () => runPasses(config, mirrors, options, { io, json, summaries }),
+      () => stopsAsOne(io, () => runPasses(config, mirrors, options, { io, json, summaries })),
       (failure) => syncJson(io, summaries, failure),
     );
     if (io.isTty && !json) io.stdout.write("\r\x1b[K");
@@ -69,6 +69,25 @@ export const sync: Command = (args, io) =>
     else io.stdout.write(formatTable(summaries));
     return code;
   });
+
+/**
+ * A signal stops the passes wherever it lands (at start-up, on a request, waiting for the runs,
+ * between two mirrors), and each place ended in its own way: a request "was aborted", or no error
+ * at all. Every stop ends here as one error saying which signal and how to resume, so stderr has
+ * its one line and `--json` its `error`, as for any other stop.
+ */
+async function stopsAsOne(io: CommandIo, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (error) {
+    if (!io.signal.aborted || !(error instanceof AbortedError)) throw error;
+  }
+  if (!io.signal.aborted) return;
+  const reason = io.signal.reason instanceof Error ? io.signal.reason.message : "stop requested";
+  throw new AbortedError(
+    `${reason}: sync stopped; run sync again to resume where it stopped (a trigger in flight is resumed, not sent again)`,
+  );
+}
 
 /** One pass per mirror, one after the other, each summary pushed as it ends. */
 async function runPasses(

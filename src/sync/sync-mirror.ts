@@ -63,7 +63,7 @@ async function resumeOrTrigger(
     log.info("the sync config changed since the last full pass: this pass is full");
   if (inFlight && options.dryRun && !inFlight.dryRun) {
     // Finishing a real pass ingests and sweeps: the very thing a dry run is asked not to do.
-    const message = `a ${inFlight.mode} pass is in flight${inFlight.triggerId ? ` (trigger ${inFlight.triggerId})` : ""} and a dry run writes nothing, so it does not finish it: run \`syncmirror sync\` to finish it (the daemon does on its own), then the dry run again`;
+    const message = `${inFlight.mode === "full" ? "a" : "an"} ${inFlight.mode} pass is in flight${inFlight.triggerId ? ` (trigger ${inFlight.triggerId})` : ""} and a dry run writes nothing, so it does not finish it: run \`syncmirror sync\` to finish it (the daemon does on its own), then the dry run again`;
     log.warn({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, message);
     return notStartedSummary(mirror.name, "full", passErrorJson(passError(ctx, message)));
   }

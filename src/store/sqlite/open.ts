@@ -10,7 +10,7 @@ import { migrationsDir, readJournal, refuseNewerSchema } from "../migrations-dir
 import { assertCreatableDatabasePath } from "./database-path.js";
 import { appliedMigrations } from "./migrations-applied.js";
 import * as schema from "./schema.js";
-import { notADatabaseError } from "./sqlite-errors.js";
+import { corruptDatabaseError, notADatabaseError } from "./sqlite-errors.js";
 
 /** Drizzle over the connection; `$client` is the better-sqlite3 handle for hot-path statements. */
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
@@ -43,6 +43,7 @@ export function openDatabase(path: string, options: { lock?: boolean } = {}): Op
       if (cause instanceof SchemaTooNewError) throw cause;
       throw (
         notADatabaseError(path, cause) ??
+        corruptDatabaseError(path, cause) ??
         new DatabaseError(`cannot migrate database ${path}: ${(cause as Error).message}`, { cause })
       );
     }
@@ -116,8 +117,8 @@ function openSqlite(path: string): Database.Database {
     return sqlite;
   } catch (cause) {
     // The first read of the file (the journal mode) is where SQLite finds it is no database.
-    const notADatabase = notADatabaseError(path, cause);
-    if (notADatabase) throw notADatabase;
+    const refused = notADatabaseError(path, cause) ?? corruptDatabaseError(path, cause);
+    if (refused) throw refused;
     throw new DatabaseError(
       `cannot open database ${path}: ${(cause as Error).message}. Check that the file and its directory exist and are writable by this user, and that the disk is not full.`,
       { cause },

@@ -22,6 +22,18 @@ export function notADatabaseError(path: string, error: unknown): DatabaseRefused
   );
 }
 
+/**
+ * SQLITE_CORRUPT while opening: the file is a SQLite database whose pages are damaged. Permissions
+ * and free space do not mend it, and a new pass would only build on the damage; a backup does.
+ */
+export function corruptDatabaseError(path: string, error: unknown): DatabaseError | undefined {
+  if (!errorCodes(error).some((code) => code.startsWith("SQLITE_CORRUPT"))) return undefined;
+  return new DatabaseError(
+    `the database file ${path} is corrupt (${driverMessage(error)}): restore it from a backup (stop every syncmirror using it, replace the file, delete its -wal and -shm files), or point database.path at a new file, which the next sync fills from a full snapshot`,
+    { cause: error },
+  );
+}
+
 /** SQLITE_BUSY: another connection held the write lock past the busy timeout. */
 export function isSqliteBusy(error: unknown): boolean {
   return errorCodes(error).some((code) => code.startsWith("SQLITE_BUSY"));

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { type CliProcess, spawnCli, until } from "../../helpers/daemon.js";
 import { createHarness } from "../../helpers/mirror-harness.js";
+import { triggerPosts } from "../../helpers/requests.js";
 import { daemonSuite } from "./setup.js";
 
 const suite = daemonSuite();
@@ -40,5 +41,51 @@ describe.runIf(process.platform === "linux")("SIGTERM at start-up", () => {
     const exit = await stopAtStartup(p, "syncmirror sync");
     expect(exit, p.stderr()).toMatchObject({ code: 1, signal: null });
     expect(p.stderr()).toMatch(/SIGTERM received|run sync again/);
+  });
+});
+
+/**
+ * `sync --json` stopped by a signal, wherever the stop lands: stdout is still the one document, its
+ * `error` the stop (`ABORTED`, naming the signal and how to resume), and stderr says the same in one
+ * line. The next sync resumes the trigger the stopped one sent, with no second POST.
+ */
+describe("sync --json stopped by a signal", () => {
+  function expectStopped(p: CliProcess, signal: string) {
+    const document = JSON.parse(p.stdout());
+    expect(document).toEqual({
+      outcome: "not_all_succeeded",
+      error: { code: "ABORTED", message: expect.stringContaining(`${signal} received`) },
+      mirrors: [],
+    });
+    expect(document.error.message).toMatch(/run sync again to resume/);
+    const lines = p.stderr().trimEnd().split("\n");
+    expect(lines.filter((l) => !l.startsWith("{"))).toEqual([`syncmirror: ${document.error.message}`]);
+  }
+
+  it.runIf(process.platform === "linux")(
+    "at start-up: exit 1, the stop as the document's error",
+    async () => {
+      const h = suite.use(await createHarness());
+      const p = spawnCli(["sync", "--json", "--config", h.configPath], h.env);
+      const exit = await stopAtStartup(p, "syncmirror sync");
+      expect(exit, p.stderr()).toMatchObject({ code: 1, signal: null });
+      expectStopped(p, "SIGTERM");
+    },
+  );
+
+  it("while its runs are running: exit 1, the same error; the next sync resumes them, one POST", async () => {
+    const h = suite.use(await createHarness({ sim: { lifecycle: "manual" } }));
+    const p = spawnCli(["sync", "--json", "--config", h.configPath], h.env);
+    await until(() => triggerPosts(h) === 1, "the trigger POST answered");
+    const exit = await p.stop("SIGINT");
+    expect(exit, p.stderr()).toMatchObject({ code: 1, signal: null });
+    expectStopped(p, "SIGINT");
+    h.sim.runs.finishAll();
+    const again = await h.cli(["sync", "--json"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).mirrors).toEqual([
+      expect.objectContaining({ outcome: "succeeded", resumed: true }),
+    ]);
+    expect(triggerPosts(h)).toBe(1);
   });
 });

@@ -65,4 +65,12 @@ describe("a dry run that finds a real pass in flight", () => {
     expect(real).toMatchObject({ mode: "full", outcome: "succeeded", adopted: true, counts: { deleted: 1 } });
     expect(resourceRow(h, doc.key)?.deleted_at).not.toBeNull();
   });
+  it("names an incremental pass in flight as one", async () => {
+    h = await createHarness({ sim: { docs: 10, users: 1 } });
+    await h.sync();
+    const crashed = await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post" });
+    expect(crashed.code, crashed.stderr).toBeNull();
+    const dry = await h.sync({ full: true, dryRun: true });
+    expect(dry.message).toMatch(/^an incremental pass is in flight and a dry run writes nothing/);
+  });
 });

@@ -5,9 +5,20 @@
  * the postgres project leaves this file out (vitest.config.ts).
  */
 import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { buildOnce } from "../daemon/setup.js";
@@ -115,5 +126,29 @@ describe("a database path that cannot be created or opened", () => {
     const r = await cli(["sync", "--config", configPath]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`${dbPath} is a directory, not a file`);
+  });
+  it("a SQLite file whose pages are damaged: exit 1, one line saying it is corrupt and to restore a backup, not to fix permissions", async () => {
+    const { configPath, dbPath } = configFor((d) => join(d, "mirror.db"));
+    const db = new Database(dbPath);
+    for (let i = 0; i < 200; i++) db.exec(`CREATE TABLE t${i} (id INTEGER PRIMARY KEY, note TEXT)`);
+    db.close();
+    // Page 1 (the header and the schema's root) stays whole; every page after it is overwritten.
+    const damaged = statSync(dbPath).size - 4096;
+    const fd = openSync(dbPath, "r+");
+    writeSync(fd, Buffer.alloc(damaged, 0x5a), 0, damaged, 4096);
+    closeSync(fd);
+    const r = await cli(["sync", "--json", "--config", configPath]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(JSON.parse(r.stdout).error.code).toBe("DB_ERROR");
+    const lines = r.stderr
+      .trimEnd()
+      .split("\n")
+      .filter((l) => !l.startsWith("{"));
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^syncmirror: the database file .*mirror\.db is corrupt \(.*\): restore it from a backup/,
+      ),
+    ]);
+    expect(r.stderr).not.toMatch(/writable by this user|disk is not full/);
   });
 });
