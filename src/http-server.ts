@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { type AddressInfo, isIPv4 } from "node:net";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import { stringifyExact } from "./exact-json.js";
 import { isBearerAuthorized } from "./http-auth.js";
 import { listenError } from "./listen-error.js";
 
@@ -168,7 +169,7 @@ function requestFailed(deps: HttpServerDeps, req: IncomingMessage, err: unknown)
 
 /** A JSON reply, the shape every `/v1/` route answers with. */
 export function jsonReply(status: number, body: unknown): Reply {
-  return { status, contentType: JSON_TYPE, body: `${JSON.stringify(body)}\n` };
+  return { status, contentType: JSON_TYPE, body: `${stringifyExact(body)}\n` };
 }
 
 /**

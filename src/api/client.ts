@@ -5,8 +5,8 @@
  */
 import type { Dispatcher } from "undici";
 import { type ApiErrorFields, ContinueOutcomeUnknownError, TriggerOutcomeUnknownError } from "../errors.js";
+import { parseExportPageText } from "../exact-json.js";
 import type { Logger } from "../log.js";
-import { parseExportPageText } from "./exact-numbers.js";
 import { paged } from "./paged.js";
 import { DEFAULT_BACKOFF, isRefusedBeforeWork, isRetryableStatus } from "./retry.js";
 import { routes } from "./routes.js";

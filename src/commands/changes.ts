@@ -9,6 +9,7 @@ import { readChangesWaiting } from "../consumers/change-waiter.js";
 import { feedPageJson } from "../consumers/feed-json.js";
 import { type FeedParams, parseFeedParams } from "../consumers/params.js";
 import { UsageError } from "../errors.js";
+import { stringifyExact } from "../exact-json.js";
 import { createLogger } from "../log.js";
 import { openStore } from "../store/open-store.js";
 import type { Store } from "../store/store.js";
@@ -54,7 +55,7 @@ export const changes: Command = (args, io) =>
                 waitMs: params.wait * 1000,
                 signal: io.signal,
               });
-        io.stdout.write(`${JSON.stringify(feedPageJson(page))}\n`);
+        io.stdout.write(`${stringifyExact(feedPageJson(page))}\n`);
         return 0;
       }
       await follow(store, params, io);
@@ -72,7 +73,7 @@ async function follow(store: Store, params: FeedParams, io: CommandIo): Promise<
     const changed = store.feed.waitForChange(io.signal);
     for (;;) {
       const page = await store.feed.readChanges({ ...params, after });
-      if (page.changes.length > 0) io.stdout.write(`${JSON.stringify(feedPageJson(page))}\n`);
+      if (page.changes.length > 0) io.stdout.write(`${stringifyExact(feedPageJson(page))}\n`);
       after = page.nextAfter;
       if (!page.hasMore) break;
     }

@@ -2,8 +2,9 @@
  * An exported resource as the mirror stores it: text the database can hold, JSON parts serialized
  * (or the reason a resource cannot be stored, which rejects it alone).
  */
-import { stringifyExact } from "../api/exact-numbers.js";
+
 import type { Resource } from "../api/schemas.js";
+import { stringifyExact } from "../exact-json.js";
 import type { ResourceInput, ResourceWrite } from "../store/types.js";
 import { exportTime } from "./time.js";
 

@@ -5,6 +5,7 @@
  * so a consumer that moves past a seq never misses a lower one committed later.
  */
 import type pg from "pg";
+import { parseJsonExact } from "../../exact-json.js";
 import type { FeedAccess, FeedPage, FeedQuery, FeedResource } from "../consumer-types.js";
 import { toIso } from "./schema.js";
 
@@ -16,8 +17,8 @@ const PAGE_SQL = `SELECT seq::float8 AS seq, key, op, at FROM changes c WHERE se
   ORDER BY seq LIMIT $3`;
 
 const RESOURCES_SQL = `SELECT key, content_hash, content_text, content_format, content_status, title, url,
-    type, source_type, server_instance_id, native_id, modified_at, fetched_at, fields, metadata,
-    relations, attachments, provenance, deleted_at
+    type, source_type, server_instance_id, native_id, modified_at, fetched_at, fields::text, metadata::text,
+    relations::text, attachments::text, provenance::text, deleted_at
   FROM resources WHERE key = ANY($1::text[])`;
 
 const ACCESS_SQL = `SELECT key, mirror, user_email, source FROM resource_access
@@ -93,11 +94,16 @@ function toResource(r: Row): FeedResource {
     nativeId: r.native_id as string,
     modifiedAt: time(r.modified_at),
     fetchedAt: time(r.fetched_at),
-    fields: r.fields,
-    metadata: r.metadata,
-    relations: r.relations,
-    attachments: r.attachments,
-    provenance: r.provenance,
+    fields: jsonPart(r.fields),
+    metadata: jsonPart(r.metadata),
+    relations: jsonPart(r.relations),
+    attachments: jsonPart(r.attachments),
+    provenance: jsonPart(r.provenance),
     deletedAt: time(r.deleted_at),
   };
+}
+
+/** A JSON column read as text, so that a number a double cannot hold reaches the feed as stored. */
+function jsonPart(text: unknown): unknown {
+  return text === null ? null : parseJsonExact(text as string);
 }

@@ -4,6 +4,7 @@
  * is a consistent snapshot even while the daemon commits.
  */
 import type Database from "better-sqlite3";
+import { parseJsonExact } from "../../exact-json.js";
 import type { FeedAccess, FeedChange, FeedPage, FeedQuery, FeedResource } from "../consumer-types.js";
 
 type ResourceRow = Omit<FeedResource, "fields" | "metadata" | "relations" | "attachments" | "provenance"> &
@@ -72,7 +73,7 @@ function toResource(row: ResourceRow): FeedResource {
   const resource: FeedResource = { ...row };
   for (const column of JSON_COLUMNS) {
     const text = row[column];
-    resource[column] = text === null ? null : (JSON.parse(text) as unknown);
+    resource[column] = text === null ? null : parseJsonExact(text);
   }
   return resource;
 }

@@ -279,6 +279,16 @@ describe.each(DIALECTS)("JSON columns on %s, numbers a double cannot hold", (dia
     }
     // The other resources keep their plain JSON as before.
     expect(h.query("SELECT count(*) AS n FROM resources WHERE fields IS NOT NULL")).toEqual([{ n: 3 }]);
+    // And the change feed serves them as the table holds them.
+    const feed = await h.cli(["changes", "--after", "0", "--limit", "10"]);
+    expect(feed.code, feed.stderr).toBe(0);
+    for (const literal of [
+      '"id":12345678901234567890',
+      '"neg":-98765432109876543210',
+      '"rank":9007199254740993',
+      '"tool_call_id":18446744073709551615',
+    ])
+      expect(feed.stdout).toContain(literal);
   });
 });
 

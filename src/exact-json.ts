@@ -1,12 +1,13 @@
 /**
  * Numbers a double cannot hold (an id past 2^53, 1e400; on a page with one of those, also a decimal
- * of more than 17 digits), kept as the service wrote them in a resource's JSON parts: JSON.parse would round them (or turn 1e400
- * into null on the way back out), and the mirror promises those parts as exported.
+ * of more than 17 digits), kept as the service wrote them in a resource's JSON parts, from the
+ * export page to the table and from the table to the change feed: JSON.parse would round them (or
+ * turn 1e400 into null on the way back out), and the mirror promises those parts as exported.
  *
- * While parsing, each such number becomes a marker string carrying its literal; a marker outside a
- * resource's JSON parts is turned back into a number at once (the rest of the page reads as
- * before), and `stringifyExact` writes the markers inside them back as the literal. The marker
- * holds a per-process random nonce, so no text from the service can pose as one.
+ * While parsing, each such number becomes a marker string carrying its literal (on an export page,
+ * only inside a resource's JSON parts: elsewhere it is turned back into a number at once), and
+ * `stringifyExact` writes the markers back as the literal. The marker holds a per-process random
+ * nonce, so no text from the service can pose as one.
  */
 import { randomBytes } from "node:crypto";
 
@@ -87,14 +88,8 @@ function asNumbers(value: unknown): unknown {
 export function parseExportPageText(text: string): unknown {
   const plain: unknown = JSON.parse(text);
   if (!mayHaveRounded(plain)) return plain;
-  let marked = 0;
-  const rewritten = text.replace(TOKEN, (token) => {
-    if (token.startsWith('"') || !rounds(token)) return token;
-    marked++;
-    return JSON.stringify(`${MARKER}${token}`);
-  });
-  const page: unknown = JSON.parse(rewritten);
-  if (marked === 0 || page === null || typeof page !== "object" || Array.isArray(page)) return page;
+  const page = parseMarked(text);
+  if (page === null || typeof page !== "object" || Array.isArray(page)) return asNumbers(page);
   const { resources, ...rest } = page as Record<string, unknown>;
   const keptResources = Array.isArray(resources)
     ? resources.map((r) =>
@@ -108,7 +103,25 @@ export function parseExportPageText(text: string): unknown {
   return { ...(asNumbers(rest) as object), ...(resources === undefined ? {} : { resources: keptResources }) };
 }
 
-/** JSON.stringify, writing each number `parseExportPageText` kept back as its literal. */
+/**
+ * A stored JSON part (a column the mirror wrote with `stringifyExact`), read so that
+ * `stringifyExact` writes it back digit for digit: the change feed serves it as the table holds it.
+ */
+export function parseJsonExact(text: string): unknown {
+  const plain: unknown = JSON.parse(text);
+  return holdsRounded(plain) ? parseMarked(text) : plain;
+}
+
+/** JSON.parse with every number a double would round held as a marker carrying its literal. */
+function parseMarked(text: string): unknown {
+  return JSON.parse(
+    text.replace(TOKEN, (token) =>
+      token.startsWith('"') || !rounds(token) ? token : JSON.stringify(`${MARKER}${token}`),
+    ),
+  );
+}
+
+/** JSON.stringify, writing each number `parseExportPageText` or `parseJsonExact` kept back as its literal. */
 export function stringifyExact(value: unknown): string {
   const json = JSON.stringify(value);
   return json.includes(NONCE) ? json.replace(MARKER_WRITTEN, "$1") : json;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseExportPageText, stringifyExact } from "../../../src/api/exact-numbers.js";
+import { parseExportPageText, stringifyExact } from "../../src/exact-json.js";
 
 const page = (resource: string, extra = "") =>
   `{"schema_version":1,"sync_id":"s","resources":[${resource}],"page":{"offset":0,"next_offset":null${extra}}}`;
