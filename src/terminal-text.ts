@@ -11,3 +11,8 @@ const CONTROL = /\p{Cc}/gu;
 export function printable(line: string): string {
   return line.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
+
+/** Lines as one text ending in a newline, each of them printable. */
+export function printableLines(lines: readonly string[]): string {
+  return `${lines.map(printable).join("\n")}\n`;
+}

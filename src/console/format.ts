@@ -2,7 +2,7 @@
  * The console's JSON as text for a person at a terminal (`history`, `problems` without `--json`).
  */
 
-import { printable } from "../terminal-text.js";
+import { printableLines } from "../terminal-text.js";
 import type { HistoryJson, PassJson, PendingApprovalJson } from "./history.js";
 import type { ProblemJson, ProblemsJson } from "./problems.js";
 
@@ -57,11 +57,6 @@ export function formatProblems(p: ProblemsJson): string {
   for (const x of p.problems) lines.push(formatProblem(x));
   if (p.truncated) lines.push("(more problems are open than listed: raise --limit)");
   return printableLines(lines);
-}
-
-/** The lines as one text; the service's texts in them (error texts, reasons) cannot drive the terminal. */
-function printableLines(lines: readonly string[]): string {
-  return `${lines.map(printable).join("\n")}\n`;
 }
 
 function formatProblem(p: ProblemJson): string {
