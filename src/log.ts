@@ -8,6 +8,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import pino from "pino";
+import { printable } from "./terminal-text.js";
 
 export type Logger = pino.Logger;
 
@@ -73,7 +74,8 @@ const HIDDEN_FIELDS = new Set(["level", "time", "msg", "pid", "hostname", "name"
 
 /**
  * `12:00:01 WARN  message key=value ...`. Each line starts by clearing the terminal line, so a
- * progress line drawn on stdout (`sync` on a terminal) is replaced rather than run into.
+ * progress line drawn on stdout (`sync` on a terminal) is replaced rather than run into; no other
+ * control character reaches the terminal.
  */
 function humanStream(out: pino.DestinationStream): pino.DestinationStream {
   return {
@@ -84,9 +86,9 @@ function humanStream(out: pino.DestinationStream): pino.DestinationStream {
         .map(([key, value]) => `${key}=${describeField(value)}`);
       const level = LEVEL_NAMES[entry.level as number] ?? String(entry.level);
       const time = String(entry.time ?? "").slice(11, 19);
-      out.write(
-        `\r\x1b[K${time} ${level} ${String(entry.msg ?? "")}${fields.map((f) => ` ${f}`).join("")}\n`,
-      );
+      // A message or field may quote the service or a document: its control characters as `\xHH`.
+      const text = `${time} ${level} ${String(entry.msg ?? "")}${fields.map((f) => ` ${f}`).join("")}`;
+      out.write(`\r\x1b[K${printable(text)}\n`);
     },
   };
 }

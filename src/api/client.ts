@@ -12,7 +12,7 @@ import { DEFAULT_BACKOFF, isRefusedBeforeWork, isRetryableStatus } from "./retry
 import { routes } from "./routes.js";
 import * as S from "./schemas.js";
 import { createSyncConfigApi, type SyncConfigApi } from "./sync-config-api.js";
-import { createTransport, type RetriedBy, type UnsafeCall } from "./transport.js";
+import { createTransport, type RetriedBy, serviceText, type UnsafeCall } from "./transport.js";
 
 export interface ApiClientOptions {
   /** Includes the `/api/v1` prefix. */
@@ -202,8 +202,20 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     listAllRuns: (query, signal) =>
       paged(routes.syncTasks, (cursor) => listRuns({ ...query, size: RUN_PAGE_SIZE, cursor }, signal)),
 
-    getRun: (syncId, signal) =>
-      request({ method: "GET", route: routes.run, params: { sync_id: syncId }, schema: S.RunDetail, signal }),
+    getRun: async (syncId, signal) => {
+      const detail = await request({
+        method: "GET",
+        route: routes.run,
+        params: { sync_id: syncId },
+        schema: S.RunDetail,
+        signal,
+      });
+      // A source's error is kept in the history and the problems: never the token it may echo.
+      const sources = detail.sources.map((s) =>
+        typeof s.error === "string" ? { ...s, error: serviceText(s.error, options.token) } : s,
+      );
+      return { ...detail, sources };
+    },
 
     getExportPage: (syncId, query, signal, hooks) =>
       request({

@@ -104,7 +104,23 @@ interface Failure {
   cause?: unknown;
 }
 
+/** The text with the token, wherever it appears, replaced by `[redacted]`. */
+function redactToken(text: string, token: string): string {
+  return token ? text.split(token).join("[redacted]") : text;
+}
+
+/** How much of a text the service wrote (an unreadable error body, a source's error) is kept. */
 const DETAIL_TEXT_CHARS = 2000;
+
+/**
+ * The service's own text as errors, logs and the database may hold it: the token, wherever the
+ * service (or a proxy reflecting headers) echoed it, replaced by `[redacted]`, and at most
+ * DETAIL_TEXT_CHARS kept.
+ */
+export function serviceText(text: string, token: string): string {
+  const clean = redactToken(text, token);
+  return clean.length > DETAIL_TEXT_CHARS ? `${clean.slice(0, DETAIL_TEXT_CHARS)}...` : clean;
+}
 
 export function createTransport(options: TransportOptions): Transport {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -115,7 +131,7 @@ export function createTransport(options: TransportOptions): Transport {
   let closed = false;
 
   /** Error bodies are echoed into errors and logs: a proxy that reflects headers must not leak the token. */
-  const scrub = (text: string): string => (token ? text.split(token).join("[redacted]") : text);
+  const scrub = (text: string): string => redactToken(text, token);
 
   /** One HTTP exchange, bounded by timeoutMs and the caller's signal; never throws. */
   async function exchange(call: Call<unknown>, url: string): Promise<Answer> {
@@ -215,7 +231,7 @@ export function createTransport(options: TransportOptions): Transport {
       const body = ErrorBody.safeParse(json);
       return body.success && body.data.detail !== undefined ? body.data.detail : json;
     } catch {
-      return clean.length > DETAIL_TEXT_CHARS ? `${clean.slice(0, DETAIL_TEXT_CHARS)}...` : clean;
+      return serviceText(clean, token);
     }
   }
 

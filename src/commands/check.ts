@@ -21,6 +21,7 @@ import { createConfiguredApi, createIoLogger } from "../runtime.js";
 import { checkStore, openStoreForReading } from "../store/open-store.js";
 import { type RetiredMirrorStatus, retiredGrants } from "../sync/status-report.js";
 import { type PlanEntry, planSyncConfigs } from "../sync-configs/plan.js";
+import { printable } from "../terminal-text.js";
 import type { Command, CommandIo } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
@@ -42,7 +43,7 @@ export const check: Command = (args, io) =>
       const unreachable = await reachApi(api, io.signal);
       if (unreachable !== null) {
         // Every mirror would meet the same failure: one line says it and what to do.
-        io.stdout.write(`PROBLEM ${unreachable}\n`);
+        io.stdout.write(`PROBLEM ${printable(unreachable)}\n`);
         for (const mirror of config.mirrors)
           io.stdout.write(`\nmirror ${mirror.name}: not checked, the API did not answer (see above)\n`);
         io.stdout.write(`${problems + 1} problem(s) found\n`);
@@ -50,7 +51,9 @@ export const check: Command = (args, io) =>
       }
       const plan = await planDeclared(config, api, io, log).catch((error: unknown) => {
         if (!(error instanceof SyncmirrorError) || error instanceof ConfigError) throw error;
-        io.stdout.write(`PROBLEM the declared sync configs could not be compared: ${error.message}\n`);
+        io.stdout.write(
+          `PROBLEM the declared sync configs could not be compared: ${printable(error.message)}\n`,
+        );
         problems++;
         return [];
       });
@@ -133,7 +136,8 @@ async function checkMirror(
   api: ApiClient,
   io: CommandIo,
 ): Promise<number> {
-  const out = (line: string) => io.stdout.write(`${line}\n`);
+  // The service's names and error texts are in these lines.
+  const out = (line: string) => io.stdout.write(`${printable(line)}\n`);
   const id = mirror.syncConfigId ?? entry?.record?.syncConfigId ?? null;
   const declared = mirror.declared ? ` (declared as "${mirror.declared.name}")` : "";
   out(`\nmirror ${mirror.name} -> sync config ${id ?? "not applied yet"}${declared}`);

@@ -19,6 +19,7 @@ import {
 import { createLogger } from "../log.js";
 import { openStoreForReading } from "../store/open-store.js";
 import type { Store } from "../store/store.js";
+import { printable } from "../terminal-text.js";
 import type { CommandIo } from "./command.js";
 import { type CommandName, flagUsage, usageHint } from "./help.js";
 
@@ -98,7 +99,9 @@ export async function withErrors(io: CommandIo, body: () => Promise<number>): Pr
       return 2;
     }
     if (error instanceof SyncmirrorError) {
-      io.stderr.write(`syncmirror: ${failureMessage(error)}\n`);
+      // It may quote the service (an error's detail): no control character of it reaches the terminal.
+      const lines = failureMessage(error).split("\n").map(printable);
+      io.stderr.write(`syncmirror: ${lines.join("\n")}\n`);
       return 1;
     }
     throw error;

@@ -11,6 +11,7 @@ import { SearchQueryError, SearchUnavailableError, UsageError } from "../errors.
 import { createLogger } from "../log.js";
 import type { SearchHit } from "../store/consumer-types.js";
 import { openStore } from "../store/open-store.js";
+import { printable } from "../terminal-text.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors, withJsonFailure, writeJson } from "./common.js";
 
@@ -69,14 +70,18 @@ export const search: Command = (args, io) =>
 /** The CLI's names for the parameters /v1/search shares with it. */
 const CLI_NAMES = { user: "--user", q: "QUERY", limit: "--limit", mirror: "--mirror" };
 
-/** Three lines per hit; titles and snippets are folded onto their line, so a newline in a document cannot break the layout. */
+/**
+ * Three lines per hit; titles and snippets are folded onto their line, so a newline in a document
+ * cannot break the layout, and any other control character in a document is shown as `\xHH`, so
+ * an escape sequence in a title cannot drive the terminal.
+ */
 function formatHits(hits: readonly SearchHit[]): string {
   if (hits.length === 0) return "no results\n";
-  const line = (text: string) => text.replace(/\s+/g, " ").trim();
+  const line = (text: string) => printable(text.replace(/\s+/g, " ").trim());
   return hits
     .map(
       (h) =>
-        `${line(h.title ?? "(untitled)")}  [${h.sourceType}]  ${h.url ?? ""}\n  ${line(h.snippet)}\n  ${h.key}\n`,
+        `${line(h.title ?? "(untitled)")}  [${line(h.sourceType)}]  ${line(h.url ?? "")}\n  ${line(h.snippet)}\n  ${printable(h.key)}\n`,
     )
     .join("");
 }

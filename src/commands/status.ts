@@ -10,6 +10,7 @@ import {
   type RetiredMirrorStatus,
   retiredGrants,
 } from "../sync/status-report.js";
+import { printableLines } from "../terminal-text.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, printFromStore, withErrors } from "./common.js";
 
@@ -52,7 +53,8 @@ function formatMirror(s: MirrorStatus): string {
   if (s.in_flight) lines.push(`  in flight:                ${describeInFlight(s.in_flight, s.holder)}`);
   for (const p of s.skipped_pairs)
     lines.push(`  skipped: ${p.user_email} on ${p.server_instance_id}: ${p.reason}`);
-  return `${lines.join("\n")}\n`;
+  // Skip reasons, the last message and a declared config's error may quote the service.
+  return printableLines(lines);
 }
 
 /**

@@ -1,6 +1,8 @@
 /**
  * The console's JSON as text for a person at a terminal (`history`, `problems` without `--json`).
  */
+
+import { printableLines } from "../terminal-text.js";
 import type { HistoryJson, PassJson, PendingApprovalJson } from "./history.js";
 import type { ProblemJson, ProblemsJson } from "./problems.js";
 
@@ -9,7 +11,7 @@ export function formatHistory(h: HistoryJson, nextCommand: (before: number) => s
   if (h.passes.length === 0) lines.push("no passes recorded");
   for (const p of h.passes) lines.push(...formatPass(p));
   if (h.next_before !== null) lines.push(`older passes: ${nextCommand(h.next_before)}`);
-  return `${lines.join("\n")}\n`;
+  return printableLines(lines);
 }
 
 function formatPass(p: PassJson): string[] {
@@ -54,7 +56,7 @@ export function formatProblems(p: ProblemsJson): string {
   if (p.problems.length === 0) lines.push("no open problems");
   for (const x of p.problems) lines.push(formatProblem(x));
   if (p.truncated) lines.push("(more problems are open than listed: raise --limit)");
-  return `${lines.join("\n")}\n`;
+  return printableLines(lines);
 }
 
 function formatProblem(p: ProblemJson): string {

@@ -2,6 +2,7 @@
  * What `plan` and `apply` print: a diff a person reads (`~` a field replaced, `+` / `-` what is
  * added or removed), or the JSON `plan --json` prints for scripts.
  */
+import { printableLines } from "../terminal-text.js";
 import type { ApplyResult } from "./apply.js";
 import type { FieldChange } from "./diff.js";
 import { adoptProblem, isPending, type PlanEntry } from "./plan.js";
@@ -23,7 +24,7 @@ export function formatPlan(entries: readonly PlanEntry[]): string {
     "",
     `Plan: ${count("create")} to create, ${count("replace")} to replace, ${count("adopt")} to adopt, ${count("none")} unchanged, ${count("unmanaged")} unmanaged; ${problems} problem(s).`,
   );
-  return `${lines.join("\n")}\n`;
+  return printableLines(lines);
 }
 
 /** `plan --json`: `pending` says whether `apply` would change something upstream. */
@@ -63,7 +64,7 @@ export function formatApply(results: readonly ApplyResult[]): string {
     "",
     `Apply: ${count("created")} created, ${count("replaced")} replaced, ${count("adopted")} adopted, ${count("deleted")} deleted, ${count("released")} released; ${count("refused")} refused.`,
   );
-  return `${lines.join("\n")}\n`;
+  return printableLines(lines);
 }
 
 function headline(e: PlanEntry): string {

@@ -53,6 +53,17 @@ describe("createLogger", () => {
     expect(() => JSON.parse(line)).toThrow();
   });
 
+  it("shows control characters of a readable line's message and fields as \\xHH: none reaches the terminal", () => {
+    const { lines, stream } = capture();
+    const log = createLogger({ level: "info", human: true }, stream);
+    log.warn({ reason: "a\u001b[2Jb", source: "x\u009b0m" }, "skipped \u001b]0;owned\u0007");
+    const line = lines[0] ?? "";
+    expect(line.slice(4)).toMatch(
+      /^\d\d:\d\d:\d\d WARN {2}skipped \\x1b\]0;owned\\x07 reason=a\\x1b\[2Jb source=x\\x9b0m\n$/,
+    );
+    expect(line.slice(4, -1)).not.toMatch(/\p{Cc}/u);
+  });
+
   it("censors every path that may hold the token", () => {
     const { lines, stream } = capture();
     createLogger({ level: "debug" }, stream).info(

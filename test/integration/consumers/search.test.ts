@@ -171,6 +171,18 @@ describe("search shows each user only what they may see", () => {
   });
 });
 
+describe("syncmirror search at a terminal", () => {
+  it("prints a document's control characters as \\xHH: a title cannot drive the terminal", async () => {
+    await searchHarness(3);
+    addDoc(h, "Quokka\u001b[2J\u001b]0;owned\u0007 notes", "quokka \u001b[31mred\u009b0m text", [U1]);
+    expect((await h.sync()).outcome).toBe("succeeded");
+    const r = await h.cli(["search", "--user", U1, "quokka"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("Quokka\\x1b[2J\\x1b]0;owned\\x07 notes  [notion]");
+    expect(r.stdout.replaceAll("\n", "")).not.toMatch(/\p{Cc}/u);
+  });
+});
+
 describe("the index's life", () => {
   it.runIf(onSqlite)(
     "stays equal to the live resources after a kill -9 in the middle of a page",

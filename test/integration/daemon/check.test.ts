@@ -192,4 +192,14 @@ describe("syncmirror check", () => {
       expect(stdout).toContain(`-> sync config ${h.sim.syncConfigId}`);
     },
   );
+
+  it("prints the service's names with their control characters as \\xHH, never as terminal escapes", async () => {
+    h = await createHarness();
+    const name = "wiki\u001b[2J\u001b]0;owned\u0007\nPROBLEM none";
+    setSyncConfigId(h, h.sim.configs.create({ name }));
+    const { code, stdout } = await check(h);
+    expect(code).toBe(0);
+    expect(stdout).toContain("remote name: wiki\\x1b[2J\\x1b]0;owned\\x07\\x0aPROBLEM none; servers:");
+    expect(stdout.replaceAll("\n", "")).not.toMatch(/\p{Cc}/u);
+  });
 });

@@ -180,6 +180,36 @@ describe("secrets", () => {
     else expect(tablesHolding(h, token)).toEqual([]);
   });
 
+  it("never stores or shows the token when a source's error text echoes it; keeps 2000 characters of it and shows them without terminal escapes", async () => {
+    h = await createHarness({ sim: { docs: 6 } });
+    const token = h.sim.token;
+    const escapes = "\u001b[2J\u001b[31mred\u001b]0;title\u0007";
+    h.sim.setOutcome(
+      {},
+      { task: "FAILED", error: `auth failed for ${token} ${escapes} ${"x".repeat(100_000)}` },
+    );
+    const sync = await h.cli(["sync", "--json"], { LOG_LEVEL: "trace" });
+    expect(sync.code).toBe(1);
+    const shown = [sync];
+    for (const args of [["history"], ["history", "--json"], ["problems"], ["problems", "--json"]])
+      shown.push(await h.cli(args, { LOG_LEVEL: "trace" }));
+    const said = shown.map((r) => `${r.stdout}\n${r.stderr}`).join("\n");
+    expect(said).not.toContain(token);
+    expect(said, "the text is shown, the token scrubbed").toContain("auth failed for [redacted]");
+    for (const text of [shown[1]?.stdout, shown[3]?.stdout]) {
+      expect(text).toContain("auth failed for [redacted]");
+      expect(text, "no escape reaches the terminal").not.toContain("\u001b");
+      expect(text).not.toContain("\u0007");
+    }
+    const reasons = JSON.parse(shown[4]?.stdout ?? "").problems.map((p: { reason: string }) => p.reason);
+    expect(reasons.length).toBeGreaterThan(0);
+    for (const reason of reasons)
+      expect(reason).toMatch(/^FAILED: auth failed for \[redacted\] .{1900,2000}\.\.\.$/su);
+    if (h.dialect === "sqlite")
+      for (const [file, bytes] of databaseFiles(h.dir)) expect(bytes.includes(token), file).toBe(false);
+    else expect(tablesHolding(h, token)).toEqual([]);
+  });
+
   it("a rejected token is named by its variable, never by its value", async () => {
     h = await createHarness({ sim: { docs: 3 } });
     const wrong = "wrong-token-0123456789abcdef";
