@@ -88,10 +88,18 @@ export interface AccessRepo {
     pairs: readonly { pair: PairRef; snapshotAt: string }[],
     threshold: number,
   ): Promise<number[]>;
-  /** One more miss for every key the snapshot did not see, then revokes those at `threshold`. */
-  sweepMissed(pair: PairRef, snapshotAt: string, threshold: number): Promise<string[]>;
-  /** Removes every key the pair holds (user left, pair removed or past its grace). */
-  revokePair(pair: PairRef): Promise<string[]>;
+  /**
+   * One more miss for every key the snapshot did not see, and those reaching `threshold` revoked:
+   * at most `limit` of them a call, so memory holds a batch, never a pair's every key. Called
+   * until it returns fewer than `limit` keys, in one transaction; that last call counts the miss
+   * of the keys left (they can reach the threshold only at the next snapshot).
+   */
+  sweepMissed(pair: PairRef, snapshotAt: string, threshold: number, limit: number): Promise<string[]>;
+  /**
+   * Removes at most `limit` of the keys the pair holds (user left, pair removed or past its grace)
+   * and returns them: called until it returns fewer than `limit`, it removes them all.
+   */
+  revokePair(pair: PairRef, limit: number): Promise<string[]>;
   /** Distinct (user, server) pairs holding access through the mirror. */
   pairsWithAccess(mirror: string): Promise<PairRef[]>;
   /** Live resources visible through the mirror (the `syncmirror_resources` gauge). */

@@ -16,7 +16,7 @@ import type { Store } from "../store/store.js";
 import type { LeaseHolder, RetiredMirror } from "../store/types.js";
 import type { SyncContext } from "./context.js";
 import { fencedStore } from "./fence.js";
-import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
+import { countRevocations, type Revocations, revokeInBatches } from "./revoke.js";
 
 export interface ForgetJson {
   mirror: string;
@@ -96,8 +96,8 @@ async function revokeAll(
   for (const pair of await store.access.pairsWithAccess(mirror)) {
     // Stopped (a signal, the lease lost) between two pairs: what committed stays, the rest waits for the next run.
     signal.throwIfAborted();
-    const revoked = await store.transaction(async (tx) =>
-      applyRevocations({ now }, tx, mirror, await tx.access.revokePair(pair), scope),
+    const revoked = await store.transaction((tx) =>
+      revokeInBatches({ now }, tx, mirror, (limit) => tx.access.revokePair(pair, limit), scope),
     );
     countRevocations(metrics, mirror, revoked);
     total.revoked += revoked.revoked;

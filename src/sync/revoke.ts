@@ -43,6 +43,29 @@ export async function applyRevocations(
   return { revoked: keys.length, deleted };
 }
 
+/**
+ * Keys revoked a batch at a time and each batch applied (`applyRevocations`), until `take`, asked
+ * for at most REVOKE_BATCH keys, answers fewer: memory holds a batch, never a pair's every key
+ * (a user who leaves a mirror of a million documents takes a million keys). `take` removes the
+ * access rows of the keys it returns, so the next call returns the next ones.
+ */
+export async function revokeInBatches(
+  ctx: Pick<SyncContext, "now">,
+  tx: StoreOps,
+  mirror: string,
+  take: (limit: number) => Promise<readonly string[]>,
+  scope: string,
+): Promise<Revocations> {
+  const total: Revocations = { revoked: 0, deleted: 0 };
+  for (;;) {
+    const keys = await take(REVOKE_BATCH);
+    const done = await applyRevocations(ctx, tx, mirror, keys, scope);
+    total.revoked += done.revoked;
+    total.deleted += done.deleted;
+    if (keys.length < REVOKE_BATCH) return total;
+  }
+}
+
 /** The counters of revocations that committed. */
 export function countRevocations(metrics: Metrics, mirror: string, r: Revocations): void {
   metrics.accessRevoked.inc({ mirror }, r.revoked);

@@ -16,7 +16,7 @@ import type { MirrorPass } from "./context.js";
 import { decideLeavers, type LeavingPair, problemsEndedBy, skippedListComplete } from "./leavers.js";
 import { sourceSucceeded } from "./outcome.js";
 import { problemSubject } from "./problem-subject.js";
-import { applyRevocations, countRevocations, type Revocations } from "./revoke.js";
+import { countRevocations, type Revocations, revokeInBatches } from "./revoke.js";
 import { recordSkips } from "./skipped-problems.js";
 import { decideGuard, type GuardDecision } from "./sweep-approval.js";
 import { firstRunCreatedAt, runFacts, sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
@@ -256,12 +256,18 @@ async function applySweep(
 ): Promise<Revocations> {
   // What does not depend on the revoked keys goes out with the sweep statement; a pair with
   // nothing revoked and no approval to use then has nothing left to write before COMMIT.
-  const [keys] = await Promise.all([
-    tx.access.sweepMissed(pair, snapshotAt, mirror.deleteAfterMissedFull),
+  // The first batch is sent first: the others follow only when it was full.
+  const [result] = await Promise.all([
+    revokeInBatches(
+      ctx,
+      tx,
+      mirror.name,
+      (limit) => tx.access.sweepMissed(pair, snapshotAt, mirror.deleteAfterMissedFull, limit),
+      `sweep:${trigger.id}`,
+    ),
     tx.runs.markSwept(syncId, source.source, "applied"),
     tx.problems.clearPair(pair, ["held_sweep"]),
   ]);
-  const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
   await Promise.all([
     result.revoked > 0 ? tx.triggers.addSweepCounts(trigger.id, result) : undefined,
     approved ? tx.approvals.use(trigger.id, pair, result.revoked) : undefined,
@@ -350,13 +356,18 @@ async function revokeLeaving(
   const { store } = ctx;
   for (const { pair, reason } of leaving) {
     const revoked = await store.transaction(async (tx) => {
-      // Issued at once, in this order (one round trip on PostgreSQL): only the revocations need the keys.
-      const [keys] = await Promise.all([
-        tx.access.revokePair(pair),
+      // Issued at once (one round trip on PostgreSQL): only the revocations need the keys.
+      const [result] = await Promise.all([
+        revokeInBatches(
+          ctx,
+          tx,
+          mirror.name,
+          (limit) => tx.access.revokePair(pair, limit),
+          `sweep:${trigger.id}`,
+        ),
         tx.pairs.retire(pair, reason, at),
         tx.problems.clearPair(pair, problemsEndedBy(reason)),
       ]);
-      const result = await applyRevocations(ctx, tx, mirror.name, keys, `sweep:${trigger.id}`);
       await tx.triggers.addSweepCounts(trigger.id, result);
       return result;
     });

@@ -25,13 +25,25 @@ const SEE_ALL_SQL = `INSERT INTO resource_access (mirror, user_email, key, serve
 // both update a row and delete it.
 const SWEEP_MISSED = "syncmirror_access_sweep_missed";
 const MISSED = `mirror = $1 AND user_email = $2 AND server_instance_id = $3 AND last_seen_at < $4::timestamptz`;
+// At most $6 of the missed keys reaching the threshold with this miss are removed (by the primary
+// key: mirror, user, key); the call that removes fewer, the last of the pair's batches, also
+// counts the miss of the keys left. The UPDATE reads the snapshot from before the DELETE: the
+// rows it counts are never those removed, and a batch before it never takes a row it counted.
 const SWEEP_MISSED_SQL = `WITH removed AS (
-    DELETE FROM resource_access WHERE ${MISSED} AND missed_full_count >= $5::int - 1 RETURNING key
+    DELETE FROM resource_access WHERE mirror = $1 AND user_email = $2 AND key IN (
+      SELECT key FROM resource_access WHERE ${MISSED} AND missed_full_count >= $5::int - 1 LIMIT $6::int
+    ) RETURNING key
   ), counted AS (
     UPDATE resource_access SET missed_full_count = missed_full_count + 1
      WHERE ${MISSED} AND missed_full_count < $5::int - 1
+       AND (SELECT count(*) FROM removed) < $6::int
   )
   SELECT key FROM removed`;
+
+const REVOKE_PAIR = "syncmirror_access_revoke_pair";
+const REVOKE_PAIR_SQL = `DELETE FROM resource_access WHERE mirror = $1 AND user_email = $2 AND key IN (
+    SELECT key FROM resource_access WHERE mirror = $1 AND user_email = $2 AND server_instance_id = $3 LIMIT $4::int
+  ) RETURNING key`;
 
 // Keys each pair holds that its snapshot did not see and that reach the threshold, in the order
 // asked (`countRevocable` is this for one pair): each pair's count is an index scan of its rows.
@@ -148,21 +160,22 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
 
     countRevocableEach,
 
-    async sweepMissed(pair, snapshotAt, threshold) {
+    async sweepMissed(pair, snapshotAt, threshold, limit) {
       const { rows } = await client.query<{ key: string }>({
         name: SWEEP_MISSED,
         text: SWEEP_MISSED_SQL,
-        values: [pair.mirror, pair.userEmail, pair.serverInstanceId, snapshotAt, threshold],
+        values: [pair.mirror, pair.userEmail, pair.serverInstanceId, snapshotAt, threshold, limit],
       });
       return rows.map((r) => r.key);
     },
 
-    async revokePair(pair) {
-      const removed = await db
-        .delete(resourceAccess)
-        .where(pairWhere(pair))
-        .returning({ key: resourceAccess.key });
-      return removed.map((r) => r.key);
+    async revokePair(pair, limit) {
+      const { rows } = await client.query<{ key: string }>({
+        name: REVOKE_PAIR,
+        text: REVOKE_PAIR_SQL,
+        values: [pair.mirror, pair.userEmail, pair.serverInstanceId, limit],
+      });
+      return rows.map((r) => r.key);
     },
 
     async pairsWithAccess(mirror) {

@@ -69,17 +69,28 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
       ),
     )
     .prepare();
-  const missed = and(pairWhere, lt(resourceAccess.lastSeenAt, p("snapshotAt")));
-  const countMiss = db
-    .update(resourceAccess)
-    .set({ missedFullCount: sql`${resourceAccess.missedFullCount} + 1` })
-    .where(missed)
-    .prepare();
-  const revokeMissed = db
-    .delete(resourceAccess)
-    .where(and(missed, gte(resourceAccess.missedFullCount, p("threshold"))))
-    .returning({ key: resourceAccess.key })
-    .prepare();
+  // A pair's rows removed a batch at a time: the keys of the pair's first `limit` rows that match,
+  // each removed by the primary key (mirror, user, key). A missed key reaches the threshold with
+  // this miss when it has missed one fewer before it, so the batches are taken before the miss
+  // of the keys left is counted.
+  const PAIR = "mirror = @mirror AND user_email = @userEmail AND server_instance_id = @serverInstanceId";
+  const MISSED = `${PAIR} AND last_seen_at < @snapshotAt`;
+  const deleteBatch = (where: string) =>
+    sqlite.prepare<[Record<string, string | number>], { key: string }>(
+      `DELETE FROM resource_access WHERE mirror = @mirror AND user_email = @userEmail
+          AND key IN (SELECT key FROM resource_access WHERE ${where} LIMIT @limit)
+       RETURNING key`,
+    );
+  const revokeMissed = deleteBatch(`${MISSED} AND missed_full_count >= @threshold - 1`);
+  const revokeSome = deleteBatch(PAIR);
+  const countMiss = sqlite.prepare<[Record<string, string>]>(
+    `UPDATE resource_access SET missed_full_count = missed_full_count + 1 WHERE ${MISSED}`,
+  );
+  const pairParams = (pair: PairRef) => ({
+    mirror: pair.mirror,
+    userEmail: pair.userEmail,
+    serverInstanceId: pair.serverInstanceId,
+  });
 
   /** True when the user had no access to the key before. */
   const see = (row: SeenRow): boolean => {
@@ -114,20 +125,15 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
       );
     },
 
-    /** One more miss for every key the snapshot did not see, then revokes those at `threshold`. */
-    sweepMissed(pair: PairRef, snapshotAt: string, threshold: number): string[] {
-      countMiss.run({ ...pair, snapshotAt });
-      return revokeMissed.all({ ...pair, snapshotAt, threshold }).map((r) => r.key);
+    sweepMissed(pair: PairRef, snapshotAt: string, threshold: number, limit: number): string[] {
+      const at = { ...pairParams(pair), snapshotAt };
+      const keys = revokeMissed.all({ ...at, threshold, limit }).map((r) => r.key);
+      if (keys.length < limit) countMiss.run(at);
+      return keys;
     },
 
-    /** Removes every key the pair holds (user left, pair removed or past its grace). */
-    revokePair(pair: PairRef): string[] {
-      return db
-        .delete(resourceAccess)
-        .where(pairWhere)
-        .returning({ key: resourceAccess.key })
-        .all(pair)
-        .map((r) => r.key);
+    revokePair(pair: PairRef, limit: number): string[] {
+      return revokeSome.all({ ...pairParams(pair), limit }).map((r) => r.key);
     },
 
     /** Distinct (user, server) pairs holding access through the mirror. */

@@ -217,7 +217,7 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
             { now: () => new Date(T2) },
             tx,
             a.mirror,
-            await tx.access.revokePair(a),
+            await tx.access.revokePair(a, 100),
             "sweep-a",
           ),
         )

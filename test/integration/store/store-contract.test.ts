@@ -232,7 +232,7 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
       byPair([pair, { ...pair, userEmail: "bob@example.test" }, cy]),
     );
     expect(await opened.store.access.pairsWithAccess(other)).toEqual([{ ...pair, mirror: other }]);
-    await opened.store.access.revokePair(cy);
+    await opened.store.access.revokePair(cy, 100);
     // Keys the pairs were seen holding by runs created at or after a time: once per key.
     const bob = { ...pair, userEmail: "bob@example.test" };
     const seenSince = (pairs: PairRef[], since: string) =>
@@ -245,13 +245,13 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     expect(await seenSince([{ ...pair, mirror: other }], T1)).toBe(2);
     expect(await seenSince([{ ...pair, serverInstanceId: "srv-2" }], T1)).toBe(0);
     expect(await seenSince([], T1)).toBe(0);
-    await opened.store.access.revokePair({ ...pair, userEmail: "bob@example.test" });
+    await opened.store.access.revokePair({ ...pair, userEmail: "bob@example.test" }, 100);
 
     // A snapshot created at T2 saw `a` only: b and c miss once, then reach threshold 2 next time.
     expect(await see(a, T2)).toBe(false);
     expect(await see(a, T1)).toBe(false); // an older run never moves last_seen_at back
     expect(await opened.store.access.countRevocable(pair, T2, 2)).toBe(0);
-    expect(await opened.store.access.sweepMissed(pair, T2, 2)).toEqual([]);
+    expect(await opened.store.access.sweepMissed(pair, T2, 2, 100)).toEqual([]);
     expect(await opened.store.access.countRevocable(pair, T2, 2)).toBe(2);
     // Each pair with its own snapshot, in the order asked; a pair holding nothing counts 0.
     const nobody = { ...pair, userEmail: "nobody@example.test" };
@@ -268,9 +268,9 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     ).toEqual([2, 0, 0, 2]);
     expect(await opened.store.access.countRevocableEach([{ pair, snapshotAt: T3 }], 1)).toEqual([3]);
     expect(await opened.store.access.countRevocableEach([], 2)).toEqual([]);
-    expect((await opened.store.access.sweepMissed(pair, T2, 2)).sort()).toEqual([b, c].sort());
+    expect((await opened.store.access.sweepMissed(pair, T2, 2, 100)).sort()).toEqual([b, c].sort());
     expect(await opened.store.access.countPairKeys(pair)).toBe(1);
-    expect(await opened.store.access.revokePair(pair)).toEqual([a]);
+    expect(await opened.store.access.revokePair(pair, 100)).toEqual([a]);
     expect(await opened.store.access.pairsWithAccess(mirror)).toEqual([]);
   });
 
