@@ -67,10 +67,16 @@ function mayHaveRounded(page: unknown): boolean {
 }
 
 function holdsRounded(value: unknown): boolean {
-  if (typeof value === "number")
-    return !Number.isFinite(value) || (Number.isInteger(value) && !Number.isSafeInteger(value));
-  if (value === null || typeof value !== "object") return false;
-  return Object.values(value).some(holdsRounded);
+  // A loop, not recursion: a resource nested deeper than the stack must still reach the check that
+  // rejects it alone, not end the page in a RangeError.
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const v = todo.pop();
+    if (typeof v === "number") {
+      if (!Number.isFinite(v) || (Number.isInteger(v) && !Number.isSafeInteger(v))) return true;
+    } else if (v !== null && typeof v === "object") for (const child of Object.values(v)) todo.push(child);
+  }
+  return false;
 }
 
 function asNumbers(value: unknown): unknown {
