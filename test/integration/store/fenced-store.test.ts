@@ -35,6 +35,7 @@ const READS = new Set([
   "runs.sourcesOfTrigger",
   "mirrors.get",
   "mirrors.retired",
+  "mirrors.known",
   "leases.isHeld",
   "syncConfigs.find",
   "syncConfigs.list",
