@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Simulator, startSimulator } from "../../../src/simulator/index.js";
-import { httpGet, spawnCli, waitForPort } from "../../helpers/daemon.js";
+import { httpGet, spawnCli, until, waitForPort } from "../../helpers/daemon.js";
 import { buildOnce } from "../daemon/setup.js";
 
 const README = readFileSync("README.md", "utf8");
@@ -62,7 +62,10 @@ describe("README's first mirror", () => {
     // The README's port is fixed; here the daemon takes a free one, where its `curl` would go.
     const listen = { ...env, LOG_LEVEL: "info", SYNCMIRROR_HTTP_LISTEN: "127.0.0.1:0" };
     const run = spawnCli(commands.at(-1) ?? [], listen, { cwd: dir });
-    const metrics = await httpGet(await waitForPort(run), "/metrics");
+    const port = await waitForPort(run);
+    // The stored gauges are served once start-up has read them, which /readyz answers after.
+    await until(async () => (await httpGet(port, "/readyz")).status === 200, "the daemon to be ready");
+    const metrics = await httpGet(port, "/metrics");
     expect(README).toContain("| grep syncmirror_resources");
     expect(metrics.body).toMatch(/^syncmirror_resources\{mirror="sample"\} [1-9]/m);
     const stopped = await run.stop("SIGINT");
