@@ -19,7 +19,7 @@ import {
 import { createLogger } from "../log.js";
 import { openStoreForReading } from "../store/open-store.js";
 import type { Store } from "../store/store.js";
-import { printable } from "../terminal-text.js";
+import { printableLines } from "../terminal-text.js";
 import type { CommandIo } from "./command.js";
 import { type CommandName, flagUsage, usageHint } from "./help.js";
 
@@ -100,8 +100,7 @@ export async function withErrors(io: CommandIo, body: () => Promise<number>): Pr
     }
     if (error instanceof SyncmirrorError) {
       // It may quote the service (an error's detail): no control character of it reaches the terminal.
-      const lines = failureMessage(error).split("\n").map(printable);
-      io.stderr.write(`syncmirror: ${lines.join("\n")}\n`);
+      io.stderr.write(`syncmirror: ${printableLines(failureMessage(error).split("\n"))}`);
       return 1;
     }
     throw error;
