@@ -39,7 +39,8 @@ export const check: Command = (args, io) =>
       const database = await checkStore(config, silentLogger());
       io.stdout.write(`${database.status === "ok" ? "" : "PROBLEM "}${database.message}\n`);
       let problems = database.status === "ok" ? 0 : 1;
-      if (database.status === "ok") problems += await checkRetired(config, io, log);
+      const refusals = new Map<string, string>();
+      if (database.status === "ok") problems += await checkStored(config, io, log, refusals);
       const unreachable = await reachApi(api, io.signal);
       if (unreachable !== null) {
         // Every mirror would meet the same failure: one line says it and what to do.
@@ -59,7 +60,7 @@ export const check: Command = (args, io) =>
       });
       for (const mirror of config.mirrors) {
         const entry = plan.find((e) => e.mirror === mirror.name);
-        problems += await checkMirror(mirror, entry, api, io);
+        problems += await checkMirror(mirror, entry, refusals.get(mirror.name), api, io);
       }
       io.stdout.write(problems === 0 ? "no problems found\n" : `${problems} problem(s) found\n`);
       if (database.status === "refused") return 2;
@@ -70,18 +71,26 @@ export const check: Command = (args, io) =>
   });
 
 /**
- * Mirrors the database knows that the config no longer names: one that still grants access is a
- * problem (nothing sweeps it any more), one that grants nothing only a note. Returns the problems.
+ * What the database says: mirrors it knows that the config no longer names (one that still grants
+ * access is a problem, since nothing sweeps it any more; one that grants nothing only a note), and
+ * into `refusals` each configured mirror whose last pass the service refused, as the line to show
+ * under it. Returns the problems printed here.
  */
-async function checkRetired(
+async function checkStored(
   config: Config,
   io: CommandIo,
   log: ReturnType<typeof createIoLogger>,
+  refusals: Map<string, string>,
 ): Promise<number> {
   const store = await openStoreForReading(config, log);
   let retired: RetiredMirrorStatus[];
   try {
     retired = await store.mirrors.retired(config.mirrors.map((m) => m.name));
+    for (const mirror of config.mirrors) {
+      const state = await store.mirrors.get(mirror.name);
+      if (state?.lastOutcome === "refused")
+        refusals.set(mirror.name, refusalProblem(state.lastOutcomeAt, state.lastMessage));
+    }
   } finally {
     await store.close();
   }
@@ -133,6 +142,7 @@ async function planDeclared(
 async function checkMirror(
   mirror: MirrorConfig,
   entry: PlanEntry | undefined,
+  refusal: string | undefined,
   api: ApiClient,
   io: CommandIo,
 ): Promise<number> {
@@ -144,7 +154,9 @@ async function checkMirror(
   out(`mirror ${mirror.name} -> sync config ${id ?? "not applied yet"}${declared}`);
   const drift = entry ? driftOf(entry) : null;
   if (drift) out(`  PROBLEM ${drift}`);
-  if (id === null) return drift ? 1 : 0;
+  if (refusal) out(`  PROBLEM ${refusal}`);
+  const known = (drift ? 1 : 0) + (refusal ? 1 : 0);
+  if (id === null) return known;
   let remote: SyncConfig;
   let access: AccessItem[];
   try {
@@ -153,18 +165,18 @@ async function checkMirror(
   } catch (error) {
     if (error instanceof NotFoundError && (await isBaseUrlWrong(api, io.signal))) {
       out(`  PROBLEM ${WRONG_BASE_URL_ADVICE}`);
-      return 1;
+      return 1 + known;
     }
     if (error instanceof NotFoundError) {
       const fix = mirror.declared
         ? "run `syncmirror apply` to create it again"
         : "fix mirrors[].sync_config_id";
       out(`  PROBLEM remote config missing: no sync config ${id} upstream; ${fix}`);
-      return 1 + (drift ? 1 : 0);
+      return 1 + known;
     }
     if (error instanceof SyncmirrorError) {
       out(`  PROBLEM ${apiProblem(error)}`);
-      return 1;
+      return 1 + known;
     }
     throw error;
   }
@@ -172,7 +184,16 @@ async function checkMirror(
   const { lines, problems } = accessMatrix(remote, access);
   for (const line of lines) out(`  ${line}`);
   for (const p of problems) out(`  PROBLEM ${p}`);
-  return problems.length + (drift ? 1 : 0);
+  return problems.length + known;
+}
+
+/**
+ * A last pass the service refused (Background Sync off, a trigger answered 400 or 409): check only
+ * reads, so the service says this only through the refusal a pass met. The pass's message says
+ * what to do; the next pass that succeeds clears it.
+ */
+function refusalProblem(at: string | null, message: string | null): string {
+  return `the last pass (at ${at ?? "an unknown time"}) was refused: ${message ?? "no reason recorded"}; check cannot see whether that still holds (it sends no trigger): the next pass that succeeds clears this`;
 }
 
 /**

@@ -136,6 +136,28 @@ describe("syncmirror check", () => {
     expect(problems(stdout).join("\n")).not.toContain(stays);
   });
 
+  it("flags a mirror whose last pass the service refused (Background Sync off), saying what to do, until a pass succeeds", async () => {
+    h = await createHarness();
+    // The service says the feature is off only by refusing a trigger; check itself never sends one.
+    h.sim.setPremium(false);
+    expect((await h.sync()).outcome).toBe("refused");
+    h.sim.requests.length = 0;
+    const refused = await check(h);
+    expect(refused.code).toBe(1);
+    expect(problems(refused.stdout)).toEqual([
+      expect.stringMatching(
+        /last pass \(at .+\) was refused: Background Sync is turned off.*turn on Background Sync under Administration > Premium Features/,
+      ),
+    ]);
+    expect(h.sim.requests.map((r) => r.method).filter((m) => m !== "GET")).toEqual([]);
+
+    h.sim.setPremium(true);
+    expect((await h.sync()).outcome).toBe("succeeded");
+    const cleared = await check(h);
+    expect(cleared.code).toBe(0);
+    expect(problems(cleared.stdout)).toEqual([]);
+  });
+
   it("a rejected token is one problem line saying what to do, not one per mirror, exit 1", async () => {
     h = await createHarness();
     addSecondMirror(h);
