@@ -118,9 +118,13 @@ async function reachApi(api: ApiClient, signal: AbortSignal): Promise<string | n
   }
 }
 
-/** A request that failed: a rejected token says so itself; anything else did not reach the API. */
+/**
+ * A request that failed: one the service did not answer (network, timeout, 5xx or 429 after the
+ * retries) did not reach the API; any other answer (a rejected token, a body that cannot be read)
+ * says what it was itself.
+ */
 function apiProblem(error: SyncmirrorError): string {
-  return error instanceof UnauthorizedError ? error.message : `cannot reach the API: ${error.message}`;
+  return error instanceof UnavailableError ? `cannot reach the API: ${error.message}` : error.message;
 }
 
 /** The plan of the declared sync configs (nothing to read when no mirror declares one). */

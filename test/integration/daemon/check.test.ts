@@ -180,6 +180,21 @@ describe("syncmirror check", () => {
     expect(stdout).toContain("1 problem(s) found");
   });
 
+  it("names an answer it cannot read as what it is, not as an API it cannot reach, exit 1", async () => {
+    h = await createHarness();
+    h.sim.faults.inject("GET /sync-configs/{id}/access", {
+      kind: "missing-field",
+      field: "items.*.servers",
+      times: Number.POSITIVE_INFINITY,
+    });
+    const { code, stdout } = await check(h);
+    expect(code).toBe(1);
+    expect(problems(stdout)).toEqual([
+      expect.stringMatching(/^ {2}PROBLEM GET \/sync-configs\/\{id\}\/access: the response does not have the documented shape/),
+    ]);
+    expect(stdout).not.toContain("cannot reach");
+  });
+
   it("exits 2 on an invalid config, naming the key and never the token written in it", async () => {
     h = await createHarness();
     const token = h.sim.token;
