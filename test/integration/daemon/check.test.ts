@@ -190,7 +190,9 @@ describe("syncmirror check", () => {
     const { code, stdout } = await check(h);
     expect(code).toBe(1);
     expect(problems(stdout)).toEqual([
-      expect.stringMatching(/^ {2}PROBLEM GET \/sync-configs\/\{id\}\/access: the response does not have the documented shape/),
+      expect.stringMatching(
+        /^ {2}PROBLEM GET \/sync-configs\/\{id\}\/access: the response does not have the documented shape/,
+      ),
     ]);
     expect(stdout).not.toContain("cannot reach");
   });
