@@ -2,7 +2,7 @@
  * Pairs (mirror, user, server): watermarks, baselines, skips and retirement.
  */
 import { and, count, eq, type Placeholder, sql } from "drizzle-orm";
-import { awaitingBaselineOf } from "../awaiting-baseline.js";
+import { awaitingBaselineOf, awaitingOnReturn } from "../awaiting-baseline.js";
 import { p } from "../placeholders.js";
 import type { PairRepo } from "../store.js";
 import type { PairRef } from "../types.js";
@@ -25,7 +25,8 @@ export function createPairRepo({ db }: Conn): PairRepo {
     serverInstanceId: p("serverInstanceId"),
   };
   // Created as `ensure` would, or cleared. A retired pair (left, removed, past its grace) that
-  // runs again lost its access: it awaits a baseline, as a pair first seen does.
+  // runs again lost its access, and one whose user was away from the project missed what since
+  // moved past: each awaits a baseline, as a pair first seen does.
   const ranPair = onFirstUse(() =>
     db
       .insert(pairs)
@@ -37,7 +38,7 @@ export function createPairRepo({ db }: Conn): PairRepo {
           authStatus: null,
           retiredAt: null,
           retiredReason: null,
-          awaitingBaseline: sql`${pairs.awaitingBaseline} OR ${pairs.retiredAt} IS NOT NULL`,
+          awaitingBaseline: awaitingOnReturn(pairs),
         },
       })
       .prepare("syncmirror_pairs_ran"),

@@ -2,7 +2,7 @@
  * Pairs (mirror, user, server): watermarks, baselines, skips and retirement.
  */
 import { and, count, eq, type Placeholder, sql } from "drizzle-orm";
-import { awaitingBaselineOf } from "../awaiting-baseline.js";
+import { awaitingBaselineOf, awaitingOnReturn } from "../awaiting-baseline.js";
 import { p } from "../placeholders.js";
 import type { PairRepo } from "../store.js";
 import type { PairRef } from "../types.js";
@@ -36,8 +36,9 @@ export function createPairRepo(db: Db): Sync<PairRepo> {
     })
     .onConflictDoNothing()
     .prepare();
-  // A retired pair (left, removed, past its grace) that runs again lost its access: it awaits a
-  // baseline, as a pair first seen does.
+  // A retired pair (left, removed, past its grace) that runs again lost its access, and one whose
+  // user was away from the project missed what since moved past: each awaits a baseline, as a
+  // pair first seen does.
   const clearSkip = db
     .update(pairs)
     .set({
@@ -45,7 +46,7 @@ export function createPairRepo(db: Db): Sync<PairRepo> {
       authStatus: null,
       retiredAt: null,
       retiredReason: null,
-      awaitingBaseline: sql`CASE WHEN ${pairs.retiredAt} IS NULL THEN ${pairs.awaitingBaseline} ELSE 1 END`,
+      awaitingBaseline: awaitingOnReturn(pairs),
     })
     .where(preparedWhere)
     .prepare();
