@@ -15,14 +15,13 @@
  * - A trigger in flight is copied with its runs' checkpoints: the next pass on PostgreSQL resumes
  *   it, as it would resume one a stopped daemon left, never POSTing it again.
  */
-import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type pg from "pg";
 import { type Config, requireDatabaseUrl } from "../config.js";
-import { AbortedError, DatabaseLockedError, TargetNotEmptyError, UsageError } from "../errors.js";
+import { AbortedError, TargetNotEmptyError, UsageError } from "../errors.js";
+import { copySourceError, openCopySource } from "./copy-source.js";
 import { COPIED_TABLES, type CopiedTable, describeTable, insertSql, toPostgres } from "./copy-tables.js";
 import { createNaming, createPool, migrateUnderLock, type Naming, storeError } from "./postgres/open.js";
-import { hasMirrorTables } from "./sqlite/migrations-applied.js";
-import { type OpenDatabase, openDatabase } from "./sqlite/open.js";
+import type { OpenDatabase } from "./sqlite/open.js";
 
 const BATCH_ROWS = 500;
 const BATCH_BYTES = 8 * 1024 * 1024;
@@ -52,7 +51,7 @@ export async function copyStore(options: CopyStoreOptions): Promise<CopyStoreRes
       `${config.file} names a SQLite database (database.path): copy-store copies into PostgreSQL, so give it a config whose database.url_env names the target, and the SQLite file with --from`,
     );
   const url = requireDatabaseUrl(config, db);
-  const source = openSource(options.sqlitePath);
+  const source = openCopySource(options.sqlitePath);
   try {
     const naming = createNaming(url, db.urlEnv);
     const pool = createPool(url, 1, naming);
@@ -70,45 +69,6 @@ export async function copyStore(options: CopyStoreOptions): Promise<CopyStoreRes
     }
   } finally {
     source.close();
-  }
-}
-
-/** Every SQLite database file begins with these 16 bytes. */
-const SQLITE_HEADER = Buffer.from("SQLite format 3\0", "latin1");
-
-/**
- * Why `--from` names no syncmirror mirror, checked before the file is opened for writing, which
- * would take its lock, narrow its mode to the owner's and write the schema into it.
- */
-function sourceProblem(path: string): string | undefined {
-  const stat = statSync(path, { throwIfNoEntry: false });
-  if (!stat) return `no SQLite mirror at ${path}`;
-  if (stat.isDirectory()) return `${path} is a directory, not a SQLite database file`;
-  if (stat.size === 0) return `${path} is an empty file: it holds no mirror`;
-  const fd = openSync(path, "r");
-  try {
-    const head = Buffer.alloc(SQLITE_HEADER.length);
-    readSync(fd, head, 0, head.length, 0);
-    if (!head.equals(SQLITE_HEADER)) return `${path} is not a SQLite database`;
-  } finally {
-    closeSync(fd);
-  }
-  return hasMirrorTables(path) ? undefined : `${path} is a SQLite database but not a syncmirror mirror`;
-}
-
-function openSource(path: string): OpenDatabase {
-  const problem = sourceProblem(path);
-  if (problem) throw new UsageError(`${problem}: --from names the database.path of the mirror to copy`);
-  try {
-    return openDatabase(path, { lock: true });
-  } catch (error) {
-    if (error instanceof DatabaseLockedError) {
-      throw new DatabaseLockedError(
-        path,
-        `${error.holder}; a daemon or sync is using it: stop it, then copy (a pass it leaves in flight is copied and resumed)`,
-      );
-    }
-    throw error;
   }
 }
 
@@ -139,9 +99,11 @@ async function copyInTransaction(
     return { rows, lastSeq };
   } catch (error) {
     await client.query("ROLLBACK").catch(() => {});
-    // A failure reading the SQLite file keeps its SQLITE_ code: the command names it as such.
+    // A failure reading the SQLite file (damage past what opening reads) is said of --from.
     const code = (error as { code?: unknown }).code;
-    throw typeof code === "string" && code.startsWith("SQLITE_") ? error : storeError(error, naming);
+    throw typeof code === "string" && code.startsWith("SQLITE_")
+      ? copySourceError(source.path, error)
+      : storeError(error, naming);
   }
 }
 

@@ -403,4 +403,58 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
     }
     expect(s.copied.query("SELECT 1 FROM resources")).toEqual([]);
   });
+
+  it("says what is wrong with a damaged or unusable --from file in one line naming the file, never telling to change database.path (the target's config has none), and copies nothing", async () => {
+    const s = await createSetup({ docs: 20 });
+    await pass(() => s.moved.cli(["sync"]));
+    const damaged = (
+      name: string,
+      damage: (bytes: Buffer, pageSize: number, resourcesRoot: number) => void,
+    ) => {
+      const sqlite = new Database(s.moved.dbPath, { readonly: true });
+      const pageSize = Number(sqlite.pragma("page_size", { simple: true }));
+      const { rootpage } = sqlite
+        .prepare("SELECT rootpage FROM sqlite_master WHERE name = 'resources'")
+        .get() as {
+        rootpage: number;
+      };
+      sqlite.close();
+      const bytes = readFileSync(s.moved.dbPath);
+      damage(bytes, pageSize, rootpage);
+      const path = join(s.moved.dir, name);
+      writeFileSync(path, bytes);
+      return path;
+    };
+    // Its first bytes are SQLite's, the rest of its header is not.
+    const badHeader = damaged("bad-header.db", (bytes) => bytes.fill(0xff, 16, 100));
+    // Opening and migrating it read nothing of `resources`: only the copy finds its pages gone.
+    const badTable = damaged("bad-table.db", (bytes, size, root) =>
+      bytes.fill(0, (root - 1) * size, root * size),
+    );
+    // The lock taken beside the file cannot be: a directory stands where it goes.
+    const lockedOut = damaged("locked-out.db", () => {});
+    mkdirSync(`${lockedOut}.lock`);
+    const held = openDatabase(s.moved.dbPath, { lock: true });
+    try {
+      for (const [path, code, says] of [
+        [badHeader, 2, `${badHeader} is not a SQLite database`],
+        [badTable, 1, `the SQLite mirror ${badTable} is corrupt`],
+        [lockedOut, 2, `${lockedOut}.lock is a directory, not a file`],
+        [s.moved.dbPath, 1, "stop it, then copy"],
+      ] as const) {
+        const r = await cliWith(s, ["copy-store", "--from", path]);
+        expect.soft(r.code, `${path}: ${r.stderr}`).toBe(code);
+        const lines = r.stderr.trimEnd().split("\n");
+        expect.soft(lines, path).toHaveLength(1);
+        expect.soft(lines[0], path).toContain(says);
+        // The advice is about the file --from names: changing database.path would change nothing.
+        expect
+          .soft(lines[0], path)
+          .not.toMatch(/database\.path:|point (this one at another )?database\.path/);
+      }
+    } finally {
+      held.close();
+    }
+    expect(s.copied.query("SELECT 1 FROM resources")).toEqual([]);
+  });
 });
