@@ -16,13 +16,17 @@ const FROM_NAMES = "--from names the database.path of the mirror to copy";
 /** Every SQLite database file begins with these 16 bytes. */
 const SQLITE_HEADER = Buffer.from("SQLite format 3\0", "latin1");
 
-/**
- * Opens the mirror at `path` with its lock and its pending migrations applied, as any syncmirror
- * command does, so its columns are the binary's.
- */
-export function openCopySource(path: string): OpenDatabase {
+/** Refuses (exit 2) a `path` that names no syncmirror mirror, reading it only. */
+export function checkCopySource(path: string): void {
   const problem = sourceProblem(path);
   if (problem) throw new UsageError(`${problem}: ${FROM_NAMES}`);
+}
+
+/**
+ * Opens the mirror at `path` (checkCopySource's first) with its lock and its pending migrations
+ * applied, as any syncmirror command does, so its columns are the binary's.
+ */
+export function openCopySource(path: string): OpenDatabase {
   try {
     return openDatabase(path, { lock: true });
   } catch (error) {

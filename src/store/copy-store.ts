@@ -4,7 +4,8 @@
  *
  * - The SQLite file is opened with its writer lock, so no daemon or `sync` writes it meanwhile
  *   (one that runs makes the copy refuse: stop it first). Its pending migrations are applied, as
- *   any syncmirror command does, so its columns are the binary's.
+ *   any syncmirror command does, so its columns are the binary's: only once the target is found
+ *   empty, so a copy refused leaves a mirror of an older syncmirror openable by it.
  * - The target is migrated, then everything is copied in one PostgreSQL transaction, after the
  *   copied tables are locked and found empty: a copy that fails or is stopped leaves the target
  *   empty, and a second copy into a filled database is refused naming what is there.
@@ -18,7 +19,7 @@
 import type pg from "pg";
 import { type Config, requireDatabaseUrl } from "../config.js";
 import { AbortedError, TargetNotEmptyError, UsageError } from "../errors.js";
-import { copySourceError, openCopySource } from "./copy-source.js";
+import { checkCopySource, copySourceError, openCopySource } from "./copy-source.js";
 import { COPIED_TABLES, type CopiedTable, describeTable, insertSql, toPostgres } from "./copy-tables.js";
 import { createNaming, createPool, migrateUnderLock, type Naming, storeError } from "./postgres/open.js";
 import type { OpenDatabase } from "./sqlite/open.js";
@@ -51,29 +52,24 @@ export async function copyStore(options: CopyStoreOptions): Promise<CopyStoreRes
       `${config.file} names a SQLite database (database.path): copy-store copies into PostgreSQL, so give it a config whose database.url_env names the target, and the SQLite file with --from`,
     );
   const url = requireDatabaseUrl(config, db);
-  const source = openCopySource(options.sqlitePath);
+  checkCopySource(options.sqlitePath);
+  const naming = createNaming(url, db.urlEnv);
+  const pool = createPool(url, 1, naming);
   try {
-    const naming = createNaming(url, db.urlEnv);
-    const pool = createPool(url, 1, naming);
+    await migrateUnderLock(pool, naming);
+    const client = await pool.connect();
     try {
-      await migrateUnderLock(pool, naming);
-      const client = await pool.connect();
-      try {
-        const copied = await copyInTransaction(source, client, naming, options);
-        return { ...copied, target: `the PostgreSQL database in $${db.urlEnv}` };
-      } finally {
-        client.release();
-      }
+      const copied = await copyInTransaction(client, naming, options);
+      return { ...copied, target: `the PostgreSQL database in $${db.urlEnv}` };
     } finally {
-      await pool.end();
+      client.release();
     }
   } finally {
-    source.close();
+    await pool.end();
   }
 }
 
 async function copyInTransaction(
-  source: OpenDatabase,
   client: pg.PoolClient,
   naming: Naming,
   options: CopyStoreOptions,
@@ -84,25 +80,34 @@ async function copyInTransaction(
     // Writers of a replica started meanwhile wait for the copy; a second copy waits, then refuses.
     await client.query(`LOCK TABLE ${tables.map((t) => t.name).join(", ")} IN SHARE ROW EXCLUSIVE MODE`);
     await refuseNonEmpty(client, tables, naming);
-    const rows: Record<string, number> = {};
-    for (const table of tables) {
-      rows[table.name] = await copyTable(source, client, table, options.signal);
-      if (table.identity !== undefined)
-        await continueIdentity(client, table.name, table.identity, handedOut(source, table.name));
-      options.onTable?.(table.name, rows[table.name] ?? 0);
+    // Opened once the target is known to take the copy: opening migrates a mirror of an older
+    // syncmirror, which that version then refuses, so a copy refused leaves it as it was.
+    const source = openCopySource(options.sqlitePath);
+    try {
+      const rows: Record<string, number> = {};
+      for (const table of tables) {
+        rows[table.name] = await copyTable(source, client, table, options.signal);
+        if (table.identity !== undefined)
+          await continueIdentity(client, table.name, table.identity, handedOut(source, table.name));
+        options.onTable?.(table.name, rows[table.name] ?? 0);
+      }
+      const lastSeq = Math.max(
+        handedOut(source, "changes"),
+        Number(
+          (await client.query<{ n: string | null }>("SELECT max(seq) AS n FROM changes")).rows[0]?.n ?? 0,
+        ),
+      );
+      await client.query("COMMIT");
+      return { rows, lastSeq };
+    } finally {
+      source.close();
     }
-    const lastSeq = Math.max(
-      handedOut(source, "changes"),
-      Number((await client.query<{ n: string | null }>("SELECT max(seq) AS n FROM changes")).rows[0]?.n ?? 0),
-    );
-    await client.query("COMMIT");
-    return { rows, lastSeq };
   } catch (error) {
     await client.query("ROLLBACK").catch(() => {});
     // A failure reading the SQLite file (damage past what opening reads) is said of --from.
     const code = (error as { code?: unknown }).code;
     throw typeof code === "string" && code.startsWith("SQLITE_")
-      ? copySourceError(source.path, error)
+      ? copySourceError(options.sqlitePath, error)
       : storeError(error, naming);
   }
 }
