@@ -167,13 +167,13 @@ export class UnsupportedSchemaVersionError extends SyncmirrorError {
 /** Another process holds the database. */
 export class DatabaseLockedError extends SyncmirrorError {
   readonly code = "DB_LOCKED" as const;
+  /** `advice`: what to do, for a command whose database is not database.path's (copy-store's --from). */
   constructor(
     readonly path: string,
     readonly holder: string,
+    advice = "stop it first, or point this one at another database.path",
   ) {
-    super(
-      `database ${path} is in use by another syncmirror process (${holder}); stop it first, or point this one at another database.path`,
-    );
+    super(`database ${path} is in use by another syncmirror process (${holder}); ${advice}`);
   }
 }
 
@@ -183,14 +183,15 @@ export class DatabaseLockedError extends SyncmirrorError {
  */
 export class DatabasePathError extends SyncmirrorError {
   readonly code = "DB_PATH" as const;
+  /** `advice`: what to do, for a command whose database is not database.path's (copy-store's --from). */
   constructor(
     readonly path: string,
     readonly reason: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; advice?: string },
   ) {
     super(
-      `cannot use database ${path}: ${reason}. Make it writable by this user, or point database.path elsewhere (missing directories are created).`,
-      options,
+      `cannot use database ${path}: ${reason}. ${options?.advice ?? "Make it writable by this user, or point database.path elsewhere (missing directories are created)."}`,
+      { cause: options?.cause },
     );
   }
 }

@@ -30,6 +30,10 @@ import { createIoLogger } from "../runtime.js";
 import type { Command, CommandIo } from "./command.js";
 import { parseCommandArgs, withErrors } from "./common.js";
 
+/** Readable by all (the config holds no secret), writable by the owner only; a stricter umask narrows them. */
+const SHARED_FILE = 0o644;
+const SHARED_DIR = 0o755;
+
 /** The simulator's API prefix (docs/reference/upstream-api.md: every path is relative to `{base_url}`, which ends in it). */
 const API_PREFIX = "/api/v1";
 
@@ -45,10 +49,12 @@ export const init: Command = (args, io) =>
     if (existsSync(file)) throw new ConfigExistsError(file);
     const written =
       values.simulator === undefined ? placeholderConfig() : await simulatorConfig(values.simulator, io);
-    createMissingDirectories(resolve(file), (reason, cause) => unwritable(file, reason, cause));
+    // Never writable by others, whatever the umask: whoever can edit the config can point
+    // api.base_url at their own server and receive the token with the next request.
+    createMissingDirectories(resolve(file), (reason, cause) => unwritable(file, reason, cause), SHARED_DIR);
     try {
       // "wx": the file is created or nothing is written, even against a writer racing this one.
-      writeFileSync(file, written.text, { flag: "wx" });
+      writeFileSync(file, written.text, { flag: "wx", mode: SHARED_FILE });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "EEXIST") throw new ConfigExistsError(file);
       throw unwritable(file, describeFsError(error), error);

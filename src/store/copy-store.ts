@@ -4,7 +4,8 @@
  *
  * - The SQLite file is opened with its writer lock, so no daemon or `sync` writes it meanwhile
  *   (one that runs makes the copy refuse: stop it first). Its pending migrations are applied, as
- *   any syncmirror command does, so its columns are the binary's.
+ *   any syncmirror command does, so its columns are the binary's: only once the target is found
+ *   empty, so a copy refused leaves a mirror of an older syncmirror openable by it.
  * - The target is migrated, then everything is copied in one PostgreSQL transaction, after the
  *   copied tables are locked and found empty: a copy that fails or is stopped leaves the target
  *   empty, and a second copy into a filled database is refused naming what is there.
@@ -15,14 +16,13 @@
  * - A trigger in flight is copied with its runs' checkpoints: the next pass on PostgreSQL resumes
  *   it, as it would resume one a stopped daemon left, never POSTing it again.
  */
-import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type pg from "pg";
 import { type Config, requireDatabaseUrl } from "../config.js";
-import { AbortedError, DatabaseLockedError, TargetNotEmptyError, UsageError } from "../errors.js";
+import { AbortedError, TargetNotEmptyError, UsageError } from "../errors.js";
+import { checkCopySource, copySourceError, openCopySource } from "./copy-source.js";
 import { COPIED_TABLES, type CopiedTable, describeTable, insertSql, toPostgres } from "./copy-tables.js";
 import { createNaming, createPool, migrateUnderLock, type Naming, storeError } from "./postgres/open.js";
-import { hasMirrorTables } from "./sqlite/migrations-applied.js";
-import { type OpenDatabase, openDatabase } from "./sqlite/open.js";
+import type { OpenDatabase } from "./sqlite/open.js";
 
 const BATCH_ROWS = 500;
 const BATCH_BYTES = 8 * 1024 * 1024;
@@ -52,68 +52,24 @@ export async function copyStore(options: CopyStoreOptions): Promise<CopyStoreRes
       `${config.file} names a SQLite database (database.path): copy-store copies into PostgreSQL, so give it a config whose database.url_env names the target, and the SQLite file with --from`,
     );
   const url = requireDatabaseUrl(config, db);
-  const source = openSource(options.sqlitePath);
+  checkCopySource(options.sqlitePath);
+  const naming = createNaming(url, db.urlEnv);
+  const pool = createPool(url, 1, naming);
   try {
-    const naming = createNaming(url, db.urlEnv);
-    const pool = createPool(url, 1, naming);
+    await migrateUnderLock(pool, naming);
+    const client = await pool.connect();
     try {
-      await migrateUnderLock(pool, naming);
-      const client = await pool.connect();
-      try {
-        const copied = await copyInTransaction(source, client, naming, options);
-        return { ...copied, target: `the PostgreSQL database in $${db.urlEnv}` };
-      } finally {
-        client.release();
-      }
+      const copied = await copyInTransaction(client, naming, options);
+      return { ...copied, target: `the PostgreSQL database in $${db.urlEnv}` };
     } finally {
-      await pool.end();
+      client.release();
     }
   } finally {
-    source.close();
-  }
-}
-
-/** Every SQLite database file begins with these 16 bytes. */
-const SQLITE_HEADER = Buffer.from("SQLite format 3\0", "latin1");
-
-/**
- * Why `--from` names no syncmirror mirror, checked before the file is opened for writing, which
- * would take its lock, narrow its mode to the owner's and write the schema into it.
- */
-function sourceProblem(path: string): string | undefined {
-  const stat = statSync(path, { throwIfNoEntry: false });
-  if (!stat) return `no SQLite mirror at ${path}`;
-  if (stat.isDirectory()) return `${path} is a directory, not a SQLite database file`;
-  if (stat.size === 0) return `${path} is an empty file: it holds no mirror`;
-  const fd = openSync(path, "r");
-  try {
-    const head = Buffer.alloc(SQLITE_HEADER.length);
-    readSync(fd, head, 0, head.length, 0);
-    if (!head.equals(SQLITE_HEADER)) return `${path} is not a SQLite database`;
-  } finally {
-    closeSync(fd);
-  }
-  return hasMirrorTables(path) ? undefined : `${path} is a SQLite database but not a syncmirror mirror`;
-}
-
-function openSource(path: string): OpenDatabase {
-  const problem = sourceProblem(path);
-  if (problem) throw new UsageError(`${problem}: --from names the database.path of the mirror to copy`);
-  try {
-    return openDatabase(path, { lock: true });
-  } catch (error) {
-    if (error instanceof DatabaseLockedError) {
-      throw new DatabaseLockedError(
-        path,
-        `${error.holder}; a daemon or sync is using it: stop it, then copy (a pass it leaves in flight is copied and resumed)`,
-      );
-    }
-    throw error;
+    await pool.end();
   }
 }
 
 async function copyInTransaction(
-  source: OpenDatabase,
   client: pg.PoolClient,
   naming: Naming,
   options: CopyStoreOptions,
@@ -124,24 +80,35 @@ async function copyInTransaction(
     // Writers of a replica started meanwhile wait for the copy; a second copy waits, then refuses.
     await client.query(`LOCK TABLE ${tables.map((t) => t.name).join(", ")} IN SHARE ROW EXCLUSIVE MODE`);
     await refuseNonEmpty(client, tables, naming);
-    const rows: Record<string, number> = {};
-    for (const table of tables) {
-      rows[table.name] = await copyTable(source, client, table, options.signal);
-      if (table.identity !== undefined)
-        await continueIdentity(client, table.name, table.identity, handedOut(source, table.name));
-      options.onTable?.(table.name, rows[table.name] ?? 0);
+    // Opened once the target is known to take the copy: opening migrates a mirror of an older
+    // syncmirror, which that version then refuses, so a copy refused leaves it as it was.
+    const source = openCopySource(options.sqlitePath);
+    try {
+      const rows: Record<string, number> = {};
+      for (const table of tables) {
+        rows[table.name] = await copyTable(source, client, table, options.signal);
+        if (table.identity !== undefined)
+          await continueIdentity(client, table.name, table.identity, handedOut(source, table.name));
+        options.onTable?.(table.name, rows[table.name] ?? 0);
+      }
+      const lastSeq = Math.max(
+        handedOut(source, "changes"),
+        Number(
+          (await client.query<{ n: string | null }>("SELECT max(seq) AS n FROM changes")).rows[0]?.n ?? 0,
+        ),
+      );
+      await client.query("COMMIT");
+      return { rows, lastSeq };
+    } finally {
+      source.close();
     }
-    const lastSeq = Math.max(
-      handedOut(source, "changes"),
-      Number((await client.query<{ n: string | null }>("SELECT max(seq) AS n FROM changes")).rows[0]?.n ?? 0),
-    );
-    await client.query("COMMIT");
-    return { rows, lastSeq };
   } catch (error) {
     await client.query("ROLLBACK").catch(() => {});
-    // A failure reading the SQLite file keeps its SQLITE_ code: the command names it as such.
+    // A failure reading the SQLite file (damage past what opening reads) is said of --from.
     const code = (error as { code?: unknown }).code;
-    throw typeof code === "string" && code.startsWith("SQLITE_") ? error : storeError(error, naming);
+    throw typeof code === "string" && code.startsWith("SQLITE_")
+      ? copySourceError(options.sqlitePath, error)
+      : storeError(error, naming);
   }
 }
 

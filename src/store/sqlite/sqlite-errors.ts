@@ -40,7 +40,7 @@ export function isSqliteBusy(error: unknown): boolean {
 }
 
 /** SQLite's own message, not drizzle's wrapper naming the statement. */
-function driverMessage(error: unknown): string {
+export function driverMessage(error: unknown): string {
   const own = driverError(error);
   return own instanceof Error ? own.message : String(own);
 }

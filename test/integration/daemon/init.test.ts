@@ -3,7 +3,16 @@
  * passes `check` and `sync` as written; it never overwrites a file; without --simulator it writes
  * placeholders that `check` names; bad usage exits 2 and writes nothing.
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -104,6 +113,24 @@ describe("syncmirror init", () => {
     writeFileSync(existing, "# mine\n");
     expect((await run(["init"], env, dir)).code).toBe(1);
     expect(readFileSync(existing, "utf8")).toBe("# mine\n");
+  });
+
+  it("writes a config no other user can change, even under umask 000: it says where the token is sent", async () => {
+    const { dir, env } = await setUp();
+    const p = spawnCli(["init", "--config", "new/nested/syncmirror.yaml"], env, {
+      cwd: dir,
+      prelude: "umask 000",
+    });
+    expect((await p.exited).code, p.stderr()).toBe(0);
+    const modes = ["new", "new/nested", "new/nested/syncmirror.yaml"].map((f) => [
+      f,
+      statSync(join(dir, f)).mode & 0o777,
+    ]);
+    expect(modes).toEqual([
+      ["new", 0o755],
+      ["new/nested", 0o755],
+      ["new/nested/syncmirror.yaml", 0o644],
+    ]);
   });
 
   it("bad usage exits 2 and writes nothing: not a URL, no token, an unknown option", async () => {

@@ -11,12 +11,13 @@
 import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { readMigrationFiles } from "drizzle-orm/migrator";
 import pg from "pg";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { canonicalJson } from "../../../src/simulator/canonical-json.js";
 import { COPIED_TABLES, describeTable } from "../../../src/store/copy-tables.js";
-import { readJournal } from "../../../src/store/migrations-dir.js";
+import { migrationsDir, readJournal } from "../../../src/store/migrations-dir.js";
 import { openDatabase } from "../../../src/store/sqlite/open.js";
 import { type SpawnOptions, spawnCli } from "../../helpers/daemon.js";
 import {
@@ -398,6 +399,104 @@ describe.runIf(await postgresForTests())("syncmirror copy-store", () => {
       const busy = await cliWith(s, ["copy-store", "--from", s.moved.dbPath]);
       expect(busy.code).toBe(1);
       expect(busy.stderr).toMatch(/is in use by another syncmirror process .*stop it, then copy/);
+    } finally {
+      held.close();
+    }
+    expect(s.copied.query("SELECT 1 FROM resources")).toEqual([]);
+  });
+
+  it("leaves a mirror of an older syncmirror as it was when the copy is refused (a target not empty, one that does not exist), so that syncmirror still opens it; into an empty target it copies", async () => {
+    const s = await createSetup({ docs: 5 });
+    await pass(() => s.moved.cli(["sync"]));
+    await pass(() => cliWith(s, ["copy-store", "--from", s.moved.dbPath]));
+    const older = join(s.moved.dir, "older.db");
+    const journal = readJournal("sqlite").entries;
+    const sqlite = new Database(older);
+    sqlite.exec(
+      "CREATE TABLE __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)",
+    );
+    for (const m of readMigrationFiles({ migrationsFolder: migrationsDir("sqlite") }).slice(
+      0,
+      journal.length - 3,
+    )) {
+      for (const statement of m.sql) sqlite.exec(statement);
+      sqlite
+        .prepare("INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)")
+        .run(m.hash, m.folderMillis);
+    }
+    sqlite.close();
+    const asWritten = readFileSync(older);
+
+    const notEmpty = await cliWith(s, ["copy-store", "--from", older]);
+    expect(notEmpty.code, notEmpty.stderr).toBe(1);
+    expect(readFileSync(older).equals(asWritten)).toBe(true);
+    s.moved.env[TARGET_URL_ENV] = `${s.target.url}_missing`;
+    const missing = await cliWith(s, ["copy-store", "--from", older]);
+    expect(missing.code, missing.stderr).toBe(2);
+    expect(missing.stderr).toContain("does not exist");
+    expect(readFileSync(older).equals(asWritten)).toBe(true);
+
+    const empty = await createTestDatabase();
+    s.moved.env[TARGET_URL_ENV] = empty.url;
+    try {
+      const copied = await cliWith(s, ["copy-store", "--from", older]);
+      expect(copied.code, copied.stderr).toBe(0);
+      expect(copied.stdout).toContain("resources: 0 rows");
+    } finally {
+      s.moved.env[TARGET_URL_ENV] = s.target.url;
+      closeSync(empty.url);
+      await empty.release();
+    }
+  });
+
+  it("says what is wrong with a damaged or unusable --from file in one line naming the file, never telling to change database.path (the target's config has none), and copies nothing", async () => {
+    const s = await createSetup({ docs: 20 });
+    await pass(() => s.moved.cli(["sync"]));
+    const damaged = (
+      name: string,
+      damage: (bytes: Buffer, pageSize: number, resourcesRoot: number) => void,
+    ) => {
+      const sqlite = new Database(s.moved.dbPath, { readonly: true });
+      const pageSize = Number(sqlite.pragma("page_size", { simple: true }));
+      const { rootpage } = sqlite
+        .prepare("SELECT rootpage FROM sqlite_master WHERE name = 'resources'")
+        .get() as {
+        rootpage: number;
+      };
+      sqlite.close();
+      const bytes = readFileSync(s.moved.dbPath);
+      damage(bytes, pageSize, rootpage);
+      const path = join(s.moved.dir, name);
+      writeFileSync(path, bytes);
+      return path;
+    };
+    // Its first bytes are SQLite's, the rest of its header is not.
+    const badHeader = damaged("bad-header.db", (bytes) => bytes.fill(0xff, 16, 100));
+    // Opening and migrating it read nothing of `resources`: only the copy finds its pages gone.
+    const badTable = damaged("bad-table.db", (bytes, size, root) =>
+      bytes.fill(0, (root - 1) * size, root * size),
+    );
+    // The lock taken beside the file cannot be: a directory stands where it goes.
+    const lockedOut = damaged("locked-out.db", () => {});
+    mkdirSync(`${lockedOut}.lock`);
+    const held = openDatabase(s.moved.dbPath, { lock: true });
+    try {
+      for (const [path, code, says] of [
+        [badHeader, 2, `${badHeader} is not a SQLite database`],
+        [badTable, 1, `the SQLite mirror ${badTable} is corrupt`],
+        [lockedOut, 2, `${lockedOut}.lock is a directory, not a file`],
+        [s.moved.dbPath, 1, "stop it, then copy"],
+      ] as const) {
+        const r = await cliWith(s, ["copy-store", "--from", path]);
+        expect.soft(r.code, `${path}: ${r.stderr}`).toBe(code);
+        const lines = r.stderr.trimEnd().split("\n");
+        expect.soft(lines, path).toHaveLength(1);
+        expect.soft(lines[0], path).toContain(says);
+        // The advice is about the file --from names: changing database.path would change nothing.
+        expect
+          .soft(lines[0], path)
+          .not.toMatch(/database\.path:|point (this one at another )?database\.path/);
+      }
     } finally {
       held.close();
     }
