@@ -150,19 +150,20 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       });
       // A stop asked for while starting (the first prune can be long) starts no pass.
       if (io.signal.aborted) return;
+      const startupApplyOwed = new Set<string>();
       const sched = createScheduler({
         mirrors: config.mirrors,
         maxConcurrentMirrors: config.maxConcurrentMirrors,
         store: rt.store,
         holderId: holder.id,
         runPass: async (mirror, signal, started, options) => {
-          await runOwedPass({ runtime: rt, holder }, mirror, signal, started, options);
+          await runOwedPass({ runtime: rt, holder, startupApplyOwed }, mirror, signal, started, options);
         },
         log,
         metrics,
       });
       scheduler = sched;
-      if (config.manageSyncConfigs) await applyAtStart(rt, holder, io.signal);
+      if (config.manageSyncConfigs) await applyAtStart(rt, holder, startupApplyOwed, io.signal);
       if (io.signal.aborted) return;
       await checkBindings(config, rt.store);
       await sched.start();
@@ -298,14 +299,20 @@ async function warnRetired(runtime: Runtime): Promise<void> {
 
 /**
  * `manage_sync_configs`: every declared config applied before the schedules start, each under its
- * mirror's lease (a mirror another replica is running is applied before its next pass instead).
+ * mirror's lease; one that must wait (a pass in flight, another replica's lease) is left in `owed`,
+ * applied before this daemon's next pass of it.
  */
-async function applyAtStart(runtime: Runtime, holder: LeaseHolder, signal: AbortSignal): Promise<void> {
+async function applyAtStart(
+  runtime: Runtime,
+  holder: LeaseHolder,
+  owed: Set<string>,
+  signal: AbortSignal,
+): Promise<void> {
   const { store, log, config, metrics } = runtime;
   for (const mirror of config.mirrors.filter(isDeclared)) {
     if (signal.aborted) return;
     try {
-      await withMirrorLease(
+      const leased = await withMirrorLease(
         {
           store,
           mirror: mirror.name,
@@ -315,12 +322,13 @@ async function applyAtStart(runtime: Runtime, holder: LeaseHolder, signal: Abort
           log,
           metrics,
         },
-        (leaseSignal) => reconcileMirror(mirror, reconcileDeps(runtime, leaseSignal), { always: true }),
+        (leaseSignal) => reconcileMirror(mirror, reconcileDeps(runtime, leaseSignal, owed), { always: true }),
       );
+      if (!leased.taken) owed.add(mirror.name);
     } catch (error) {
-      // Stopped: the next start applies. A lease lost: its new holder applies before its pass.
-      if (error instanceof LeaseLostError || (error instanceof AbortedError && signal.aborted)) continue;
-      throw error;
+      // Stopped: the next start applies. A lease lost: this daemon applies before its next pass.
+      if (error instanceof LeaseLostError) owed.add(mirror.name);
+      else if (!(error instanceof AbortedError && signal.aborted)) throw error;
     }
   }
 }

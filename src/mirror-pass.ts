@@ -17,6 +17,8 @@ import { preparePass, type ReconcileDeps } from "./sync-configs/reconcile.js";
 export interface OwedPassDeps {
   runtime: Runtime;
   holder: LeaseHolder;
+  /** The daemon's start-up applies that waited (`ReconcileDeps.startupApplyOwed`). */
+  startupApplyOwed?: Set<string>;
 }
 
 /**
@@ -27,7 +29,7 @@ export interface OwedPassDeps {
  * a due pass, or a full owed after it, is left for a slot.
  */
 export async function runOwedPass(
-  { runtime, holder }: OwedPassDeps,
+  { runtime, holder, startupApplyOwed }: OwedPassDeps,
   mirror: MirrorConfig,
   signal: AbortSignal,
   started: (running: boolean) => void,
@@ -44,7 +46,7 @@ export async function runOwedPass(
         return undefined;
       }
       started(true);
-      const deps = reconcileDeps(runtime, passSignal);
+      const deps = reconcileDeps(runtime, passSignal, startupApplyOwed);
       const { bound, deferred } = await preparePass(mirror, deps);
       if (!bound) {
         // Logged by preparePass; the next scheduled time tries again.
@@ -82,7 +84,12 @@ async function dropDue(runtime: Runtime, mirror: string): Promise<void> {
   });
 }
 
-export function reconcileDeps(runtime: Runtime, signal: AbortSignal): ReconcileDeps {
+export function reconcileDeps(
+  runtime: Runtime,
+  signal: AbortSignal,
+  startupApplyOwed?: Set<string>,
+): ReconcileDeps {
   const { config, readConfig, store, api, log, metrics } = runtime;
-  return { config, readConfig, store, api, log, metrics, signal, now: () => new Date() };
+  const deps = { config, readConfig, store, api, log, metrics, signal, now: () => new Date() };
+  return startupApplyOwed ? { ...deps, startupApplyOwed } : deps;
 }

@@ -79,7 +79,7 @@ export async function applyEntry(e: PlanEntry, deps: ApplyDeps, flags: ApplyFlag
     const inFlight = await deps.store.triggers.findInFlight(e.mirror);
     if (inFlight)
       return refuse(
-        `mirror ${e.mirror} has ${aPass(inFlight.mode)} in flight (trigger ${inFlight.triggerId ?? "being started"}): its runs keep their settings, so the change waits; apply again once it ends (\`syncmirror status\` shows it), or let the daemon (manage_sync_configs: true) apply it before the next pass`,
+        `mirror ${e.mirror} has ${aPass(inFlight.mode)} in flight (trigger ${inFlight.triggerId ?? "being started"}): its runs keep their settings, so the change waits; apply again once it ends (\`syncmirror status\` shows it; \`syncmirror sync --mirror ${e.mirror}\` finishes it when no daemon runs), or let the daemon (manage_sync_configs: true) apply it before the next pass`,
       );
   }
   let remote: SyncConfigListItem | undefined;

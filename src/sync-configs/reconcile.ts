@@ -28,6 +28,11 @@ export interface ReconcileDeps extends ApplyDeps {
   readConfig(): Config;
   log: Logger;
   metrics: Metrics;
+  /**
+   * Mirrors whose start-up apply had to wait (a pass in flight, or another replica's lease): the
+   * service may have drifted from an unchanged declaration, so their next pass applies it anyway.
+   */
+  startupApplyOwed?: Set<string>;
 }
 
 /** Resolves `"deferred"` when a change waits for the mirror's trigger in flight to end. */
@@ -40,11 +45,14 @@ export async function reconcileMirror(
   const labels = { mirror: mirror.name };
   const record = await store.syncConfigs.find(mirror.name);
   const unchanged = record?.appliedHash === declarationHash(mirror.declared) && record.lastError === null;
-  if (unchanged && !options.always) return;
+  const always = options.always || (deps.startupApplyOwed?.has(mirror.name) ?? false);
+  if (unchanged && !always) return;
   if (await store.triggers.findInFlight(mirror.name)) {
+    if (always) deps.startupApplyOwed?.add(mirror.name);
     log.info(labels, "the declared sync config is applied once the pass in flight ends");
     return "deferred";
   }
+  deps.startupApplyOwed?.delete(mirror.name);
   try {
     const result = await applyEntry(await planMirror(deps.config, mirror.name, deps), deps, {
       adopt: false,

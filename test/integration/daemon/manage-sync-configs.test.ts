@@ -13,6 +13,7 @@ import { DECLARED_SIM, managedRow, remoteNamed, wiki, writeMirrors } from "../..
 import { onPostgres } from "../../helpers/dialect.js";
 import { createHarness, type Harness, visibleKeys } from "../../helpers/mirror-harness.js";
 import { answered, triggerPosts } from "../../helpers/requests.js";
+import { replaceSyncConfig } from "../../helpers/simulator.js";
 import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "./setup.js";
 
 const suite = daemonSuite();
@@ -134,6 +135,33 @@ describe("syncmirror run with manage_sync_configs: true", () => {
     expect(messages[renamed]).toContain("the next pass is a full snapshot");
     expect(await passes("incremental")).toBeGreaterThanOrEqual(1);
     expect(h.sim.configs.list().find((c) => c.id === id)?.name).toBe("Wiki renamed");
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("puts back an upstream edit its start-up found under a pass left in flight, once that pass ends and before the next trigger", async () => {
+    const h = suite.use(
+      await createHarness({ sim: DECLARED_SIM, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
+    );
+    writeMirrors(h, { main: wiki() }, { manage_sync_configs: true });
+    expect((await h.cli(["apply"])).code).toBe(0);
+    expect((await h.cli(["sync"])).code).toBe(0);
+    expect((await h.cli(["sync"], { SYNCMIRROR_CRASH_AT: "after-trigger-post:1" })).code).toBeNull();
+    // Someone widens the config in the service's UI while no daemon runs; the file is unchanged.
+    const { id } = remoteNamed(h.sim, "Wiki");
+    await replaceSyncConfig(h.sim, id, {
+      user_emails: ["user1@example.com", "user2@example.com", "user3@example.com"],
+    });
+    h.sim.requests.length = 0;
+
+    const d = await started(h);
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 3, "the pass left in flight, then the pass asked for");
+    const routes = h.sim.requests.map((r) => `${r.method} ${r.route}`);
+    expect(routes.indexOf(PUT), "the edit put back before the next trigger").toBeGreaterThanOrEqual(0);
+    expect(routes.indexOf(PUT)).toBeLessThan(routes.indexOf("POST /sync-task"));
+    expect(remoteNamed(h.sim, "Wiki").user_emails).toEqual(["user1@example.com", "user2@example.com"]);
+    expect(passes(h)[2]).toEqual({ mode: "full", outcome: "succeeded" });
+    expect(visibleKeys(h, "user3@example.com")).toEqual([]);
     expect((await d.stop()).code).toBe(0);
   });
 

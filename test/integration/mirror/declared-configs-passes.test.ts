@@ -100,6 +100,8 @@ describe("declared sync configs: passes", () => {
     expect(refused.code).toBe(1);
     expect(refused.stdout).toContain("mirror main has a full pass in flight");
     expect(refused.stdout).toContain("its runs keep their settings");
+    // Left by a process that crashed: with no daemon, nothing ends it unless the operator does.
+    expect(refused.stdout).toContain("`syncmirror sync --mirror main` finishes it when no daemon runs");
     expect(remoteNamed(h.sim, "Wiki").instructions).toBe("Collect the wiki.");
 
     const resumed = await h.cli(["sync", "--json"]);
