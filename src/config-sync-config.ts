@@ -99,7 +99,7 @@ export const MIRROR_IDENTITY = {
     .optional()
     .meta({
       description:
-        "Id of an upstream sync config made elsewhere, to trigger and export. Give exactly one of `sync_config_id` and `sync_config`; two mirrors may not name the same one.",
+        "Id of an upstream sync config made elsewhere, to trigger and export. Give exactly one of `sync_config_id` and `sync_config`; two mirrors may not name the same one. Naming another one later makes the mirror's next pass a full snapshot.",
       examples: ["3f6c2a91-8d4e-4b7a-9c15-2e8f0d6b1a47"],
     }),
   sync_config: SyncConfigSection.optional(),

@@ -66,8 +66,8 @@ export interface SyncConfigRepo {
 }
 
 /**
- * The columns `recordApplied` writes, the same in both dialects: `newestTrigger` is the dialect's
- * subquery of the mirror's newest trigger row id, the bound of a full owed from now on.
+ * The columns `recordApplied` writes, the same in both dialects: `newestTrigger` is the mirror's
+ * newest trigger row id (`full-owed.ts`), the bound of a full owed from now on.
  */
 export function appliedColumns(c: Parameters<SyncConfigRepo["recordApplied"]>[1], newestTrigger: SQL) {
   return {

@@ -224,8 +224,14 @@ export interface RunRepo {
 }
 
 export interface MirrorRepo {
-  ensure(mirror: string, syncConfigId: string): Promise<void>;
+  /**
+   * The mirror's row, created if missing, naming `syncConfigId`: when it named another config, the
+   * state it holds was collected from that one and the mirror owes a full pass (`full-owed.ts`).
+   */
+  ensure(mirror: string, syncConfigId: string): Promise<MirrorState>;
   get(mirror: string): Promise<MirrorState | undefined>;
+  /** A full pass of trigger row `triggerRowId` succeeded: a full owed since before that trigger is paid. */
+  fullSucceeded(mirror: string, triggerRowId: number): Promise<void>;
   recordOutcome(
     mirror: string,
     o: { mode: Mode; outcome: string; message: string; at: string; heldRevocations?: number },

@@ -148,6 +148,8 @@ export interface MirrorState {
   lastOutcomeAt: string | null;
   lastMessage: string | null;
   heldRevocations: number;
+  /** The mirror owes a full pass: its `sync_config_id` changed (`../store/full-owed.ts`). */
+  fullPendingAfter: number | null;
 }
 
 /**

@@ -281,9 +281,12 @@ async function closeTrigger(
       c.keepInFlight
         ? undefined
         : tx.triggers.finish(trigger.id, { outcome, message, summary: kept(summary), finishedAt: at }),
-      !c.dryRun && trigger.mode === "full" && outcome === "succeeded"
-        ? tx.syncConfigs.fullSucceeded(mirror.name, trigger.id)
-        : undefined,
+      ...(!c.dryRun && trigger.mode === "full" && outcome === "succeeded"
+        ? [
+            tx.syncConfigs.fullSucceeded(mirror.name, trigger.id),
+            tx.mirrors.fullSucceeded(mirror.name, trigger.id),
+          ]
+        : []),
       c.dryRun
         ? undefined
         : tx.mirrors.recordOutcome(mirror.name, {

@@ -11,6 +11,7 @@ import { isDeadHereAndNow } from "../lease-holder.js";
 import { startableDue } from "../store/schedule-rules.js";
 import type { Store } from "../store/store.js";
 import type { DueReason, Lease, MirrorSchedule, Mode, Run, Trigger } from "../store/types.js";
+import { fullOwedBecause } from "./full-owed.js";
 import { planPass } from "./plan.js";
 
 export interface MirrorStatus {
@@ -157,11 +158,12 @@ async function mirrorStatus(
   const pairs = await store.pairs.listForMirror(mirror.name);
   const managed = await store.syncConfigs.find(mirror.name);
   // A changed sync config owes a full pass, whatever the schedule says (sync/sync-mirror.ts).
-  const plan = planPass(pairs, mirror, fullDue || managed?.fullPendingAfter != null);
+  const configured = mirror.syncConfigId ?? managed?.syncConfigId ?? null;
+  const plan = planPass(pairs, mirror, fullDue || fullOwedBecause(state, managed, configured) !== null);
   const inFlight = await inFlightWithRuns(store, mirror.name);
   return {
     mirror: mirror.name,
-    sync_config_id: mirror.syncConfigId ?? managed?.syncConfigId ?? null,
+    sync_config_id: configured,
     declared_sync_config: mirror.declared
       ? {
           name: mirror.declared.name,

@@ -12,6 +12,7 @@ import type { BoundMirror, MirrorPass, PassOptions, SyncContext } from "./contex
 import { dryRunSweep } from "./dry-run.js";
 import { passError } from "./fail-run.js";
 import { fencedStore } from "./fence.js";
+import { fullOwedBecause } from "./full-owed.js";
 import { recordSkippedGauge } from "./gauges.js";
 import { passErrorJson } from "./pass-error-json.js";
 import { planPass } from "./plan.js";
@@ -49,23 +50,31 @@ async function resumeOrTrigger(
   // Issued at once (on PostgreSQL the reads go to the pool's other connections while the ensure
   // commits): none needs another's answer. The pairs and the newest run are for a new trigger,
   // read again after a trigger in flight was resumed, which changes them.
-  const [, record, inFlight, pairs, knownBefore] = await Promise.all([
+  const [state, record, inFlight, pairs, knownBefore] = await Promise.all([
     ctx.store.mirrors.ensure(mirror.name, mirror.syncConfigId),
     ctx.store.syncConfigs.find(mirror.name),
     ctx.store.triggers.findInFlight(mirror.name),
     ctx.store.pairs.listForMirror(mirror.name),
     ctx.store.runs.newestCreatedAt(mirror.name),
   ]);
-  // A change of the sync config's settings is swept by the next full snapshot (docs/declared-sync-configs.md), whatever scheduled this pass.
-  const fullOwed = record?.fullPendingAfter != null;
-  const full = options.full || fullOwed;
-  if (fullOwed && !options.full)
-    log.info("the sync config changed since the last full pass: this pass is full");
+  // A change of the sync config (its settings, docs/declared-sync-configs.md, or which one
+  // `sync_config_id` names) is swept by the next full snapshot, whatever scheduled this pass.
+  const owed = fullOwedBecause(state, record);
+  const full = options.full || owed !== null;
+  if (owed && !options.full) log.info(`${owed} since the last full pass: this pass is full`);
   if (inFlight && options.dryRun && !inFlight.dryRun) {
     // Finishing a real pass ingests and sweeps: the very thing a dry run is asked not to do.
     const message = `${inFlight.mode === "full" ? "a" : "an"} ${inFlight.mode} pass is in flight${inFlight.triggerId ? ` (trigger ${inFlight.triggerId})` : ""} and a dry run writes nothing, so it does not finish it: run \`syncmirror sync\` to finish it (the daemon does on its own), then the dry run again`;
     log.warn({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, message);
     return notStartedSummary(mirror.name, "full", passErrorJson(passError(ctx, message)));
+  }
+  if (inFlight && state.fullPendingAfter !== null && inFlight.id <= state.fullPendingAfter) {
+    const abandoned = await abandon(mirrorPass, inFlight);
+    const summary = await trigger(mirrorPass, true, {
+      pairs: await ctx.store.pairs.listForMirror(mirror.name),
+      knownBefore: await ctx.store.runs.newestCreatedAt(mirror.name),
+    });
+    return withFinishedFirst(summary, abandoned);
   }
   if (inFlight) {
     log.info({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, "resuming the trigger left in flight");
@@ -89,6 +98,25 @@ async function resumeOrTrigger(
 export function withFinishedFirst(summary: MirrorSummary, resumed: MirrorSummary): MirrorSummary {
   const { mode, trigger_id, outcome, message } = resumed;
   return { ...summary, finished_first: { mode, trigger_id, outcome, message } };
+}
+
+/**
+ * A trigger left in flight by a pass of the config `sync_config_id` named before: its runs are
+ * that config's, its `since` comes from that config's runs, and the run list that would adopt a
+ * lost POST's runs is the new config's. Settled as failed without a read; nothing it ingested is
+ * swept, and the full this change owes collects what the new config sees.
+ */
+async function abandon(pass: MirrorPass, inFlight: Trigger): Promise<MirrorSummary> {
+  const { ctx, mirror } = pass;
+  const message = `sync_config_id changed to ${mirror.syncConfigId} while this ${inFlight.mode} pass${inFlight.triggerId ? ` (trigger ${inFlight.triggerId})` : ""} of the config named before was in flight: abandoned, its runs not read; a full pass of the new config follows`;
+  ctx.log.warn({ trigger_id: inFlight.triggerId, mode: inFlight.mode }, message);
+  return settleWithoutRuns(pass, inFlight, {
+    outcome: "failed",
+    message,
+    keepInFlight: false,
+    resumed: true,
+    startedAtMs: ctx.now().getTime(),
+  });
 }
 
 /** A new trigger: its intent recorded, then driven. */

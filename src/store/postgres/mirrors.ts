@@ -1,20 +1,34 @@
 /**
  * One row per mirror: what `status` shows.
  */
-import { eq } from "drizzle-orm";
+import { and, eq, lt } from "drizzle-orm";
+import { ensureColumns } from "../full-owed.js";
 import { outcomeColumns } from "../outcome-columns.js";
 import * as retiredSql from "../retired-mirrors.js";
 import type { MirrorRepo } from "../store.js";
+import type { MirrorState } from "../types.js";
 import type { Conn } from "./connection.js";
 import { mirrorState } from "./schema.js";
 
 export function createMirrorRepo({ db }: Conn): MirrorRepo {
   return {
     async ensure(mirror, syncConfigId) {
-      await db
+      const [row] = await db
         .insert(mirrorState)
         .values({ mirror, syncConfigId })
-        .onConflictDoUpdate({ target: mirrorState.mirror, set: { syncConfigId } });
+        .onConflictDoUpdate({
+          target: mirrorState.mirror,
+          set: ensureColumns(mirror, syncConfigId, mirrorState),
+        })
+        .returning();
+      return row as MirrorState;
+    },
+
+    async fullSucceeded(mirror, triggerRowId) {
+      await db
+        .update(mirrorState)
+        .set({ fullPendingAfter: null })
+        .where(and(eq(mirrorState.mirror, mirror), lt(mirrorState.fullPendingAfter, triggerRowId)));
     },
 
     async get(mirror) {

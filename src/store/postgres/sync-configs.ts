@@ -1,14 +1,12 @@
 /** The sync configs syncmirror manages for declared mirrors (`../managed-sync-configs.ts`), on PostgreSQL. */
 import { and, eq, lt, sql } from "drizzle-orm";
 import type { PgInsertValue } from "drizzle-orm/pg-core";
+import { newestTriggerRow } from "../full-owed.js";
 import { appliedColumns, type ManagedSyncConfig, type SyncConfigRepo } from "../managed-sync-configs.js";
 import type { Conn } from "./connection.js";
-import { managedSyncConfigs as t, triggers } from "./schema.js";
+import { managedSyncConfigs as t } from "./schema.js";
 
 export function createSyncConfigRepo({ db }: Conn): SyncConfigRepo {
-  /** Triggers created after this one owe nothing; the bound is a row id, so no clock is compared. */
-  const newestTrigger = (mirror: string) =>
-    sql`(SELECT coalesce(max(${triggers.id}), 0) FROM ${triggers} WHERE ${triggers.mirror} = ${mirror})`;
   type Values = Omit<PgInsertValue<typeof t>, "mirror">;
   /** `inserted`: values a new row takes instead of `set`'s (which may read the row it updates). */
   const upsert = async (mirror: string, set: Values, inserted: Values = {}) => {
@@ -29,7 +27,7 @@ export function createSyncConfigRepo({ db }: Conn): SyncConfigRepo {
 
     recordCreating: (mirror, c) => upsert(mirror, { name: c.name, projectId: c.projectId, creatingAt: c.at }),
 
-    recordApplied: (mirror, c) => upsert(mirror, appliedColumns(c, newestTrigger(mirror))),
+    recordApplied: (mirror, c) => upsert(mirror, appliedColumns(c, newestTriggerRow(mirror))),
 
     // The first error of a run of them stays the problem's first sighting.
     recordError: (mirror, c) =>

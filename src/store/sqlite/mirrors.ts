@@ -1,7 +1,8 @@
 /**
  * One row per mirror: what `status` shows.
  */
-import { eq } from "drizzle-orm";
+import { and, eq, lt } from "drizzle-orm";
+import { ensureColumns } from "../full-owed.js";
 import { outcomeColumns } from "../outcome-columns.js";
 import * as retiredSql from "../retired-mirrors.js";
 import type { MirrorRepo } from "../store.js";
@@ -12,9 +13,21 @@ import type { Sync } from "./sync-repo.js";
 export function createMirrorRepo(db: Db): Sync<MirrorRepo> {
   return {
     ensure(mirror, syncConfigId) {
-      db.insert(mirrorState)
+      return db
+        .insert(mirrorState)
         .values({ mirror, syncConfigId })
-        .onConflictDoUpdate({ target: mirrorState.mirror, set: { syncConfigId } })
+        .onConflictDoUpdate({
+          target: mirrorState.mirror,
+          set: ensureColumns(mirror, syncConfigId, mirrorState),
+        })
+        .returning()
+        .get();
+    },
+
+    fullSucceeded(mirror, triggerRowId) {
+      db.update(mirrorState)
+        .set({ fullPendingAfter: null })
+        .where(and(eq(mirrorState.mirror, mirror), lt(mirrorState.fullPendingAfter, triggerRowId)))
         .run();
     },
 

@@ -85,6 +85,12 @@ export const mirrorState = sqliteTable("mirror_state", {
   lastMessage: text("last_message"),
   /** Revocations the latest held sweep is holding back. */
   heldRevocations: integer("held_revocations").notNull().default(0),
+  /**
+   * The mirror owes a full pass: `sync_config_id` changed, and the state above belongs to the old
+   * config. The newest trigger row id of the mirror then; a full trigger with a higher id that
+   * succeeds clears it.
+   */
+  fullPendingAfter: integer("full_pending_after"),
 });
 
 /**

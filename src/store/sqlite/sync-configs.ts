@@ -1,15 +1,13 @@
 /** The sync configs syncmirror manages for declared mirrors (`../managed-sync-configs.ts`), on SQLite. */
 import { and, eq, lt, sql } from "drizzle-orm";
 import type { SQLiteInsertValue, SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
+import { newestTriggerRow } from "../full-owed.js";
 import { appliedColumns, type ManagedSyncConfig, type SyncConfigRepo } from "../managed-sync-configs.js";
 import type { Db } from "./open.js";
-import { managedSyncConfigs as t, triggers } from "./schema.js";
+import { managedSyncConfigs as t } from "./schema.js";
 import type { Sync } from "./sync-repo.js";
 
 export function createSyncConfigRepo(db: Db): Sync<SyncConfigRepo> {
-  /** Triggers created after this one owe nothing; the bound is a row id, so no clock is compared. */
-  const newestTrigger = (mirror: string) =>
-    sql`(SELECT coalesce(max(${triggers.id}), 0) FROM ${triggers} WHERE ${triggers.mirror} = ${mirror})`;
   /** `inserted`: values a new row takes instead of `set`'s (which may read the row it updates). */
   const upsert = (
     mirror: string,
@@ -32,7 +30,7 @@ export function createSyncConfigRepo(db: Db): Sync<SyncConfigRepo> {
 
     recordCreating: (mirror, c) => upsert(mirror, { name: c.name, projectId: c.projectId, creatingAt: c.at }),
 
-    recordApplied: (mirror, c) => upsert(mirror, appliedColumns(c, newestTrigger(mirror))),
+    recordApplied: (mirror, c) => upsert(mirror, appliedColumns(c, newestTriggerRow(mirror))),
 
     // The first error of a run of them stays the problem's first sighting.
     recordError: (mirror, c) =>

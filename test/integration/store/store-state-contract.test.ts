@@ -256,7 +256,12 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
       lastOutcomeAt: T2,
       lastMessage: "no",
       heldRevocations: 7,
+      // Another config named: a full owed since before any trigger, kept until a full succeeds.
+      fullPendingAfter: 0,
     });
+    expect(await opened.store.mirrors.ensure(mirror, "cfg-2")).toMatchObject({ fullPendingAfter: 0 });
+    await opened.store.mirrors.fullSucceeded(mirror, 1);
+    expect(await opened.store.mirrors.get(mirror)).toMatchObject({ fullPendingAfter: null });
   });
 
   it("lists the mirrors not configured with what they grant, and forgets one's state but not its history", async () => {

@@ -1,0 +1,1 @@
+ALTER TABLE `mirror_state` ADD `full_pending_after` integer;
