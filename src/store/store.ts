@@ -220,7 +220,7 @@ export interface RunRepo {
    * run's by label: one statement, where `sourcesOf` per run would take one each.
    */
   sourcesOfTrigger(triggerRowId: number): Promise<Map<string, RunSource[]>>;
-  markSwept(syncId: string, source: string, swept: "applied" | "held"): Promise<void>;
+  markSwept(syncId: string, source: string, swept: "applying" | "applied" | "held"): Promise<void>;
 }
 
 export interface MirrorRepo {

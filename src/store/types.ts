@@ -127,7 +127,7 @@ export interface RunSource {
   serverInstanceId: string;
   taskStatus: string;
   exportStatus: string | null;
-  swept: "applied" | "held" | null;
+  swept: "applying" | "applied" | "held" | null;
 }
 
 export interface SourceReport {

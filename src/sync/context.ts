@@ -16,6 +16,7 @@ export type CrashPoint =
   | "between-pages"
   | "before-sweep"
   | "mid-sweep"
+  | "between-revocations"
   | "during-continue"
   | "mid-forget"
   | "before-forget-state";

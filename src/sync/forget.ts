@@ -5,8 +5,8 @@
  * tombstone and a `delete` for one nobody sees any more), then deletes the mirror's own state.
  *
  * Under the mirror's lease, as a pass: never beside a pass of a process whose config still names
- * it. One transaction per pair, then one for the state: killed at any instant, what is left is a
- * retired mirror with fewer access rows, which `forget` finishes when run again.
+ * it. A transaction per batch of a pair's keys, then one for the state: killed at any instant,
+ * what is left is a retired mirror with fewer access rows, which `forget` finishes when run again.
  */
 import { MirrorBusyError, UsageError } from "../errors.js";
 import type { Logger } from "../log.js";
@@ -16,7 +16,7 @@ import type { Store } from "../store/store.js";
 import type { LeaseHolder, RetiredMirror } from "../store/types.js";
 import type { SyncContext } from "./context.js";
 import { fencedStore } from "./fence.js";
-import { countRevocations, type Revocations, revokeInBatches } from "./revoke.js";
+import { type Revocations, revokeBatch, revokeInTransactions } from "./revoke.js";
 
 export interface ForgetJson {
   mirror: string;
@@ -78,7 +78,7 @@ async function findRetired(
   return (await store.mirrors.retired(configured)).find((r) => r.mirror === mirror);
 }
 
-/** Each pair's access revoked in a transaction of its own, then the mirror's state deleted. */
+/** Each pair's access revoked a batch a transaction (`revokeInTransactions`), then the mirror's state deleted. */
 async function revokeAll(
   store: Store,
   mirror: string,
@@ -96,10 +96,9 @@ async function revokeAll(
   for (const pair of await store.access.pairsWithAccess(mirror)) {
     // Stopped (a signal, the lease lost) between two pairs: what committed stays, the rest waits for the next run.
     signal.throwIfAborted();
-    const revoked = await store.transaction((tx) =>
-      revokeInBatches({ now }, tx, mirror, (limit) => tx.access.revokePair(pair, limit), scope),
+    const revoked = await revokeInTransactions({ store, metrics, crashPoint }, mirror, (tx) =>
+      revokeBatch({ now }, tx, mirror, (limit) => tx.access.revokePair(pair, limit), scope),
     );
-    countRevocations(metrics, mirror, revoked);
     total.revoked += revoked.revoked;
     total.deleted += revoked.deleted;
     crashPoint("mid-forget");

@@ -1,7 +1,7 @@
 /**
  * After access rows are removed: a key nobody can see any more becomes a tombstone (`delete`),
  * otherwise only who may see it changed (`access`). Runs inside the caller's transaction and
- * returns what it did: the caller counts it once that transaction has committed (`countRevocations`).
+ * returns what it did, counted once that transaction has committed (`countRevocations`).
  */
 import type { Metrics } from "../metrics.js";
 import type { StoreOps } from "../store/store.js";
@@ -43,26 +43,48 @@ export async function applyRevocations(
   return { revoked: keys.length, deleted };
 }
 
+/** A batch of revocations; `last` when it took fewer keys than asked: none is left to take. */
+export interface RevokedBatch extends Revocations {
+  last: boolean;
+}
+
 /**
- * Keys revoked a batch at a time and each batch applied (`applyRevocations`), until `take`, asked
- * for at most REVOKE_BATCH keys, answers fewer: memory holds a batch, never a pair's every key
- * (a user who leaves a mirror of a million documents takes a million keys). `take` removes the
- * access rows of the keys it returns, so the next call returns the next ones.
+ * One batch: at most REVOKE_BATCH keys taken and applied (`applyRevocations`). `take` removes the
+ * access rows of the keys it returns, so the next batch takes the next ones.
  */
-export async function revokeInBatches(
+export async function revokeBatch(
   ctx: Pick<SyncContext, "now">,
   tx: StoreOps,
   mirror: string,
   take: (limit: number) => Promise<readonly string[]>,
   scope: string,
-): Promise<Revocations> {
+): Promise<RevokedBatch> {
+  const keys = await take(REVOKE_BATCH);
+  return { ...(await applyRevocations(ctx, tx, mirror, keys, scope)), last: keys.length < REVOKE_BATCH };
+}
+
+/**
+ * `batch` run in a transaction of its own, again and again until it answers `last` (`first`: the
+ * first of this call). Memory holds a batch, never a pair's every key, and no transaction grows
+ * with what a pair holds (a user who leaves a mirror of a million documents takes a million keys):
+ * between two batches the store's queue runs the lease renewals and the other mirrors' writes, which
+ * one transaction of every key held up past the lease. Each batch's revocations are counted once it
+ * committed. Killed between two batches, what committed stays: `batch` must record what a resumed
+ * pass needs to go on with the keys left. Returns the totals, and the last batch as it answered.
+ */
+export async function revokeInTransactions<B extends RevokedBatch>(
+  { store, metrics, crashPoint }: Pick<SyncContext, "store" | "metrics" | "crashPoint">,
+  mirror: string,
+  batch: (tx: StoreOps, first: boolean) => Promise<B>,
+): Promise<Revocations & { last: B }> {
   const total: Revocations = { revoked: 0, deleted: 0 };
-  for (;;) {
-    const keys = await take(REVOKE_BATCH);
-    const done = await applyRevocations(ctx, tx, mirror, keys, scope);
+  for (let first = true; ; first = false) {
+    const done = await store.transaction((tx) => batch(tx, first));
+    countRevocations(metrics, mirror, done);
     total.revoked += done.revoked;
     total.deleted += done.deleted;
-    if (keys.length < REVOKE_BATCH) return total;
+    if (done.last) return { ...total, last: done };
+    crashPoint("between-revocations");
   }
 }
 

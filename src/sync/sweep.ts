@@ -3,9 +3,9 @@
  * `delete_after_missed_full`, revoked (held by the mass-delete guard when too many); users who left,
  * pairs removed from the trigger and pairs skipped past their grace lose their access (not held).
  * Pairs are swept in transactions that also record each as done (the runs whose pairs revoke
- * nothing several to a transaction, a run that revokes something in one of its own), so a crash
- * mid-sweep resumes with the pairs not yet swept and never counts a miss twice; counters and log
- * lines follow the commit.
+ * nothing several to a transaction; a pair that revokes something a batch of revocations a
+ * transaction, its last one marking it done), so a crash mid-sweep resumes with the pairs not yet
+ * swept and never counts a miss twice; counters and log lines follow the commit.
  */
 import type { AccessItem } from "../api/schemas.js";
 import { AbortedError } from "../errors.js";
@@ -16,7 +16,13 @@ import type { MirrorPass } from "./context.js";
 import { decideLeavers, type LeavingPair, problemsEndedBy, skippedListComplete } from "./leavers.js";
 import { sourceSucceeded } from "./outcome.js";
 import { problemSubject } from "./problem-subject.js";
-import { countRevocations, type Revocations, revokeInBatches } from "./revoke.js";
+import {
+  countRevocations,
+  type Revocations,
+  type RevokedBatch,
+  revokeBatch,
+  revokeInTransactions,
+} from "./revoke.js";
 import { recordSkips } from "./skipped-problems.js";
 import { decideGuard, type GuardDecision } from "./sweep-approval.js";
 import { firstRunCreatedAt, runFacts, sourcesOfRun, type TriggerRuns } from "./trigger-runs.js";
@@ -40,7 +46,8 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger, read: TriggerRuns
     return;
   }
   // A run whose pairs revoke nothing is swept with the others of its batch; one that revokes
-  // something is left for a transaction of its own, its pairs one after the other.
+  // something is left for after them, its pairs one after the other, a batch of revocations a
+  // transaction (`sweepRevokingPair`).
   const revoking: RunToSweep[] = [];
   for (const batch of batches(todo)) {
     const taking = take;
@@ -65,30 +72,39 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger, read: TriggerRuns
       const results = await Promise.all(
         quiet.map((run) =>
           Promise.all(
-            run.pairs.map(async ({ pair, source }): Promise<SweptPair> => {
-              const target = { pair, source, syncId: run.syncId, snapshotAt: run.snapshotAt };
-              return { held: false, result: await applySweep(pass, tx, trigger, target, false) };
-            }),
+            run.pairs.map(({ pair, source }) =>
+              applyQuietSweep(pass, tx, trigger, {
+                pair,
+                source,
+                syncId: run.syncId,
+                snapshotAt: run.snapshotAt,
+              }),
+            ),
           ),
         ),
       );
-      return quiet.map((run, i) => ({ run, results: results[i] as SweptPair[] }));
+      return quiet.map((run, i) => ({ run, results: results[i] as Revocations[] }));
     });
     take = false;
-    for (const { run, results } of swept) reportRun(pass, run, results);
+    for (const { results } of swept)
+      for (const result of results) countRevocations(ctx.metrics, mirror.name, result);
     revoking.push(...batch.filter((run) => !swept.some((s) => s.run === run)));
     ctx.crashPoint("mid-sweep");
   }
   for (const run of revoking) {
-    const results = await store.transaction(async (tx) =>
-      sweepRun(pass, tx, trigger, run, await countPairs(pass, tx, trigger, run)),
-    );
-    reportRun(pass, run, results);
+    for (const { pair, source } of run.pairs) {
+      const target = { pair, source, syncId: run.syncId, snapshotAt: run.snapshotAt };
+      const held = await sweepRevokingPair(pass, trigger, target);
+      if (held) reportHeld(pass, pair, held);
+    }
     ctx.crashPoint("mid-sweep");
   }
 }
 
-/** A run's pairs left to sweep: its sources that succeeded and were not swept yet. */
+/**
+ * A run's pairs left to sweep: its sources that succeeded and were not swept yet, or whose sweep a
+ * crash stopped between two batches of revocations (`applying`).
+ */
 interface RunToSweep {
   syncId: string;
   snapshotAt: string;
@@ -99,7 +115,9 @@ function runsToSweep({ mirror }: MirrorPass, read: TriggerRuns): RunToSweep[] {
   return read.runs.flatMap((run) => {
     if (run.ingest !== "done" || run.createdAt === null) return [];
     const pairs = sourcesOfRun(read, run)
-      .filter((source) => sourceSucceeded(run, source) && source.swept === null)
+      .filter(
+        (source) => sourceSucceeded(run, source) && (source.swept === null || source.swept === "applying"),
+      )
       .map((source) => ({
         source,
         pair: { mirror: mirror.name, userEmail: run.userEmail, serverInstanceId: source.serverInstanceId },
@@ -141,60 +159,26 @@ export interface PairCounts {
   approved: number | null;
 }
 
-/** Each of the run's pairs' counts, issued at once. */
-function countPairs(
+/** The pair's counts for the guard, issued at once. */
+async function countPair(
   { mirror }: MirrorPass,
   tx: StoreOps,
   trigger: Trigger,
-  run: RunToSweep,
-): Promise<PairCounts[]> {
-  return Promise.all(
-    run.pairs.map(async ({ pair }) => {
-      const [total, revocable, approved] = await Promise.all([
-        tx.access.countPairKeys(pair),
-        tx.access.countRevocable(pair, run.snapshotAt, mirror.deleteAfterMissedFull),
-        tx.approvals.allowance(trigger.id, pair),
-      ]);
-      return { total, revocable, approved };
-    }),
-  );
+  { pair, snapshotAt }: SweepTarget,
+): Promise<PairCounts> {
+  const [total, revocable, approved] = await Promise.all([
+    tx.access.countPairKeys(pair),
+    tx.access.countRevocable(pair, snapshotAt, mirror.deleteAfterMissedFull),
+    tx.approvals.allowance(trigger.id, pair),
+  ]);
+  return { total, revocable, approved };
 }
 
-/**
- * A run's pairs inside its transaction, which also records each as swept. With nothing to revoke
- * they are swept together; otherwise one after the other, so a pair's revocations see the keys
- * the pairs before it left, as pair by pair. A pair's counts stay true while the others are
- * swept: each sweeps its own rows.
- */
-async function sweepRun(
-  pass: MirrorPass,
-  tx: StoreOps,
-  trigger: Trigger,
-  run: RunToSweep,
-  counted: readonly PairCounts[],
-): Promise<SweptPair[]> {
-  const together = counted.every((c) => c.revocable === 0);
-  const done: Promise<SweptPair>[] = [];
-  for (const [j, { pair, source }] of run.pairs.entries()) {
-    const step = sweepPair(
-      pass,
-      tx,
-      trigger,
-      { pair, source, syncId: run.syncId, snapshotAt: run.snapshotAt },
-      counted[j] as PairCounts,
-    );
-    if (!together) await step;
-    done.push(step);
-  }
-  return Promise.all(done);
+/** A sweep the guard held: what it would have revoked, of how many keys. */
+interface HeldSweep {
+  revocable: number;
+  total: number;
 }
-
-/** A run's sweep, once committed: each pair's counters and warnings. */
-function reportRun(pass: MirrorPass, run: RunToSweep, results: readonly SweptPair[]): void {
-  for (const [j, { pair }] of run.pairs.entries()) reportSweep(pass, pair, results[j] as SweptPair);
-}
-
-type SweptPair = { held: false; result: Revocations } | { held: true; revocable: number; total: number };
 
 /** A pair of a run being swept: its source, and the snapshot its misses are counted against. */
 interface SweepTarget {
@@ -204,27 +188,70 @@ interface SweepTarget {
   snapshotAt: string;
 }
 
-/** One pair's sweep inside its run's transaction: held by the guard, or misses counted and revoked. */
-async function sweepPair(
+/**
+ * A pair with something to revoke, a batch of revocations a transaction (`revokeInTransactions`).
+ * The first decides, on the counts taken before any revocation: the guard holds the sweep (nothing
+ * revoked, the pair marked `held`), or it applies, the approval it needs used in that transaction.
+ * Until its last batch the pair is marked `applying`, so a pass resumed after a crash goes on with
+ * the keys left instead of judging them again (fewer, they could pass the guard on their own, or
+ * be held half revoked if the config changed); the last batch counts the miss of the keys left and
+ * marks it `applied`.
+ */
+async function sweepRevokingPair(
+  pass: MirrorPass,
+  trigger: Trigger,
+  target: SweepTarget,
+): Promise<HeldSweep | null> {
+  const { ctx } = pass;
+  const { pair, source, syncId } = target;
+  const decided = source.swept === "applying";
+  const swept = await revokeInTransactions(ctx, pass.mirror.name, async (tx, first) => {
+    if (!first || decided) return { ...(await sweepBatch(pass, tx, trigger, target, null)), held: null };
+    const counts = await countPair(pass, tx, trigger, target);
+    const guard = guardSweep(pass, trigger, counts);
+    if (guard.apply) {
+      const approved = guard.approved ? counts.revocable : null;
+      return { ...(await sweepBatch(pass, tx, trigger, target, { approved })), held: null };
+    }
+    const { revocable, total } = counts;
+    await Promise.all([
+      tx.runs.markSwept(syncId, source.source, "held"),
+      tx.triggers.addSweepCounts(trigger.id, { held: revocable, sweepsHeld: 1 }),
+      tx.problems.record([
+        heldSweep(pair, { source, syncId, revocable, total, at: ctx.now().toISOString() }),
+      ]),
+    ]);
+    return { revoked: 0, deleted: 0, last: true, held: { revocable, total } };
+  });
+  return swept.last.held;
+}
+
+/**
+ * One batch of an applied sweep's revocations, with its share of the trigger's counts. `decision`
+ * in the batch that decided: the pair's held sweep problem ends, and the approval, if the sweep
+ * needed it, is used for every revocation the sweep makes (counted before the first).
+ */
+async function sweepBatch(
   pass: MirrorPass,
   tx: StoreOps,
   trigger: Trigger,
   target: SweepTarget,
-  { total, revocable, approved }: PairCounts,
-): Promise<SweptPair> {
-  const { ctx } = pass;
+  decision: { approved: number | null } | null,
+): Promise<RevokedBatch> {
   const { pair, source, syncId } = target;
-  const guard = guardSweep(pass, trigger, { total, revocable, approved });
-  if (!guard.apply) {
-    const at = ctx.now().toISOString();
-    await Promise.all([
-      tx.runs.markSwept(syncId, source.source, "held"),
-      tx.triggers.addSweepCounts(trigger.id, { held: revocable, sweepsHeld: 1 }),
-      tx.problems.record([heldSweep(pair, { source, syncId, revocable, total, at })]),
-    ]);
-    return { held: true, revocable, total };
-  }
-  return { held: false, result: await applySweep(pass, tx, trigger, target, guard.approved) };
+  const approved = decision?.approved ?? null;
+  const [batch] = await Promise.all([
+    sweepMissedBatch(pass, tx, trigger, target),
+    decision ? tx.problems.clearPair(pair, ["held_sweep"]) : undefined,
+    approved !== null ? tx.approvals.use(trigger.id, pair, approved) : undefined,
+  ]);
+  await Promise.all([
+    batch.last || decision
+      ? tx.runs.markSwept(syncId, source.source, batch.last ? "applied" : "applying")
+      : undefined,
+    batch.revoked > 0 ? tx.triggers.addSweepCounts(trigger.id, batch) : undefined,
+  ]);
+  return batch;
 }
 
 /**
@@ -246,33 +273,41 @@ export function guardSweep(
 /** How to apply a held sweep, as its problem and the dry run say it. */
 export const APPLY_HELD_SWEEP = "`syncmirror approve-sweep` or `sync --full --allow-mass-delete`";
 
-/** The pair's misses counted and those at the threshold revoked; `approved`: the approval's allowance used. */
-async function applySweep(
+/** The next batch of the pair's missed keys at the threshold revoked; the last also counts the misses of the keys left. */
+function sweepMissedBatch(
   { ctx, mirror }: MirrorPass,
   tx: StoreOps,
   trigger: Trigger,
-  { pair, source, syncId, snapshotAt }: SweepTarget,
-  approved: boolean,
+  { pair, snapshotAt }: SweepTarget,
+): Promise<RevokedBatch> {
+  return revokeBatch(
+    ctx,
+    tx,
+    mirror.name,
+    (limit) => tx.access.sweepMissed(pair, snapshotAt, mirror.deleteAfterMissedFull, limit),
+    `sweep:${trigger.id}`,
+  );
+}
+
+/**
+ * The sweep of a pair its count, in this transaction, shows revoking nothing: one batch, its last,
+ * that counts the misses. What does not depend on the revoked keys goes out with the sweep
+ * statement, so nothing is left to write before COMMIT.
+ */
+async function applyQuietSweep(
+  pass: MirrorPass,
+  tx: StoreOps,
+  trigger: Trigger,
+  target: SweepTarget,
 ): Promise<Revocations> {
-  // What does not depend on the revoked keys goes out with the sweep statement; a pair with
-  // nothing revoked and no approval to use then has nothing left to write before COMMIT.
-  // The first batch is sent first: the others follow only when it was full.
+  const { pair, source, syncId } = target;
   const [result] = await Promise.all([
-    revokeInBatches(
-      ctx,
-      tx,
-      mirror.name,
-      (limit) => tx.access.sweepMissed(pair, snapshotAt, mirror.deleteAfterMissedFull, limit),
-      `sweep:${trigger.id}`,
-    ),
+    sweepMissedBatch(pass, tx, trigger, target),
     tx.runs.markSwept(syncId, source.source, "applied"),
     tx.problems.clearPair(pair, ["held_sweep"]),
   ]);
-  await Promise.all([
-    result.revoked > 0 ? tx.triggers.addSweepCounts(trigger.id, result) : undefined,
-    approved ? tx.approvals.use(trigger.id, pair, result.revoked) : undefined,
-  ]);
-  return result;
+  if (result.revoked > 0) await tx.triggers.addSweepCounts(trigger.id, result);
+  return { revoked: result.revoked, deleted: result.deleted };
 }
 
 /** The problem a held sweep is, until a sweep applies for its pair. */
@@ -295,12 +330,8 @@ function heldSweep(
   };
 }
 
-/** A pair's sweep, once committed: its counters, and a warning when the guard held it. */
-function reportSweep({ ctx, mirror }: MirrorPass, pair: PairRef, swept: SweptPair): void {
-  if (!swept.held) {
-    countRevocations(ctx.metrics, mirror.name, swept.result);
-    return;
-  }
+/** A held sweep, once committed: its counter and warning. */
+function reportHeld({ ctx, mirror }: MirrorPass, pair: PairRef, swept: HeldSweep): void {
   ctx.metrics.sweepsHeld.inc({ mirror: mirror.name });
   ctx.log.warn(
     {
@@ -346,32 +377,33 @@ export async function sweepLeaversOfRefusedPass(pass: MirrorPass, trigger: Trigg
   await pass.ctx.store.triggers.markLeaversSwept(trigger.id, leaversUnknown);
 }
 
-/** Each leaving pair's access revoked and the pair retired, one transaction per pair. */
+/**
+ * Each leaving pair's access revoked a batch a transaction (`revokeInTransactions`), the pair
+ * retired with its last batch: killed before, it still holds access, so the resumed pass finds it
+ * leaving again and goes on with the keys left.
+ */
 async function revokeLeaving(
   { ctx, mirror }: MirrorPass,
   trigger: Trigger,
   leaving: readonly LeavingPair[],
   at: string,
 ): Promise<void> {
-  const { store } = ctx;
   for (const { pair, reason } of leaving) {
-    const revoked = await store.transaction(async (tx) => {
-      // Issued at once (one round trip on PostgreSQL): only the revocations need the keys.
-      const [result] = await Promise.all([
-        revokeInBatches(
-          ctx,
-          tx,
-          mirror.name,
-          (limit) => tx.access.revokePair(pair, limit),
-          `sweep:${trigger.id}`,
-        ),
-        tx.pairs.retire(pair, reason, at),
-        tx.problems.clearPair(pair, problemsEndedBy(reason)),
+    const revoked = await revokeInTransactions(ctx, mirror.name, async (tx) => {
+      const batch = await revokeBatch(
+        ctx,
+        tx,
+        mirror.name,
+        (limit) => tx.access.revokePair(pair, limit),
+        `sweep:${trigger.id}`,
+      );
+      await Promise.all([
+        tx.triggers.addSweepCounts(trigger.id, batch),
+        batch.last ? tx.pairs.retire(pair, reason, at) : undefined,
+        batch.last ? tx.problems.clearPair(pair, problemsEndedBy(reason)) : undefined,
       ]);
-      await tx.triggers.addSweepCounts(trigger.id, result);
-      return result;
+      return batch;
     });
-    countRevocations(ctx.metrics, mirror.name, revoked);
     ctx.log.info(
       {
         user_email: pair.userEmail,

@@ -55,3 +55,13 @@ export async function counterValue(
     .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
     .reduce((sum, v) => sum + v.value, 0);
 }
+
+/** Every counter but the API's (their polls depend on timing), by name and labels. */
+export async function counters(harness: Harness): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const metric of await harness.metrics.registry.getMetricsAsJSON()) {
+    if (String(metric.type) !== "counter" || metric.name.startsWith("syncmirror_api_")) continue;
+    for (const v of metric.values) out[`${metric.name}${JSON.stringify(v.labels)}`] = v.value;
+  }
+  return out;
+}

@@ -205,8 +205,8 @@ export const runSources = pgTable(
     taskStatus: text("task_status").notNull(),
     exportStatus: text("export_status"),
     counts: jsonb("counts"),
-    /** Set once a full snapshot's sweep has been applied (or held) for this source's pair. */
-    swept: text("swept", { enum: ["applied", "held"] }),
+    /** A full snapshot's sweep for this source's pair: `applying` while its revocations are committed a batch at a time, then `applied` (or `held`). */
+    swept: text("swept", { enum: ["applying", "applied", "held"] }),
   },
   (t) => [primaryKey({ columns: [t.syncId, t.source] })],
 );

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createLogger, type Logger } from "../../../src/log.js";
 import { pickDocs } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
-import { createTwins, type Twins } from "../../helpers/twins.js";
+import { counters, createTwins, type Twins } from "../../helpers/twins.js";
 
 let h: Harness | undefined;
 let twins: Twins | undefined;
@@ -52,16 +52,6 @@ function capturedLog(): { log: Logger; lines: () => { level: number; msg: string
   const written: string[] = [];
   const log = createLogger({ level: "debug" }, { write: (line: string) => void written.push(line) });
   return { log, lines: () => written.map((line) => JSON.parse(line)) };
-}
-
-/** Every counter but the API's (their polls depend on timing), by name and labels. */
-async function counters(harness: Harness): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const metric of await harness.metrics.registry.getMetricsAsJSON()) {
-    if (String(metric.type) !== "counter" || metric.name.startsWith("syncmirror_api_")) continue;
-    for (const v of metric.values) out[`${metric.name}${JSON.stringify(v.labels)}`] = v.value;
-  }
-  return out;
 }
 
 /**

@@ -68,6 +68,13 @@ const CASES: CrashCase[] = [
     args: ["sync", "--full"],
   },
   {
+    name: "between two batches of a leaver's revocations (each pair of the leaver holds more than a batch)",
+    crashAt: "between-revocations:1",
+    docs: 1600,
+    before: baselineThenChanges,
+    args: ["sync", "--full"],
+  },
+  {
     name: "during a continue of an INCOMPLETE source",
     crashAt: "during-continue:1",
     docs: 60,

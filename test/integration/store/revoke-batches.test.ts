@@ -69,14 +69,19 @@ describe.each(await storeDialects())("revocations in batches: $name", (dialect) 
     expect(await opened.store.access.countPairKeys(pair)).toBe(1);
   });
 
-  it("forget asks the store for a batch at a time, however many keys a pair holds", async () => {
+  it("forget asks the store for a batch at a time, each in a transaction of its own", async () => {
     const { pair, keys } = await pairHolding(KEYS);
     const answered: number[] = [];
     const asked: number[] = [];
-    const store = spyOnRevokePair(opened.store, (limit, got) => {
-      asked.push(limit);
-      answered.push(got.length);
-    });
+    let transactions = 0;
+    const store = spyOnRevokePair(
+      opened.store,
+      (limit, got) => {
+        asked.push(limit);
+        answered.push(got.length);
+      },
+      () => transactions++,
+    );
     const forgotten = await forgetMirror(pair.mirror, {
       store,
       configured: [],
@@ -92,13 +97,19 @@ describe.each(await storeDialects())("revocations in batches: $name", (dialect) 
     expect(Math.max(...answered)).toBeLessThan(KEYS);
     expect(Math.max(...answered)).toBeLessThanOrEqual(Math.max(...asked));
     expect(answered.reduce((a, b) => a + b, 0)).toBe(keys.length);
+    // Each batch, then the mirror's state: no transaction holds more than a batch of revocations.
+    expect(transactions).toBe(answered.length + 1);
     const states = await opened.store.resources.findStates(keys);
     expect([...states.values()].filter((s) => s.deletedAt !== null)).toHaveLength(KEYS);
   });
 });
 
-/** The store, with each transaction's `access.revokePair` reporting what it was asked and answered. */
-function spyOnRevokePair(store: Store, seen: (limit: number, keys: readonly string[]) => void): Store {
+/** The store, with each transaction's `access.revokePair` reporting what it was asked and answered, and each transaction begun. */
+function spyOnRevokePair(
+  store: Store,
+  seen: (limit: number, keys: readonly string[]) => void,
+  began: () => void,
+): Store {
   const spyTx = (tx: StoreOps): StoreOps =>
     new Proxy(tx, {
       get(target, prop, receiver) {
@@ -121,7 +132,10 @@ function spyOnRevokePair(store: Store, seen: (limit: number, keys: readonly stri
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (prop !== "transaction") return typeof value === "function" ? value.bind(target) : value;
-      return <T>(fn: (tx: StoreOps) => Promise<T>) => target.transaction((tx) => fn(spyTx(tx)));
+      return <T>(fn: (tx: StoreOps) => Promise<T>) => {
+        began();
+        return target.transaction((tx) => fn(spyTx(tx)));
+      };
     },
   });
 }
