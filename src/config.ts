@@ -607,9 +607,18 @@ export function requireDefaultToken(env: Env, what: string): string {
   throw new UsageError(`environment variable ${DEFAULT_TOKEN_ENV} ${problem}`);
 }
 
+/**
+ * yaml's messages that end in the text they met (`Unexpected scalar token in YAML stream: "..."`):
+ * that text may be a token pasted where the syntax broke, and the line and column find it anyway.
+ */
+const QUOTES_THE_FILE =
+  /^(.* token in YAML (?:stream|document)|Not a YAML token|Block scalar header includes extra characters): .*$/s;
+
 /** yaml's first message line ends in "at line L, column C:" before a code excerpt it cuts off. */
 function yamlMessage(message: string, at: { line: number; col: number } | undefined): string {
-  const text = (message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
+  const text = (message.split("\n")[0] ?? "")
+    .replace(/ at line \d+, column \d+:?$/, "")
+    .replace(QUOTES_THE_FILE, "$1");
   return `YAML: ${text}${at ? ` (line ${at.line}, column ${at.col})` : ""}`;
 }
 

@@ -136,6 +136,20 @@ describe("config", () => {
     expect(() => requireToken(unset)).toThrow(/SYNCMIRROR_API_TOKEN is not set/);
   });
 
+  it("names the line and column of a YAML syntax error, never the text it met there (a token pasted after a stray brace)", () => {
+    const secret = "ghp_Pasted0123456789abcdef";
+    for (const text of [
+      `{"api": {"base_url": "https://api.example.com/api/v1"}}}\napi_token: ${secret}\n`,
+      `{"api": {"base_url": "https://api.example.com/api/v1"}}\n}\n"token": "${secret}"\n`,
+      `api:\n  base_url: https://api.example.com/api/v1\n  token: |${secret}\n`,
+    ]) {
+      const issues = issuesOf(text);
+      expect(issues.length, text).toBeGreaterThan(0);
+      for (const issue of issues) expect(issue.message, text).toMatch(/^YAML: .+ \(line \d+, column \d+\)$/);
+      expect(JSON.stringify(issues), text).not.toContain(secret);
+    }
+  });
+
   it("names a key written twice by its path and both lines; a secret written twice as a key by its section, never itself", () => {
     expect(issuesOf(`${base}defaults:\n  timezone: UTC\ndefaults:\n  full_cron: 0 2 * * *\n`)).toEqual([
       { path: "defaults", message: expect.stringMatching(/written twice .*lines 6 and 8/) },

@@ -115,6 +115,12 @@ const CASES: Case[] = [
     text: "api:\n\tbase_url: http://127.0.0.1:1/api/v1\n",
     says: /YAML: Tabs .*line 2/,
   },
+  {
+    // A JSON-style file with one brace too many: yaml quotes each piece it meets after it.
+    name: "a token pasted after a stray closing brace",
+    text: `{"api": {"base_url": "http://127.0.0.1:1/api/v1"}}}\napi_token: ${FILE_SECRET}\n`,
+    says: /YAML: .*\(line 2, column 12\)/,
+  },
   // Secrets written in the file.
   {
     name: "a token as api.token",
