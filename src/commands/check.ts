@@ -140,7 +140,9 @@ async function checkMirror(
   const out = (line: string) => io.stdout.write(`${printable(line)}\n`);
   const id = mirror.syncConfigId ?? entry?.record?.syncConfigId ?? null;
   const declared = mirror.declared ? ` (declared as "${mirror.declared.name}")` : "";
-  out(`\nmirror ${mirror.name} -> sync config ${id ?? "not applied yet"}${declared}`);
+  // The blank line is written apart: `printable` would show it as \x0a.
+  io.stdout.write("\n");
+  out(`mirror ${mirror.name} -> sync config ${id ?? "not applied yet"}${declared}`);
   const drift = entry ? driftOf(entry) : null;
   if (drift) out(`  PROBLEM ${drift}`);
   if (id === null) return drift ? 1 : 0;

@@ -44,7 +44,9 @@ describe("syncmirror check", () => {
     h = await createHarness();
     const { code, stdout } = await check(h);
     expect(code).toBe(0);
-    expect(stdout).toContain(`-> sync config ${h.sim.syncConfigId}`);
+    // Each mirror's section opens with a blank line, then its name at the start of a line.
+    expect(stdout).toContain(`\n\nmirror main -> sync config ${h.sim.syncConfigId}\n`);
+    expect(stdout).not.toContain("\\x");
     const header = stdout.split("\n").find((line) => /^\s+user\s+project/.test(line));
     for (const server of h.sim.servers) expect(header).toContain(server.server_name);
     for (const user of h.sim.users) expect(stdout).toMatch(new RegExp(`${user}\\s+yes\\s+ok`));
