@@ -160,7 +160,7 @@ const FileKeys = z.strictObject({
   api: z
     .strictObject({
       base_url: z
-        .url({ protocol: /^https?$/ })
+        .url({ protocol: /^https?$/, error: (issue) => baseUrlProblem(String(issue.input)) })
         .refine(isPlainBaseUrl, {
           message:
             "must not carry a user name, a query string or a fragment: the API's paths are appended to it, and the token is read only from the environment variable named by api.token_env",
@@ -665,10 +665,21 @@ function camelCase(key: string): string {
   return key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
-/** A base URL the API's paths can be appended to, with no credentials or parameters in it. */
+/** Why `api.base_url` is no http(s) URL: `api.example.com/api/v1` lacks only its scheme. */
+function baseUrlProblem(url: string): string {
+  const example = "e.g. https://api.example.com/api/v1";
+  return /^https?:\/\//i.test(url.trim())
+    ? `is not a URL: check its host and port (${example})`
+    : `must start with http:// or https:// (${example})`;
+}
+
+/**
+ * A base URL the API's paths can be appended to, with no credentials or parameters in it. One that
+ * is no URL at all has its own message (`baseUrlProblem`), and none of these parts to blame.
+ */
 function isPlainBaseUrl(url: string): boolean {
   const u = URL.parse(url);
-  return u !== null && u.username === "" && u.password === "" && u.search === "" && u.hash === "";
+  return u === null || (u.username === "" && u.password === "" && u.search === "" && u.hash === "");
 }
 
 function isTimeZone(tz: string): boolean {

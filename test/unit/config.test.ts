@@ -150,6 +150,18 @@ describe("config", () => {
     }
   });
 
+  it("says an api.base_url without http:// or https:// needs one, in one message", () => {
+    for (const url of ["api.example.com/api/v1", "localhost:8080/api/v1", "ftp://api.example.com/api/v1"]) {
+      const issues = issuesOf(base.replace("https://api.example.com/api/v1", url));
+      expect(issues, url).toEqual([
+        { path: "api.base_url", message: expect.stringMatching(/http:\/\/ or https:\/\/.*e\.g\. https:\/\//) },
+      ]);
+    }
+    expect(issuesOf(base.replace("api.example.com", "api.example.com:99999"))).toEqual([
+      { path: "api.base_url", message: expect.stringMatching(/^is not a URL/) },
+    ]);
+  });
+
   it("names a key written twice by its path and both lines; a secret written twice as a key by its section, never itself", () => {
     expect(issuesOf(`${base}defaults:\n  timezone: UTC\ndefaults:\n  full_cron: 0 2 * * *\n`)).toEqual([
       { path: "defaults", message: expect.stringMatching(/written twice .*lines 6 and 8/) },
