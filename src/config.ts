@@ -529,9 +529,13 @@ function configIssues(issue: z.core.$ZodIssue): { path: string; message: string 
   return [{ path: formatPath(issue.path), message: issueMessage(issue) }];
 }
 
-/** zod says "Invalid input: expected string, received undefined" for a key left out. */
+/**
+ * zod says "Invalid input: expected string, received undefined" for a key left out, and "expected
+ * int, received number" for a fraction.
+ */
 function issueMessage(issue: z.core.$ZodIssue): string {
   if (issue.code !== "invalid_type") return issue.message;
+  if (issue.expected === "int") return "must be a whole number, not a fraction";
   if (/received undefined$/.test(issue.message)) return `is required (expected ${issue.expected})`;
   // `api:` with nothing under it is null in YAML.
   if (/received null$/.test(issue.message)) return `is empty (expected ${issue.expected})`;

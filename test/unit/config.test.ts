@@ -162,6 +162,14 @@ describe("config", () => {
     ]);
   });
 
+  it("says a fraction where a count belongs must be a whole number", () => {
+    const issues = issuesOf(`${base}    continue_incomplete: 1.5\nmax_concurrent_mirrors: 2.5\n`);
+    expect(issues).toEqual([
+      { path: "max_concurrent_mirrors", message: "must be a whole number, not a fraction" },
+      { path: "mirrors[0].continue_incomplete", message: "must be a whole number, not a fraction" },
+    ]);
+  });
+
   it("names a key written twice by its path and both lines; a secret written twice as a key by its section, never itself", () => {
     expect(issuesOf(`${base}defaults:\n  timezone: UTC\ndefaults:\n  full_cron: 0 2 * * *\n`)).toEqual([
       { path: "defaults", message: expect.stringMatching(/written twice .*lines 6 and 8/) },
