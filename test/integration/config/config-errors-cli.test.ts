@@ -276,6 +276,15 @@ const CASES: Case[] = [
     key: "database.url_env",
     says: /SYNCMIRROR_TEST_EMPTY_URL is set but empty/,
   },
+  {
+    // A DATABASE_URL shared with another tool, or a SQLite path set where a URL belongs.
+    name: "database.url_env naming a variable that holds no postgres:// URL",
+    command: ["status"],
+    edit: (c) => (c.database = { url_env: "SYNCMIRROR_TEST_MYSQL_URL" }),
+    env: { SYNCMIRROR_TEST_MYSQL_URL: `mysql://app:${PG_PASSWORD}@db/mirror` },
+    key: "database.url_env",
+    says: /SYNCMIRROR_TEST_MYSQL_URL does not hold a postgres:\/\/ URL/,
+  },
   { name: "an empty database.path", edit: (c) => (c.database.path = ""), key: "database.path", says: /./ },
   // Mirrors: names, uniqueness, exactly one of sync_config_id / sync_config.
   { name: "no mirrors", edit: (c) => (c.mirrors = []), key: "mirrors", says: /at least one/ },
