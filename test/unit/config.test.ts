@@ -154,7 +154,10 @@ describe("config", () => {
     for (const url of ["api.example.com/api/v1", "localhost:8080/api/v1", "ftp://api.example.com/api/v1"]) {
       const issues = issuesOf(base.replace("https://api.example.com/api/v1", url));
       expect(issues, url).toEqual([
-        { path: "api.base_url", message: expect.stringMatching(/http:\/\/ or https:\/\/.*e\.g\. https:\/\//) },
+        {
+          path: "api.base_url",
+          message: expect.stringMatching(/http:\/\/ or https:\/\/.*e\.g\. https:\/\//),
+        },
       ]);
     }
     expect(issuesOf(base.replace("api.example.com", "api.example.com:99999"))).toEqual([
