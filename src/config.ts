@@ -160,7 +160,11 @@ const FileKeys = z.strictObject({
   api: z
     .strictObject({
       base_url: z
-        .url({ protocol: /^https?$/, error: (issue) => baseUrlProblem(String(issue.input)) })
+        .url({
+          protocol: /^https?$/,
+          error: (issue) =>
+            issue.code === "invalid_format" ? baseUrlProblem(String(issue.input)) : undefined,
+        })
         .refine(isPlainBaseUrl, {
           message:
             "must not carry a user name, a query string or a fragment: the API's paths are appended to it, and the token is read only from the environment variable named by api.token_env",

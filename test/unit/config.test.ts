@@ -163,6 +163,9 @@ describe("config", () => {
     expect(issuesOf(base.replace("api.example.com", "api.example.com:99999"))).toEqual([
       { path: "api.base_url", message: expect.stringMatching(/^is not a URL/) },
     ]);
+    expect(
+      issuesOf(base.replace("  base_url: https://api.example.com/api/v1\n", "  timeout_seconds: 5\n")),
+    ).toEqual([{ path: "api.base_url", message: "is required (expected string)" }]);
   });
 
   it("says a fraction where a count belongs must be a whole number", () => {
