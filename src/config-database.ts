@@ -72,17 +72,23 @@ export function freezeDatabase(d: z.infer<typeof DatabaseSection>, env: Env): Da
   };
 }
 
-/** The PostgreSQL URL, or a ConfigError saying which variable to set (never the URL). */
+/** Whether `url` is a postgres:// (or postgresql://) URL. */
+export function isPostgresUrl(url: string): boolean {
+  const protocol = URL.parse(url)?.protocol;
+  return protocol === "postgres:" || protocol === "postgresql:";
+}
+
+/** The PostgreSQL URL, or a ConfigError saying what to set in which variable (never the URL). */
 export function requireDatabaseUrl(
   config: { readonly file: string },
   db: Extract<DatabaseConfig, { kind: "postgres" }>,
 ): string {
-  if (db.url) return db.url;
+  if (db.url && isPostgresUrl(db.url)) return db.url;
+  const problem = db.url
+    ? "does not hold a postgres:// URL: set it to postgres://user:password@host:5432/database"
+    : `${db.url === "" ? "is set but empty" : "is not set"}: export the postgres:// URL of the mirror database in it`;
   throw new ConfigError(config.file, [
-    {
-      path: "database.url_env",
-      message: `environment variable ${db.urlEnv} ${db.url === "" ? "is set but empty" : "is not set"}: export the postgres:// URL of the mirror database in it`,
-    },
+    { path: "database.url_env", message: `environment variable ${db.urlEnv} ${problem}` },
   ]);
 }
 

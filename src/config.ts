@@ -160,7 +160,11 @@ const FileKeys = z.strictObject({
   api: z
     .strictObject({
       base_url: z
-        .url({ protocol: /^https?$/ })
+        .url({
+          protocol: /^https?$/,
+          error: (issue) =>
+            issue.code === "invalid_format" ? baseUrlProblem(String(issue.input)) : undefined,
+        })
         .refine(isPlainBaseUrl, {
           message:
             "must not carry a user name, a query string or a fragment: the API's paths are appended to it, and the token is read only from the environment variable named by api.token_env",
@@ -529,9 +533,13 @@ function configIssues(issue: z.core.$ZodIssue): { path: string; message: string 
   return [{ path: formatPath(issue.path), message: issueMessage(issue) }];
 }
 
-/** zod says "Invalid input: expected string, received undefined" for a key left out. */
+/**
+ * zod says "Invalid input: expected string, received undefined" for a key left out, and "expected
+ * int, received number" for a fraction.
+ */
 function issueMessage(issue: z.core.$ZodIssue): string {
   if (issue.code !== "invalid_type") return issue.message;
+  if (issue.expected === "int") return "must be a whole number, not a fraction";
   if (/received undefined$/.test(issue.message)) return `is required (expected ${issue.expected})`;
   // `api:` with nothing under it is null in YAML.
   if (/received null$/.test(issue.message)) return `is empty (expected ${issue.expected})`;
@@ -607,9 +615,18 @@ export function requireDefaultToken(env: Env, what: string): string {
   throw new UsageError(`environment variable ${DEFAULT_TOKEN_ENV} ${problem}`);
 }
 
+/**
+ * yaml's messages that end in the text they met (`Unexpected scalar token in YAML stream: "..."`):
+ * that text may be a token pasted where the syntax broke, and the line and column find it anyway.
+ */
+const QUOTES_THE_FILE =
+  /^(.* token in YAML (?:stream|document)|Not a YAML token|Block scalar header includes extra characters): .*$/s;
+
 /** yaml's first message line ends in "at line L, column C:" before a code excerpt it cuts off. */
 function yamlMessage(message: string, at: { line: number; col: number } | undefined): string {
-  const text = (message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
+  const text = (message.split("\n")[0] ?? "")
+    .replace(/ at line \d+, column \d+:?$/, "")
+    .replace(QUOTES_THE_FILE, "$1");
   return `YAML: ${text}${at ? ` (line ${at.line}, column ${at.col})` : ""}`;
 }
 
@@ -656,10 +673,21 @@ function camelCase(key: string): string {
   return key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 
-/** A base URL the API's paths can be appended to, with no credentials or parameters in it. */
+/** Why `api.base_url` is no http(s) URL: `api.example.com/api/v1` lacks only its scheme. */
+function baseUrlProblem(url: string): string {
+  const example = "e.g. https://api.example.com/api/v1";
+  return /^https?:\/\//i.test(url.trim())
+    ? `is not a URL: check its host and port (${example})`
+    : `must start with http:// or https:// (${example})`;
+}
+
+/**
+ * A base URL the API's paths can be appended to, with no credentials or parameters in it. One that
+ * is no URL at all has its own message (`baseUrlProblem`), and none of these parts to blame.
+ */
 function isPlainBaseUrl(url: string): boolean {
   const u = URL.parse(url);
-  return u !== null && u.username === "" && u.password === "" && u.search === "" && u.hash === "";
+  return u === null || (u.username === "" && u.password === "" && u.search === "" && u.hash === "");
 }
 
 function isTimeZone(tz: string): boolean {

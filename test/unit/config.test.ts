@@ -136,6 +136,46 @@ describe("config", () => {
     expect(() => requireToken(unset)).toThrow(/SYNCMIRROR_API_TOKEN is not set/);
   });
 
+  it("names the line and column of a YAML syntax error, never the text it met there (a token pasted after a stray brace)", () => {
+    const secret = "ghp_Pasted0123456789abcdef";
+    for (const text of [
+      `{"api": {"base_url": "https://api.example.com/api/v1"}}}\napi_token: ${secret}\n`,
+      `{"api": {"base_url": "https://api.example.com/api/v1"}}\n}\n"token": "${secret}"\n`,
+      `api:\n  base_url: https://api.example.com/api/v1\n  token: |${secret}\n`,
+    ]) {
+      const issues = issuesOf(text);
+      expect(issues.length, text).toBeGreaterThan(0);
+      for (const issue of issues) expect(issue.message, text).toMatch(/^YAML: .+ \(line \d+, column \d+\)$/);
+      expect(JSON.stringify(issues), text).not.toContain(secret);
+    }
+  });
+
+  it("says an api.base_url without http:// or https:// needs one, in one message", () => {
+    for (const url of ["api.example.com/api/v1", "localhost:8080/api/v1", "ftp://api.example.com/api/v1"]) {
+      const issues = issuesOf(base.replace("https://api.example.com/api/v1", url));
+      expect(issues, url).toEqual([
+        {
+          path: "api.base_url",
+          message: expect.stringMatching(/http:\/\/ or https:\/\/.*e\.g\. https:\/\//),
+        },
+      ]);
+    }
+    expect(issuesOf(base.replace("api.example.com", "api.example.com:99999"))).toEqual([
+      { path: "api.base_url", message: expect.stringMatching(/^is not a URL/) },
+    ]);
+    expect(
+      issuesOf(base.replace("  base_url: https://api.example.com/api/v1\n", "  timeout_seconds: 5\n")),
+    ).toEqual([{ path: "api.base_url", message: "is required (expected string)" }]);
+  });
+
+  it("says a fraction where a count belongs must be a whole number", () => {
+    const issues = issuesOf(`${base}    continue_incomplete: 1.5\nmax_concurrent_mirrors: 2.5\n`);
+    expect(issues).toEqual([
+      { path: "max_concurrent_mirrors", message: "must be a whole number, not a fraction" },
+      { path: "mirrors[0].continue_incomplete", message: "must be a whole number, not a fraction" },
+    ]);
+  });
+
   it("names a key written twice by its path and both lines; a secret written twice as a key by its section, never itself", () => {
     expect(issuesOf(`${base}defaults:\n  timezone: UTC\ndefaults:\n  full_cron: 0 2 * * *\n`)).toEqual([
       { path: "defaults", message: expect.stringMatching(/written twice .*lines 6 and 8/) },

@@ -6,6 +6,7 @@
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
+import { isPostgresUrl } from "../../config-database.js";
 import {
   DatabaseError,
   DatabaseRefusedError,
@@ -141,15 +142,10 @@ function isConnectionLost(code: string | undefined, detail: string): boolean {
 }
 
 export function createPool(url: string, poolSize: number, naming: Naming): pg.Pool {
-  try {
-    const parsed = new URL(url);
-    if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:")
-      throw new Error("not postgres:");
-  } catch {
+  if (!isPostgresUrl(url))
     throw new DatabaseRefusedError(
       `$${naming.urlEnv} does not hold a postgres:// URL: set it to postgres://user:password@host:5432/database`,
     );
-  }
   // Pipelining: statements issued together (a page's writes, the commit with its changes' publishing) go
   // out together and share one round trip; each still has its own Sync, so one failing fails only
   // itself and, inside a transaction, every later one until the rollback.

@@ -115,6 +115,12 @@ const CASES: Case[] = [
     text: "api:\n\tbase_url: http://127.0.0.1:1/api/v1\n",
     says: /YAML: Tabs .*line 2/,
   },
+  {
+    // A JSON-style file with one brace too many: yaml quotes each piece it meets after it.
+    name: "a token pasted after a stray closing brace",
+    text: `{"api": {"base_url": "http://127.0.0.1:1/api/v1"}}}\napi_token: ${FILE_SECRET}\n`,
+    says: /YAML: .*\(line 2, column 12\)/,
+  },
   // Secrets written in the file.
   {
     name: "a token as api.token",
@@ -269,6 +275,15 @@ const CASES: Case[] = [
     env: { SYNCMIRROR_TEST_EMPTY_URL: "" },
     key: "database.url_env",
     says: /SYNCMIRROR_TEST_EMPTY_URL is set but empty/,
+  },
+  {
+    // A DATABASE_URL shared with another tool, or a SQLite path set where a URL belongs.
+    name: "database.url_env naming a variable that holds no postgres:// URL",
+    command: ["status"],
+    edit: (c) => (c.database = { url_env: "SYNCMIRROR_TEST_MYSQL_URL" }),
+    env: { SYNCMIRROR_TEST_MYSQL_URL: `mysql://app:${PG_PASSWORD}@db/mirror` },
+    key: "database.url_env",
+    says: /SYNCMIRROR_TEST_MYSQL_URL does not hold a postgres:\/\/ URL/,
   },
   { name: "an empty database.path", edit: (c) => (c.database.path = ""), key: "database.path", says: /./ },
   // Mirrors: names, uniqueness, exactly one of sync_config_id / sync_config.
