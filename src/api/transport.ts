@@ -109,6 +109,30 @@ function redactToken(text: string, token: string): string {
   return token ? text.split(token).join("[redacted]") : text;
 }
 
+/**
+ * A freshly parsed error body with the token redacted in every string and key, in place. The raw
+ * text's scrub misses an echo that the service's serializer escaped (`\/`, `\uXXXX`), which
+ * JSON.parse turns back into the token. A loop, not recursion: a body nested deeper than the
+ * stack must still come out as an error, not a RangeError.
+ */
+function redactParsed(json: unknown, token: string): unknown {
+  if (typeof json === "string") return redactToken(json, token);
+  const todo: unknown[] = [json];
+  while (token && todo.length > 0) {
+    const node = todo.pop();
+    if (node === null || typeof node !== "object") continue;
+    const record = node as Record<string, unknown>;
+    for (const [key, value] of Object.entries(record)) {
+      const clean = typeof value === "string" ? redactToken(value, token) : value;
+      const cleanKey = redactToken(key, token);
+      if (cleanKey !== key) delete record[key];
+      record[cleanKey] = clean;
+      todo.push(clean);
+    }
+  }
+  return json;
+}
+
 /** How much of a text the service wrote (an unreadable error body, a source's error) is kept. */
 const DETAIL_TEXT_CHARS = 2000;
 
@@ -227,7 +251,7 @@ export function createTransport(options: TransportOptions): Transport {
     const clean = scrub(text).trim();
     if (!clean) return undefined;
     try {
-      const json: unknown = JSON.parse(clean);
+      const json = redactParsed(JSON.parse(clean), token);
       const body = ErrorBody.safeParse(json);
       return body.success && body.data.detail !== undefined ? body.data.detail : json;
     } catch {
