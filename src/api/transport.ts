@@ -93,7 +93,13 @@ export interface Transport {
 }
 
 type Answer =
-  | { kind: "response"; status: number; retryAfter: string | string[] | undefined; text: string }
+  | {
+      kind: "response";
+      status: number;
+      retryAfter: string | string[] | undefined;
+      location: string | string[] | undefined;
+      text: string;
+    }
   | { kind: "transport"; error: unknown; timedOut: boolean };
 
 /** Why an attempt failed, when another attempt may help. */
@@ -184,8 +190,8 @@ export function createTransport(options: TransportOptions): Transport {
         bodyTimeout: timeoutMs,
       });
       const text = await response.body.text();
-      const retryAfter = response.headers["retry-after"];
-      return { kind: "response", status: response.statusCode, retryAfter, text };
+      const { "retry-after": retryAfter, location } = response.headers;
+      return { kind: "response", status: response.statusCode, retryAfter, location, text };
     } catch (error) {
       return { kind: "transport", error, timedOut };
     } finally {
@@ -225,7 +231,7 @@ export function createTransport(options: TransportOptions): Transport {
   }
 
   /** Throws the final error for an answer, or returns why another attempt may help. */
-  function judge(call: Call<unknown>, answer: Answer): Failure {
+  function judge(call: Call<unknown>, answer: Answer, url: string): Failure {
     const fields: ApiErrorFields = { method: call.method, route: call.route };
     if (answer.kind === "transport") {
       const kind = classifyTransportError(answer.error, answer.timedOut);
@@ -239,12 +245,28 @@ export function createTransport(options: TransportOptions): Transport {
     const { status } = answer;
     const detail = errorDetail(answer.text);
     if (!isRetryableStatus(status)) {
-      throw errorForStatus({ ...fields, status, detail, tokenEnv: options.tokenEnv });
+      const redirectedTo = redirectTarget(answer.location, url);
+      throw errorForStatus({ ...fields, status, detail, tokenEnv: options.tokenEnv, redirectedTo });
     }
     if (call.unsafe && !call.unsafe.retryStatus(status)) {
       throw call.unsafe.outcomeUnknown(String(status), { ...fields, status, detail });
     }
     return { label: String(status), status, detail };
+  }
+
+  /**
+   * Where a redirect points, for its error: the origin and path only (a query may carry a signed
+   * session), scrubbed. Undefined without a readable Location.
+   */
+  function redirectTarget(location: string | string[] | undefined, requestUrl: string): string | undefined {
+    const raw = Array.isArray(location) ? location[0] : location;
+    if (!raw) return undefined;
+    try {
+      const target = new URL(raw, requestUrl);
+      return scrub(`${target.origin}${target.pathname}`);
+    } catch {
+      return undefined;
+    }
   }
 
   function errorDetail(text: string): unknown {
@@ -319,7 +341,7 @@ export function createTransport(options: TransportOptions): Transport {
           );
         }
       }
-      const failure = judge(call, answer);
+      const failure = judge(call, answer, url);
       if (failure.status === 429) call.onThrottled?.();
       if (attempt >= maxAttempts) throw unavailable(call, attempt, failure);
       const delayMs =

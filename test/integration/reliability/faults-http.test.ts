@@ -217,6 +217,28 @@ describe("a trigger the service handled, answered 5xx by a gateway, through the 
   );
 });
 
+describe("a redirect, through the CLI", () => {
+  // An http:// base URL in front of a service that moved to https:// is the usual cause. The
+  // bearer token is never sent after a redirect, so the operator must learn where it points.
+  it("is not followed: exit 1 naming where it points, without its query, and api.base_url", async () => {
+    const { h, proxy } = await proxiedHarness({ sim: { docs: 5 } });
+    onTestFinished(() => h.close());
+    proxy.intercept = ({ path }) => ({
+      status: 308,
+      body: "",
+      headers: { location: `https://api.example.com/api/v1${path}?session=s3cr3t` },
+    });
+    const r = await h.cli(["sync"]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toMatch(/main\s+full\s+failed/);
+    expect(r.stdout).toMatch(
+      /POST \/sync-task was redirected \(308\) to https:\/\/api\.example\.com\/api\/v1\/sync-task: redirects are not followed.*set api\.base_url/,
+    );
+    expect(`${r.stdout}${r.stderr}`).not.toContain("s3cr3t");
+    expect(h.sim.requests).toEqual([]);
+  });
+});
+
 interface FailedCase {
   name: string;
   route: string;
