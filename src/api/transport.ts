@@ -67,8 +67,11 @@ export interface UnsafeCall {
    * lease: a replica paused in a retry's wait must not post again once another replica took over.
    */
   beforeAttempt?: () => Promise<void>;
-  /** The error for "may have happened": `reason` is a status or an error code. */
-  outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown) => ApiError;
+  /**
+   * The error for "may have happened": `reason` is a status or an error code; `abandoned` when the
+   * attempt timed out, so the service may still be handling it.
+   */
+  outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown, abandoned?: boolean) => ApiError;
 }
 
 export interface Call<T> {
@@ -239,7 +242,8 @@ export function createTransport(options: TransportOptions): Transport {
         ? `timeout after ${timeoutMs} ms`
         : (transportErrorCode(answer.error) ?? "network error");
       if (kind === "fatal") throw answer.error;
-      if (kind === "maybe-sent" && call.unsafe) throw call.unsafe.outcomeUnknown(label, fields, answer.error);
+      if (kind === "maybe-sent" && call.unsafe)
+        throw call.unsafe.outcomeUnknown(label, fields, answer.error, answer.timedOut);
       return { label, cause: answer.error };
     }
     const { status } = answer;
