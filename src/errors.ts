@@ -120,6 +120,16 @@ export class UnavailableError extends ApiError {
  */
 export class TriggerOutcomeUnknownError extends ApiError {
   readonly code = "API_TRIGGER_OUTCOME_UNKNOWN" as const;
+  /**
+   * This process stopped waiting (a timeout) while the service may still be handling the POST: its
+   * runs may show in the run list only later.
+   */
+  readonly abandoned: boolean;
+
+  constructor(message: string, fields: ApiErrorFields, options?: { cause?: unknown; abandoned?: boolean }) {
+    super(message, fields, options);
+    this.abandoned = options?.abandoned ?? false;
+  }
 }
 
 /**

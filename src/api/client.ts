@@ -100,11 +100,11 @@ const RUN_PAGE_SIZE = 100;
 
 const triggerIsUnsafe: UnsafeCall = {
   retryStatus: isRefusedBeforeWork,
-  outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown) =>
+  outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown, abandoned?: boolean) =>
     new TriggerOutcomeUnknownError(
       `POST /sync-task may have reached the service but gave no usable answer (${reason}): runs may have been created, so it is not repeated; adopt the runs the run list shows for this sync config`,
       fields,
-      { cause },
+      { cause, abandoned: abandoned ?? false },
     ),
 };
 

@@ -48,11 +48,13 @@ export interface StatusErrorInput extends ApiErrorFields {
   status: number;
   /** Name of the environment variable the token came from, for the 401/403 advice. */
   tokenEnv: string;
+  /** A 3xx's Location, without its query. */
+  redirectedTo?: string | undefined;
 }
 
 /** The catalog error for a final HTTP status; the message says what to do next. */
 export function errorForStatus(input: StatusErrorInput): ApiError {
-  const { method, route, status, detail, tokenEnv } = input;
+  const { method, route, status, detail, tokenEnv, redirectedTo } = input;
   const fields: ApiErrorFields = { method, route, status, detail };
   const where = `${method} ${route}`;
   const described = describeDetail(detail);
@@ -116,6 +118,13 @@ export function errorForStatus(input: StatusErrorInput): ApiError {
   if (status >= 400 && status < 500) {
     return new BadRequestError(
       `${where} was refused as invalid (${status}${why}): fix the remote sync config or the request it describes`,
+      fields,
+    );
+  }
+  if (status >= 300 && status < 400 && redirectedTo) {
+    // Following one would send the token to wherever the Location names.
+    return new BadResponseError(
+      `${where} was redirected (${status}) to ${redirectedTo}: redirects are not followed, so the token goes nowhere else; set api.base_url to the API's address there (with its /api/v1)`,
       fields,
     );
   }

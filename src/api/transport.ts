@@ -67,8 +67,11 @@ export interface UnsafeCall {
    * lease: a replica paused in a retry's wait must not post again once another replica took over.
    */
   beforeAttempt?: () => Promise<void>;
-  /** The error for "may have happened": `reason` is a status or an error code. */
-  outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown) => ApiError;
+  /**
+   * The error for "may have happened": `reason` is a status or an error code; `abandoned` when the
+   * attempt timed out, so the service may still be handling it.
+   */
+  outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown, abandoned?: boolean) => ApiError;
 }
 
 export interface Call<T> {
@@ -93,7 +96,13 @@ export interface Transport {
 }
 
 type Answer =
-  | { kind: "response"; status: number; retryAfter: string | string[] | undefined; text: string }
+  | {
+      kind: "response";
+      status: number;
+      retryAfter: string | string[] | undefined;
+      location: string | string[] | undefined;
+      text: string;
+    }
   | { kind: "transport"; error: unknown; timedOut: boolean };
 
 /** Why an attempt failed, when another attempt may help. */
@@ -107,6 +116,30 @@ interface Failure {
 /** The text with the token, wherever it appears, replaced by `[redacted]`. */
 function redactToken(text: string, token: string): string {
   return token ? text.split(token).join("[redacted]") : text;
+}
+
+/**
+ * A freshly parsed error body with the token redacted in every string and key, in place. The raw
+ * text's scrub misses an echo that the service's serializer escaped (`\/`, `\uXXXX`), which
+ * JSON.parse turns back into the token. A loop, not recursion: a body nested deeper than the
+ * stack must still come out as an error, not a RangeError.
+ */
+function redactParsed(json: unknown, token: string): unknown {
+  if (typeof json === "string") return redactToken(json, token);
+  const todo: unknown[] = [json];
+  while (token && todo.length > 0) {
+    const node = todo.pop();
+    if (node === null || typeof node !== "object") continue;
+    const record = node as Record<string, unknown>;
+    for (const [key, value] of Object.entries(record)) {
+      const clean = typeof value === "string" ? redactToken(value, token) : value;
+      const cleanKey = redactToken(key, token);
+      if (cleanKey !== key) delete record[key];
+      record[cleanKey] = clean;
+      todo.push(clean);
+    }
+  }
+  return json;
 }
 
 /** How much of a text the service wrote (an unreadable error body, a source's error) is kept. */
@@ -160,8 +193,8 @@ export function createTransport(options: TransportOptions): Transport {
         bodyTimeout: timeoutMs,
       });
       const text = await response.body.text();
-      const retryAfter = response.headers["retry-after"];
-      return { kind: "response", status: response.statusCode, retryAfter, text };
+      const { "retry-after": retryAfter, location } = response.headers;
+      return { kind: "response", status: response.statusCode, retryAfter, location, text };
     } catch (error) {
       return { kind: "transport", error, timedOut };
     } finally {
@@ -201,7 +234,7 @@ export function createTransport(options: TransportOptions): Transport {
   }
 
   /** Throws the final error for an answer, or returns why another attempt may help. */
-  function judge(call: Call<unknown>, answer: Answer): Failure {
+  function judge(call: Call<unknown>, answer: Answer, url: string): Failure {
     const fields: ApiErrorFields = { method: call.method, route: call.route };
     if (answer.kind === "transport") {
       const kind = classifyTransportError(answer.error, answer.timedOut);
@@ -209,13 +242,15 @@ export function createTransport(options: TransportOptions): Transport {
         ? `timeout after ${timeoutMs} ms`
         : (transportErrorCode(answer.error) ?? "network error");
       if (kind === "fatal") throw answer.error;
-      if (kind === "maybe-sent" && call.unsafe) throw call.unsafe.outcomeUnknown(label, fields, answer.error);
+      if (kind === "maybe-sent" && call.unsafe)
+        throw call.unsafe.outcomeUnknown(label, fields, answer.error, answer.timedOut);
       return { label, cause: answer.error };
     }
     const { status } = answer;
     const detail = errorDetail(answer.text);
     if (!isRetryableStatus(status)) {
-      throw errorForStatus({ ...fields, status, detail, tokenEnv: options.tokenEnv });
+      const redirectedTo = redirectTarget(answer.location, url);
+      throw errorForStatus({ ...fields, status, detail, tokenEnv: options.tokenEnv, redirectedTo });
     }
     if (call.unsafe && !call.unsafe.retryStatus(status)) {
       throw call.unsafe.outcomeUnknown(String(status), { ...fields, status, detail });
@@ -223,11 +258,26 @@ export function createTransport(options: TransportOptions): Transport {
     return { label: String(status), status, detail };
   }
 
+  /**
+   * Where a redirect points, for its error: the origin and path only (a query may carry a signed
+   * session), scrubbed. Undefined without a readable Location.
+   */
+  function redirectTarget(location: string | string[] | undefined, requestUrl: string): string | undefined {
+    const raw = Array.isArray(location) ? location[0] : location;
+    if (!raw) return undefined;
+    try {
+      const target = new URL(raw, requestUrl);
+      return scrub(`${target.origin}${target.pathname}`);
+    } catch {
+      return undefined;
+    }
+  }
+
   function errorDetail(text: string): unknown {
     const clean = scrub(text).trim();
     if (!clean) return undefined;
     try {
-      const json: unknown = JSON.parse(clean);
+      const json = redactParsed(JSON.parse(clean), token);
       const body = ErrorBody.safeParse(json);
       return body.success && body.data.detail !== undefined ? body.data.detail : json;
     } catch {
@@ -295,7 +345,7 @@ export function createTransport(options: TransportOptions): Transport {
           );
         }
       }
-      const failure = judge(call, answer);
+      const failure = judge(call, answer, url);
       if (failure.status === 429) call.onThrottled?.();
       if (attempt >= maxAttempts) throw unavailable(call, attempt, failure);
       const delayMs =

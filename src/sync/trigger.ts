@@ -54,7 +54,8 @@ async function takeDue(tx: StoreOps, mirror: string, mode: Mode): Promise<Due | 
  * else POSTs. A POST whose outcome is unknown (reset, timeout, gateway 5xx, unreadable answer) is
  * followed, after one poll interval (the run list may lag the POST), by a read of the run list:
  * its runs are adopted if it created any. The service starts every run of a trigger or none, so a
- * list without them means nothing started, and the trigger is POSTed once more in the same pass;
+ * list without them means nothing started (unless the POST timed out: the service may still be
+ * handling it, and the pass fails with the trigger in flight), and the trigger is POSTed once more in the same pass;
  * if that answer is lost too and the list still shows nothing, the pass fails with the trigger in
  * flight and the next pass reads the list again before triggering.
  */
@@ -80,6 +81,14 @@ export async function establishTrigger(
       await ctx.sleep(mirror.pollInitialSeconds * 1000, ctx.signal);
       const orphans = await adoptOrphans(pass, intent);
       if (orphans) return orphans;
+      if (error.abandoned) {
+        // Only this process gave up: the service may list the runs of that POST later.
+        throw new TriggerOutcomeUnknownError(
+          "POST /sync-task timed out (api.timeout_seconds) and the run list shows no run of it yet: the service may still be starting its runs, so it is not POSTed again in this pass; the next pass looks for them before triggering",
+          error,
+          { cause: error },
+        );
+      }
       if (post >= ctx.triggerPosts) {
         throw new TriggerOutcomeUnknownError(
           `POST /sync-task got no usable answer ${post} times (each may have reached the service; the last: ${error.status ?? "no response"}) and the run list shows no run of any`,

@@ -5,7 +5,7 @@
  * shape), the run list's answers (items missing a field the service may leave out), and the
  * trigger's answers (a skip reason the service may add later); it also answers requests itself
  * (an error echoing the request's credentials) and can replace the answer to a trigger the service
- * handled with a gateway's 5xx. Test infrastructure only; the simulator stays an independent
+ * handled with a gateway's 5xx, or hold a trigger past the client's timeout. Test infrastructure only; the simulator stays an independent
  * reading of the service's API.
  */
 import { createServer, type IncomingMessage } from "node:http";
@@ -47,6 +47,11 @@ export interface RewritingProxy {
   intercept?: (request: { method: string; path: string; authorization: string }) => ProxyAnswer | undefined;
   /** The next trigger the service handles is answered with this status instead (a gateway that lost the answer); once. */
   triggerLostWith?: number;
+  /**
+   * The next trigger reaches the service only this many ms after it arrived, and does even when the
+   * client stopped waiting: a slow service that still acts on a request whose client timed out; once.
+   */
+  triggerHeldMs?: number;
   close(): Promise<void>;
 }
 
@@ -105,6 +110,12 @@ async function forward(
     const headers = { "content-type": "application/json", ...intercepted.headers };
     return { status: intercepted.status, headers, body: Buffer.from(intercepted.body, "utf8") };
   }
+  const route = path.split("?")[0] ?? "";
+  if (proxy.triggerHeldMs !== undefined && req.method === "POST" && SYNC_TASK_PATH.test(route)) {
+    const ms = proxy.triggerHeldMs;
+    proxy.triggerHeldMs = undefined;
+    await new Promise((resolve) => setTimeout(resolve, ms));
+  }
   const upstream = await fetch(`${proxy.target}${path}`, {
     method: req.method,
     headers: {
@@ -117,7 +128,6 @@ async function forward(
   const headers: Record<string, string> = { "content-type": "application/json" };
   const retryAfter = upstream.headers.get("retry-after");
   if (retryAfter) headers["retry-after"] = retryAfter;
-  const route = path.split("?")[0] ?? "";
   if (proxy.triggerLostWith !== undefined && req.method === "POST" && SYNC_TASK_PATH.test(route)) {
     const status = proxy.triggerLostWith;
     proxy.triggerLostWith = undefined;

@@ -4,7 +4,7 @@
  * run over an identical simulator reaches, with exactly one trigger created upstream, and shows
  * in `syncmirror_api_requests_total`.
  */
-import { afterEach, describe, expect, it, onTestFinished } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import type { Fault } from "../../../src/simulator/index.js";
 import { exitCodeFor } from "../../../src/sync/outcome.js";
 import { databaseProblems, snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
@@ -215,6 +215,53 @@ describe("a trigger the service handled, answered 5xx by a gateway, through the 
       expect(databaseProblems(h)).toEqual([]);
     },
   );
+});
+
+describe("a trigger the service is slow to answer, through the CLI", () => {
+  // The client stopped waiting, not the service: its runs may appear in the run list only later,
+  // so an empty list right after the timeout proves nothing and a second POST would start a second sync.
+  it("is not POSTed again in the pass that timed out; the next pass adopts its runs", async () => {
+    const { h, proxy } = await proxiedHarness({ sim: { docs: 20 }, api: { timeout_seconds: 0.5 } });
+    onTestFinished(() => h.close());
+    proxy.triggerHeldMs = 2_000;
+    const first = await h.cli(["sync", "--json"]);
+    expect(first.code, first.stderr).toBe(1);
+    const failed = JSON.parse(first.stdout).mirrors[0];
+    expect(failed.outcome).toBe("failed");
+    expect(failed.message).toMatch(
+      /POST \/sync-task timed out .*the service may still be starting its runs, so it is not POSTed again.*the next pass/,
+    );
+    await vi.waitFor(() => expect(h.sim.runs.list().length).toBeGreaterThan(0), { timeout: 10_000 });
+
+    const second = await h.cli(["sync", "--json"]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(JSON.parse(second.stdout).mirrors[0]).toMatchObject({ outcome: "succeeded", adopted: true });
+    expect(triggerPosts(h)).toBe(1);
+    expect(new Set(h.sim.runs.list().map((run) => run.trigger_id)).size).toBe(1);
+    expect(databaseProblems(h)).toEqual([]);
+  });
+});
+
+describe("a redirect, through the CLI", () => {
+  // An http:// base URL in front of a service that moved to https:// is the usual cause. The
+  // bearer token is never sent after a redirect, so the operator must learn where it points.
+  it("is not followed: exit 1 naming where it points, without its query, and api.base_url", async () => {
+    const { h, proxy } = await proxiedHarness({ sim: { docs: 5 } });
+    onTestFinished(() => h.close());
+    proxy.intercept = ({ path }) => ({
+      status: 308,
+      body: "",
+      headers: { location: `https://api.example.com/api/v1${path}?session=s3cr3t` },
+    });
+    const r = await h.cli(["sync"]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toMatch(/main\s+full\s+failed/);
+    expect(r.stdout).toMatch(
+      /POST \/sync-task was redirected \(308\) to https:\/\/api\.example\.com\/api\/v1\/sync-task: redirects are not followed.*set api\.base_url/,
+    );
+    expect(`${r.stdout}${r.stderr}`).not.toContain("s3cr3t");
+    expect(h.sim.requests).toEqual([]);
+  });
 });
 
 interface FailedCase {

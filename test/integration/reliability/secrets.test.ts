@@ -180,6 +180,35 @@ describe("secrets", () => {
     else expect(tablesHolding(h, token)).toEqual([]);
   });
 
+  it("never shows the token when an error body echoes it JSON-escaped (`\\/`, `\\uXXXX`), as many serializers write it", async () => {
+    const token = "tok/9f2c+e1/Ab7Qx";
+    const proxied = await proxiedHarness({ sim: { docs: 6, token }, maxAttempts: 2 });
+    h = proxied.h;
+    const escapedSlashes = (text: string) => JSON.stringify(text).replaceAll("/", "\\/");
+    const unicodeEscaped = (text: string) =>
+      `"${[...text].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}"`;
+    let posts = 0;
+    proxied.proxy.intercept = ({ method, path, authorization }) => {
+      if (method === "POST" && path === "/sync-task" && ++posts === 1)
+        return { status: 409, body: `{"detail":${escapedSlashes(`cannot start for ${authorization}`)}}` };
+      if (method === "GET" && path.startsWith("/sync-task?"))
+        return { status: 503, body: `{"detail":{"message":${unicodeEscaped(`down for ${authorization}`)}}}` };
+      return undefined;
+    };
+    const outputs: string[] = [];
+    for (const args of [["sync", "--json"], ["sync", "--json"], ["history"], ["problems"]]) {
+      const r = await h.cli(args, { LOG_LEVEL: "trace" });
+      outputs.push(`${args.join(" ")} -> ${r.code}\n${r.stdout}\n${r.stderr}`);
+    }
+    const said = outputs.join("\n");
+    for (const met of ["cannot start for Bearer [redacted]", "down for Bearer [redacted]"])
+      expect(said, "every echo was met, and shown scrubbed").toContain(met);
+    expect(said).not.toContain(token);
+    if (h.dialect === "sqlite")
+      for (const [file, bytes] of databaseFiles(h.dir)) expect(bytes.includes(token), file).toBe(false);
+    else expect(tablesHolding(h, token)).toEqual([]);
+  });
+
   it("never stores or shows the token when a source's error text echoes it; keeps 2000 characters of it and shows them without terminal escapes", async () => {
     h = await createHarness({ sim: { docs: 6 } });
     const token = h.sim.token;
