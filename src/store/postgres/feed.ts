@@ -11,19 +11,25 @@ import { toIso } from "./schema.js";
 
 type Row = Record<string, unknown>;
 
-const PAGE_SQL = `SELECT seq::float8 AS seq, key, op, at FROM changes c WHERE seq > $1
+// Ordered by the column, not the output's float: `ORDER BY seq` named the float, which no index
+// holds, so each page sorted every change after the cursor (411 ms a page at 720,000 changes,
+// 0.6 ms walking the primary key).
+export const PAGE_SQL = `SELECT seq::float8 AS seq, key, op, at FROM changes c WHERE seq > $1
     AND ($2::text IS NULL OR c.mirror = $2
          OR EXISTS (SELECT 1 FROM resource_access a WHERE a.key = c.key AND a.mirror = $2))
-  ORDER BY seq LIMIT $3`;
+  ORDER BY c.seq LIMIT $3`;
 
 const RESOURCES_SQL = `SELECT key, content_hash, content_text, content_format, content_status, title, url,
     type, source_type, server_instance_id, native_id, modified_at, fetched_at, fields::text, metadata::text,
     relations::text, attachments::text, provenance::text, deleted_at
   FROM resources WHERE key = ANY($1::text[])`;
 
-const ACCESS_SQL = `SELECT key, mirror, user_email, source FROM resource_access
-  WHERE key = ANY($1::text[]) AND ($2::text IS NULL OR mirror = $2)
-  ORDER BY mirror COLLATE "C", user_email COLLATE "C"`;
+// A probe of the key index per key (OFFSET 0 keeps it from being planned as a join): as
+// `key = ANY(...)` or a join, a table not yet analyzed was read whole for each page.
+export const ACCESS_SQL = `SELECT k.key, a.mirror, a.user_email, a.source FROM unnest($1::text[]) AS k(key)
+  CROSS JOIN LATERAL (SELECT mirror, user_email, source FROM resource_access a
+    WHERE a.key = k.key AND ($2::text IS NULL OR a.mirror = $2) OFFSET 0) a
+  ORDER BY a.mirror COLLATE "C", a.user_email COLLATE "C"`;
 
 export async function readChanges(pool: pg.Pool, q: FeedQuery): Promise<FeedPage> {
   const client = await pool.connect();
