@@ -1,7 +1,7 @@
 /**
  * The public `resource_access` table: which user may see which key through which mirror.
  */
-import { and, count, eq, exists, inArray, isNull, sql } from "drizzle-orm";
+import { and, count, eq, exists, isNull, sql } from "drizzle-orm";
 import type { AccessRepo } from "../store.js";
 import type { PairRef } from "../types.js";
 import { type Conn, queryOne } from "./connection.js";
@@ -67,6 +67,13 @@ const PAIRS_WITH_ACCESS_SQL = `WITH RECURSIVE p AS (
        ORDER BY user_email, server_instance_id LIMIT 1) AS n
   )
   SELECT user_email, server_instance_id FROM p`;
+
+// Which of the keys asked any access row names: one probe of the key index per key, stopping at
+// its first row. As `key IN (...)` on a table not yet analyzed (a cold mirror, autovacuum behind),
+// the planner guessed half the table matched and read all of it: 680 ms per 500 keys at 720,000
+// rows against 32 ms this way (and 80 ms against 3 ms once analyzed: every user's row fetched).
+export const KEYS_WITH_ACCESS_SQL = `SELECT k FROM unnest($1::text[]) AS t(k)
+  WHERE EXISTS (SELECT 1 FROM resource_access a WHERE a.key = t.k)`;
 
 const rowId = (mirror: string, userEmail: string, key: string) => `${mirror}\n${userEmail}\n${key}`;
 
@@ -141,11 +148,11 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
       if (keys.length === 0) return new Set();
       // Keys are stored as pgText makes them (NUL replaced): answer with the caller's own key.
       const asCalled = new Map(keys.map((key) => [pgText(key), key]));
-      const rows = await db
-        .selectDistinct({ key: resourceAccess.key })
-        .from(resourceAccess)
-        .where(inArray(resourceAccess.key, [...asCalled.keys()]));
-      return new Set(rows.map((r) => asCalled.get(r.key) ?? r.key));
+      const { rows } = await client.query<{ k: string }>({
+        text: KEYS_WITH_ACCESS_SQL,
+        values: [[...asCalled.keys()]],
+      });
+      return new Set(rows.map((r) => asCalled.get(r.k) ?? r.k));
     },
 
     async countPairKeys(pair) {
