@@ -132,6 +132,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
           {
             instanceId: holder.id,
             name: holder.name,
+            scope: holder.scope,
             startedAt,
             slots: config.maxConcurrentMirrors,
             running: scheduler?.running() ?? 0,

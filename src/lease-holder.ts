@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync, readlinkSync } from "node:fs";
 import { hostname } from "node:os";
-import type { Lease, LeaseHolder } from "./store/types.js";
+import type { Lease, LeaseHolder, Replica } from "./store/types.js";
 
 /** This process start: a random instance id, `hostname:pid` for people, and its pid's scope. */
 export function createLeaseHolder(): LeaseHolder {
@@ -49,4 +49,12 @@ export function isDeadHereAndNow(lease: Pick<Lease, "holderName" | "holderScope"
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "ESRCH";
   }
+}
+
+/**
+ * The daemons whose heartbeat has not expired, less those killed on this host: `status` would list
+ * them alive, and `trigger` leave its pass to them, for up to a lease. One elsewhere only expires.
+ */
+export function runningReplicas(replicas: readonly Replica[]): Replica[] {
+  return replicas.filter((r) => !isDeadHereAndNow({ holderName: r.name, holderScope: r.scope }));
 }

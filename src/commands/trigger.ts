@@ -10,7 +10,7 @@
  */
 import { requireToken } from "../config.js";
 import { DatabaseLockedError, SyncConfigNotAppliedError } from "../errors.js";
-import { createLeaseHolder } from "../lease-holder.js";
+import { createLeaseHolder, runningReplicas } from "../lease-holder.js";
 import { runOwedPass } from "../mirror-pass.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import { startableDue } from "../store/schedule-rules.js";
@@ -40,7 +40,7 @@ async function requestPass(parsed: ParsedControl, io: CommandIo): Promise<void> 
       mode: parsed.full ? "full" : "incremental",
       tryLock: true,
       before: async (store, held) => {
-        daemons = await store.replicas.live();
+        daemons = runningReplicas(await store.replicas.live());
         // This process will run the pass: a token it lacks fails before the request is recorded,
         // not after, leaving a pass due that nobody runs.
         if (daemons.length === 0 && !held) requireToken(parsed.config);

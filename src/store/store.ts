@@ -343,7 +343,7 @@ export interface ScheduleRepo {
 export interface ReplicaRepo {
   /** This daemon is alive for `ttlSeconds` more (database clock); rows long expired are pruned. */
   beat(
-    r: Pick<Replica, "instanceId" | "name" | "startedAt" | "slots" | "running">,
+    r: Pick<Replica, "instanceId" | "name" | "scope" | "startedAt" | "slots" | "running">,
     ttlSeconds: number,
   ): Promise<void>;
   /** A daemon that stops cleanly leaves at once. */

@@ -327,6 +327,8 @@ export interface Replica {
   /** `max_concurrent_mirrors`, and how many passes it ran at its last heartbeat. */
   slots: number;
   running: number;
+  /** The boot and pid namespace its pid is in (`LeaseHolder.scope`); null where it cannot be read. */
+  scope: string | null;
 }
 
 export type ControlAction = "pause" | "resume" | "trigger";

@@ -7,7 +7,7 @@
  */
 import type { MirrorConfig } from "../config.js";
 import { cronOccurrences } from "../cron-occurrences.js";
-import { isDeadHereAndNow } from "../lease-holder.js";
+import { isDeadHereAndNow, runningReplicas } from "../lease-holder.js";
 import { startableDue } from "../store/schedule-rules.js";
 import type { Store } from "../store/store.js";
 import type { DueReason, Lease, MirrorSchedule, Mode, Run, Trigger } from "../store/types.js";
@@ -116,7 +116,7 @@ export async function buildStatus(
       ...scheduleStatus(m, schedule, now),
     });
   }
-  const replicas = (await store.replicas.live()).map((r) => ({
+  const replicas = runningReplicas(await store.replicas.live()).map((r) => ({
     instance_id: r.instanceId,
     name: r.name,
     started_at: r.startedAt,

@@ -274,6 +274,8 @@ export const replicas = pgTable("replicas", {
   expiresAt: isoTimestamp("expires_at").notNull(),
   slots: integer("slots").notNull(),
   running: integer("running").notNull(),
+  /** Where its pid names it (`lease-holder.ts`): a daemon killed on this host is gone before its heartbeat expires. */
+  scope: text("scope"),
 });
 
 /** Operators' pause, resume and trigger, with who and when (the history shows them). */

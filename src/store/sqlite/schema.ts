@@ -262,6 +262,8 @@ export const replicas = sqliteTable("replicas", {
   expiresAt: text("expires_at").notNull(),
   slots: integer("slots").notNull(),
   running: integer("running").notNull(),
+  /** Where its pid names it (`lease-holder.ts`): a daemon killed on this host is gone before its heartbeat expires. */
+  scope: text("scope"),
 });
 
 /** Operators' pause, resume and trigger, with who and when (the history shows them). */

@@ -7,10 +7,10 @@
 import { hostname, userInfo } from "node:os";
 import { describe, expect, it } from "vitest";
 import { until } from "../../helpers/daemon.js";
-import { onPostgres, TEST_DIALECT, type TestDialect } from "../../helpers/dialect.js";
+import { TEST_DIALECT, type TestDialect } from "../../helpers/dialect.js";
 import { createHarness, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
-import { daemonSuite, EVERY_SECOND, NEVER, setCrons, twoTimesSoon } from "./setup.js";
+import { daemonSuite, EVERY_SECOND, editConfig, NEVER, setCrons, twoTimesSoon } from "./setup.js";
 
 const suite = daemonSuite();
 const HTTP_TOKEN = "controls-bearer-51c0";
@@ -276,24 +276,27 @@ describe("syncmirror run: scheduling", () => {
     expect(triggers(h)).toMatchObject([{ due_reason: "requested", state: "done" }]);
   });
 
-  // On PostgreSQL a killed daemon's heartbeat counts until it expires (replicas/scheduling.test.ts).
-  it.skipIf(onPostgres)(
-    "runs a triggered pass itself on SQLite when the daemon that left a heartbeat was killed",
-    async () => {
-      const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
-      const d = await suite.daemon(h);
-      d.child.kill("SIGKILL");
-      await d.exited;
-      expect(h.query("SELECT name FROM replicas"), "its heartbeat outlives it").toHaveLength(1);
-      const ran = await h.cli(["trigger", "--mirror", "main"]);
-      expect(ran.code, ran.stderr).toBe(0);
-      expect(ran.stdout, "the free writer lock says no daemon runs").toContain(
-        "No daemon is alive: this process ran it",
-      );
-      expect(ran.stdout).toContain("an incremental pass of main is due");
-      expect(triggers(h)).toMatchObject([{ state: "done", due_reason: "requested" }]);
-    },
-  );
+  it("forgets a daemon killed with kill -9 on this host before its heartbeat expires: status lists none, trigger runs the pass itself", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    // A heartbeat that outlasts the test: what tells the daemon gone is its pid, not an expiry.
+    editConfig(h, (config) => {
+      config.database = { ...(config.database as object), lease_seconds: 3600 };
+    });
+    const d = await suite.daemon(h);
+    const alive = JSON.parse((await h.cli(["status", "--json"])).stdout) as { replicas: unknown[] };
+    expect(alive.replicas).toMatchObject([{ name: `${hostname()}:${d.child.pid}` }]);
+    d.child.kill("SIGKILL");
+    await d.exited;
+    expect(h.query("SELECT name FROM replicas"), "its heartbeat outlives it").toHaveLength(1);
+
+    const status = await h.cli(["status", "--json"]);
+    expect(JSON.parse(status.stdout), "no process runs under that name").toMatchObject({ replicas: [] });
+    expect((await h.cli(["status"])).stdout).toContain("daemons alive: none");
+    const ran = await h.cli(["trigger", "--mirror", "main"]);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toContain("No daemon is alive: this process ran it");
+    expect(triggers(h)).toMatchObject([{ state: "done", due_reason: "requested" }]);
+  });
 
   it("refuses a control without a mirror or for an unknown one (exit 2)", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));

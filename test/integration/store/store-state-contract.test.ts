@@ -603,16 +603,21 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     const { store } = opened;
     const [alive, gone] = [`i-${uid()}`, `i-${uid()}`];
     await store.replicas.beat(
-      { instanceId: alive, name: "web-1:1", startedAt: T1, slots: 2, running: 0 },
+      { instanceId: alive, name: "web-1:1", scope: "boot/pid:[1]", startedAt: T1, slots: 2, running: 0 },
       60,
     );
     await store.replicas.beat(
-      { instanceId: alive, name: "web-1:1", startedAt: T1, slots: 2, running: 1 },
+      { instanceId: alive, name: "web-1:1", scope: "boot/pid:[1]", startedAt: T1, slots: 2, running: 1 },
       60,
     );
-    await store.replicas.beat({ instanceId: gone, name: "web-2:1", startedAt: T1, slots: 2, running: 0 }, -1);
+    await store.replicas.beat(
+      { instanceId: gone, name: "web-2:1", scope: null, startedAt: T1, slots: 2, running: 0 },
+      -1,
+    );
     const live = (await store.replicas.live()).filter((r) => r.instanceId === alive || r.instanceId === gone);
-    expect(live).toMatchObject([{ instanceId: alive, name: "web-1:1", startedAt: T1, slots: 2, running: 1 }]);
+    expect(live).toMatchObject([
+      { instanceId: alive, name: "web-1:1", scope: "boot/pid:[1]", startedAt: T1, slots: 2, running: 1 },
+    ]);
     expect(Date.parse(live[0]?.expiresAt ?? "")).toBeGreaterThan(Date.parse(live[0]?.seenAt ?? ""));
     await store.replicas.leave(alive);
     expect((await store.replicas.live()).some((r) => r.instanceId === alive)).toBe(false);
