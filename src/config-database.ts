@@ -7,6 +7,8 @@ import { ConfigError } from "./errors.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+const DEFAULT_POOL_SIZE = 4;
+
 export const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name");
 
 export const DatabaseSection = z
@@ -34,18 +36,22 @@ export const DatabaseSection = z
       .describe(
         "How long a mirror's lease lasts without renewal (renewed every third of it while a pass runs): a replica that dies mid-pass is replaced within this plus one poll interval. Short leases fail over fast but take a replica's mirrors from it whenever it stalls that long (a pause, a slow database).",
       ),
-    pool_size: z
-      .number()
-      .int()
-      .min(1)
-      .max(100)
-      .default(4)
-      .describe("PostgreSQL connections per process (plan replicas x pool_size on the server)."),
+    // Optional, not defaulted: written beside `path` it is an error, so the file must say whether it was.
+    pool_size: z.number().int().min(1).max(100).optional().meta({
+      default: DEFAULT_POOL_SIZE,
+      description:
+        "PostgreSQL connections per process (plan replicas x pool_size on the server). With `url_env` only: beside `path` it is a config error.",
+    }),
   })
   .refine((d) => d.path === undefined || d.url_env === undefined, {
     message: "set exactly one of database.path (SQLite) and database.url_env (PostgreSQL)",
   })
-  .default({ lease_seconds: 60, pool_size: 4 })
+  .refine((d) => d.pool_size === undefined || d.url_env !== undefined, {
+    path: ["pool_size"],
+    message:
+      "is for PostgreSQL only (database.url_env), and this file names a SQLite database: remove it, or replace database.path by database.url_env",
+  })
+  .default({ lease_seconds: 60 })
   .describe("Where the mirror lives: exactly one of `path` (SQLite) and `url_env` (PostgreSQL).");
 
 /** Where the mirror lives: a SQLite file (the default) or a PostgreSQL database (docs/scaling-out.md). */
@@ -68,7 +74,7 @@ export function freezeDatabase(d: z.infer<typeof DatabaseSection>, env: Env): Da
     urlEnv: d.url_env,
     url: env[d.url_env],
     leaseSeconds: d.lease_seconds,
-    poolSize: d.pool_size,
+    poolSize: d.pool_size ?? DEFAULT_POOL_SIZE,
   };
 }
 

@@ -286,6 +286,13 @@ const CASES: Case[] = [
     says: /SYNCMIRROR_TEST_MYSQL_URL does not hold a postgres:\/\/ URL/,
   },
   { name: "an empty database.path", edit: (c) => (c.database.path = ""), key: "database.path", says: /./ },
+  {
+    // A PostgreSQL setting beside a SQLite file: the file would be used, the setting silently not.
+    name: "database.pool_size with database.path",
+    edit: (c) => (c.database.pool_size = 8),
+    key: "database.pool_size",
+    says: /PostgreSQL only .*database\.url_env/,
+  },
   // Mirrors: names, uniqueness, exactly one of sync_config_id / sync_config.
   { name: "no mirrors", edit: (c) => (c.mirrors = []), key: "mirrors", says: /at least one/ },
   {
