@@ -42,6 +42,19 @@ export interface Metrics {
   problems: Gauge<"mirror" | "kind">;
 }
 
+/** What a label value the service sends is served as when it is not a plain identifier. */
+export const OTHER_LABEL = "other";
+const IDENTIFIER = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * A label value taken from the service (a skip reason, a source type or status): as sent when it is
+ * an identifier, as every documented one is; else `other`. Free text could name a user, and
+ * /metrics carries no personal data (it is served without credentials).
+ */
+export function upstreamLabel(value: string): string {
+  return IDENTIFIER.test(value) ? value : OTHER_LABEL;
+}
+
 export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean } = {}): Metrics {
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
   const registers = [registry];

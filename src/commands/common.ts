@@ -25,23 +25,53 @@ import { type CommandName, flagUsage, usageHint } from "./help.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
-/** Parses a command's flags (plus `--config`); a flag it does not know is a UsageError with the usage line. */
+/**
+ * Parses a command's flags (plus `--config`); a flag it does not know, or one taking a single value
+ * given twice, is a UsageError with the usage line.
+ */
 export function parseCommandArgs<O extends Options>(
   name: CommandName,
   args: string[],
   options: O,
   allowPositionals = false,
 ) {
-  try {
-    return parseArgs({
-      args: joinDashValues(args, options),
-      options: { config: { type: "string" }, ...options },
-      allowPositionals,
-      strict: true,
-    });
-  } catch (cause) {
-    throw new UsageError(`${parseArgsMessage(name, cause as Error)}\n${usageHint(name)}`, { cause });
+  const all = { config: { type: "string" as const }, ...options };
+  const parse = () => {
+    try {
+      return parseArgs({
+        args: joinDashValues(args, options),
+        options: all,
+        allowPositionals,
+        strict: true,
+        tokens: true,
+      });
+    } catch (cause) {
+      throw new UsageError(`${parseArgsMessage(name, cause as Error)}\n${usageHint(name)}`, { cause });
+    }
+  };
+  const { values, positionals, tokens } = parse();
+  const repeated = repeatedOption(tokens, all);
+  if (repeated !== undefined) throw new UsageError(`--${repeated}: given more than once\n${usageHint(name)}`);
+  return { values, positionals };
+}
+
+/**
+ * An option taking one value given twice (`pause --mirror a --mirror b`): parseArgs keeps the last
+ * and drops the other without a word, so the command would act on one of the two named.
+ */
+function repeatedOption(
+  tokens: readonly { kind: string; name?: string }[],
+  options: Options,
+): string | undefined {
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== "option" || token.name === undefined) continue;
+    const option = options[token.name];
+    if (option?.type !== "string" || option.multiple) continue;
+    if (seen.has(token.name)) return token.name;
+    seen.add(token.name);
   }
+  return undefined;
 }
 
 /**

@@ -3,7 +3,7 @@
  * of `mirror-controls.ts` over HTTP, answering the object the CLI prints with `--json`. Bearer
  * token always, even on loopback (never cookies); the actor recorded is `http` and the client's
  * address. `/trigger` takes an optional JSON body `{"mode": "full"}` (or `"incremental"`); `/pause`
- * and `/resume` none, or a JSON object whose keys they ignore.
+ * and `/resume` none, or a JSON object whose keys they ignore. No control takes a query parameter.
  */
 import type { IncomingMessage } from "node:http";
 import { z } from "zod";
@@ -21,6 +21,7 @@ import {
 import { applyControl } from "../mirror-controls.js";
 import type { Store } from "../store/store.js";
 import { MODES } from "../store/types.js";
+import { queryRefusal } from "./control-query.js";
 import { parseJsonBody, readBodyText, TOO_LARGE, tooLargeReply } from "./json-body.js";
 import { mirrorOfPath } from "./path-mirror.js";
 
@@ -40,12 +41,15 @@ const EmptyBody = z.object({});
 
 export function createControlRoutes(deps: ControlRoutesDeps): Route {
   return async (req: IncomingMessage): Promise<Reply | undefined> => {
-    const match = PATH.exec(new URL(req.url ?? "/", "http://localhost").pathname);
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const match = PATH.exec(url.pathname);
     if (!match) return undefined;
     if (!isBearerAuthorized(req.headers.authorization, deps.token)) return unauthorizedReply();
     if (req.method !== "POST") return methodNotAllowedReply("POST");
     const name = mirrorOfPath(match[1] as string, deps.mirrors);
     if (typeof name !== "string") return name;
+    const refused = queryRefusal(url);
+    if (refused) return refused;
     const action = match[2] as "pause" | "resume" | "trigger";
     const body = await readBodyText(req);
     if (body === TOO_LARGE) return tooLargeReply();

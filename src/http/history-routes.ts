@@ -23,6 +23,7 @@ import {
   unauthorizedReply,
 } from "../http-server.js";
 import type { Store } from "../store/store.js";
+import { queryRefusal } from "./control-query.js";
 import { readJsonBody, TOO_LARGE, tooLargeReply } from "./json-body.js";
 import { mirrorOfPath } from "./path-mirror.js";
 
@@ -56,6 +57,8 @@ export function createHistoryRoutes(deps: HistoryRoutesDeps): RouteHandler {
     // As the other controls: a mirror not in the config is 404 whether or not the database is open.
     const mirror = approve ? mirrorOfPath(approve[1] ?? "", deps.mirrors) : undefined;
     if (mirror !== undefined && typeof mirror !== "string") return mirror;
+    const refused = approve ? queryRefusal(url) : undefined;
+    if (refused) return refused;
     const store = deps.store();
     if (store === undefined) return notReadyReply();
     try {

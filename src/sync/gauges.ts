@@ -4,7 +4,7 @@
  * (`followPasses`), so they are right from the first scrape after a restart and agree whichever
  * replica wrote the state.
  */
-import type { Metrics } from "../metrics.js";
+import { type Metrics, upstreamLabel } from "../metrics.js";
 import { PROBLEM_KINDS } from "../store/console-types.js";
 import type { Store } from "../store/store.js";
 import { MODES, type Trigger } from "../store/types.js";
@@ -108,7 +108,10 @@ export function recordSkippedGauge(metrics: Metrics, mirror: string, trigger: Tr
   const gauge = metrics.skippedPairs;
   const counts = new Map(KNOWN_SKIP_REASONS.map((r) => [r, 0]));
   const listed = trigger?.skipped ?? [];
-  for (const s of listed) counts.set(s.reason, (counts.get(s.reason) ?? 0) + 1);
+  for (const s of listed) {
+    const reason = upstreamLabel(s.reason);
+    counts.set(reason, (counts.get(reason) ?? 0) + 1);
+  }
   counts.set("unlisted", Math.max(0, (trigger?.skippedCount ?? 0) - listed.length));
   const byMirror = otherReasons.get(gauge) ?? new Map<string, Set<string>>();
   otherReasons.set(gauge, byMirror);

@@ -6,6 +6,7 @@
  */
 import { setImmediate } from "node:timers/promises";
 import { type ExportPage, Resource } from "../api/schemas.js";
+import { upstreamLabel } from "../metrics.js";
 import type { StoreOps } from "../store/store.js";
 import type {
   PageCounts,
@@ -102,13 +103,17 @@ interface AppliedPage {
 function reportPage({ ctx, mirror }: MirrorPass, run: Run, applied: AppliedPage): void {
   for (const w of applied.warnings) ctx.log.warn(w.fields, w.message);
   for (const [sourceType, n] of applied.rows) {
-    const labels = { mirror: mirror.name, source_type: sourceType };
+    const labels = { mirror: mirror.name, source_type: upstreamLabel(sourceType) };
     if (n.upserted > 0) ctx.metrics.resourcesUpserted.inc(labels, n.upserted);
     if (n.unchanged > 0) ctx.metrics.resourcesUnchanged.inc(labels, n.unchanged);
   }
   if (applied.finishedSources === undefined) return;
   for (const s of applied.finishedSources)
-    ctx.metrics.sources.inc({ mirror: mirror.name, source_type: s.sourceType, status: s.status });
+    ctx.metrics.sources.inc({
+      mirror: mirror.name,
+      source_type: upstreamLabel(s.sourceType),
+      status: upstreamLabel(s.status),
+    });
   ctx.metrics.runs.inc({ mirror: mirror.name, status: run.status });
 }
 

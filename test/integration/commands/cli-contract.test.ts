@@ -42,9 +42,14 @@ describe("bad usage", () => {
     [["copy-store", "--from", "--config", "x.yaml"], "syncmirror: --from needs a value: --from SQLITE_PATH"],
     [["init", "--simulator", "--config", "x.yaml"], "syncmirror: --simulator needs a value: --simulator URL"],
     [["simulate", "--port", "--docs", "5"], "syncmirror simulate: --port needs a value: --port N"],
+    // One value only: the last one, taken silently, would pause one mirror of the two named.
+    [["pause", "--mirror", "a", "--mirror", "b"], "syncmirror: --mirror: given more than once"],
+    [["approve-sweep", "--mirror", "a", "--mirror=a"], "syncmirror: --mirror: given more than once"],
+    [["history", "--limit", "5", "--json", "--limit", "50"], "syncmirror: --limit: given more than once"],
+    [["status", "--config", "a.yaml", "--config", "x.yaml"], "syncmirror: --config: given more than once"],
   ];
 
-  it("an unknown command, an option without its value: exit 2, one line saying what to give, nothing on stdout, nothing started", async () => {
+  it("an unknown command, an option without its value or given twice: exit 2, one line saying what to give, nothing on stdout, nothing started", async () => {
     const results = await Promise.all(CASES.map(([args]) => cli(args)));
     for (const [i, r] of results.entries()) {
       const [args, line] = CASES[i] as [string[], string];

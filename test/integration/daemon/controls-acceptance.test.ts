@@ -173,6 +173,34 @@ describe("controls, as documented", () => {
     expect((await d.stop()).code).toBe(0);
   });
 
+  it("refuses a control whose options come in the query string instead of the body, recording nothing", async () => {
+    const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
+    const d = await suite.daemon(h, { env: { SYNCMIRROR_HTTP_TOKEN: HTTP_TOKEN } });
+    const post = (pathAndQuery: string) =>
+      fetch(`http://127.0.0.1:${d.port}/v1/mirrors/main/${pathAndQuery}`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${HTTP_TOKEN}` },
+      });
+    // `?mode=full` read as nothing would start an incremental pass the operator did not ask for.
+    for (const [pathAndQuery, parameter] of [
+      ["trigger?mode=full", "mode"],
+      ["pause?mirror=main", "mirror"],
+      ["resume?force=1", "force"],
+      ["approve-sweep?by=ana", "by"],
+    ] as const) {
+      const res = await post(pathAndQuery);
+      expect(res.status, pathAndQuery).toBe(400);
+      const answer = (await res.json()) as { error: { code: string; message: string } };
+      expect(answer.error.code, pathAndQuery).toBe("USAGE");
+      expect(answer.error.message, pathAndQuery).toMatch(new RegExp(`^${parameter}: .*body`));
+    }
+    expect(h.query("SELECT action FROM control_actions")).toEqual([]);
+    expect(dueOf(h, "main")?.due_mode ?? null).toBeNull();
+    const empty = await post("trigger?mode=");
+    expect(empty.status, "a parameter with an empty value counts as not given, as everywhere").toBe(200);
+    expect((await d.stop()).code).toBe(0);
+  });
+
   it("drops at the pause a scheduled pass waiting for a slot, keeps a requested one through a later pause", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     const [m1, m2] = useMirrors(h, 2) as [string, string];

@@ -25,6 +25,20 @@ async function skippedGauge(harness: Harness): Promise<Record<string, number>> {
 
 const sum = (gauge: Record<string, number>) => Object.values(gauge).reduce((a, b) => a + b, 0);
 
+/** A harness behind a rewriting proxy (closed after the test) whose first user is not signed in to its first server. */
+async function oneUserSkippedBehindProxy() {
+  const rewriting = await startRewritingProxy();
+  proxy = rewriting;
+  const harness = await createHarness({ sim: { docs: 10 }, api: { base_url: rewriting.baseUrl } });
+  h = harness;
+  rewriting.target = harness.sim.baseUrl;
+  const [user] = harness.sim.users;
+  const server = harness.sim.servers[0];
+  if (!user || !server) throw new Error("the simulator has no user or server");
+  harness.sim.people.setAuth(user, server.server_instance_id, "not_authenticated");
+  return { harness, rewriting, user, server };
+}
+
 describe("syncmirror_skipped_pairs", () => {
   it("counts every pair the trigger skipped, the ones past the 100 it listed too", async () => {
     h = await createHarness({ sim: { users: 60, docs: 10 } });
@@ -70,23 +84,26 @@ describe("syncmirror_skipped_pairs", () => {
   });
 
   it("drops a reason the latest trigger no longer gives, one the service added since too", async () => {
-    proxy = await startRewritingProxy();
-    h = await createHarness({ sim: { docs: 10 }, api: { base_url: proxy.baseUrl } });
-    proxy.target = h.sim.baseUrl;
-    const [user] = h.sim.users;
-    const server = h.sim.servers[0];
-    if (!user || !server) throw new Error("the simulator has no user or server");
-    h.sim.people.setAuth(user, server.server_instance_id, "not_authenticated");
+    const { harness, rewriting, user, server } = await oneUserSkippedBehindProxy();
     // A reason the upstream API does not list yet, as a later version of the service may send.
-    proxy.trigger = (body) => body.replaceAll('"not_accessible"', '"not_licensed"');
-    await h.sync();
-    expect(await skippedGauge(h)).toMatchObject({ not_licensed: 1, not_accessible: 0 });
+    rewriting.trigger = (body) => body.replaceAll('"not_accessible"', '"not_licensed"');
+    await harness.sync();
+    expect(await skippedGauge(harness)).toMatchObject({ not_licensed: 1, not_accessible: 0 });
 
-    proxy.trigger = undefined;
-    h.sim.people.setAuth(user, server.server_instance_id, "authenticated");
-    await h.sync();
-    const gauge = await skippedGauge(h);
+    rewriting.trigger = undefined;
+    harness.sim.people.setAuth(user, server.server_instance_id, "authenticated");
+    await harness.sync();
+    const gauge = await skippedGauge(harness);
     expect(sum(gauge)).toBe(0);
     expect(gauge.not_licensed ?? 0).toBe(0);
+  });
+
+  it("serves a reason that is free text, naming a user, as `other`: /metrics carries no email", async () => {
+    const { harness, rewriting, user } = await oneUserSkippedBehindProxy();
+    rewriting.trigger = (body) => body.replaceAll('"not_accessible"', `"${user} has no licence"`);
+    const summary = await harness.sync();
+    expect(summary.skipped_total).toBe(1);
+    expect(await skippedGauge(harness)).toMatchObject({ other: 1, not_accessible: 0 });
+    expect(await harness.metrics.registry.metrics()).not.toContain("@");
   });
 });
