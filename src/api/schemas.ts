@@ -186,6 +186,7 @@ export const RunListSource = z.object({
   task_id: nullableString,
   status: SourceTaskStatus,
 });
+export type RunListSource = z.infer<typeof RunListSource>;
 
 export const RunListItem = z.object({
   sync_id: z.string(),

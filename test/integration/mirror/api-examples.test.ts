@@ -1,0 +1,60 @@
+/**
+ * Shapes the upstream API reference's own examples show (docs/reference/upstream-api.md), which
+ * the simulator does not write itself: served through a rewriting proxy in front of it, and read
+ * back through the built CLI and the public tables.
+ */
+import { describe, expect, it } from "vitest";
+import { pairOf } from "../../helpers/mirror-db.js";
+import { proxiedHarness } from "../../helpers/rewriting-proxy.js";
+
+const U1 = "user1@example.com";
+const SERVICE_ERROR = "The upstream server returned 502 for every tool call.";
+
+describe("an export that does not list a source that FAILED (as the API's example run and its export show)", () => {
+  it("ingests the other sources: their rows, access and watermarks; the failed pair keeps its access; exit 1, partial", async () => {
+    const { h, proxy } = await proxiedHarness({ sim: { users: 1, docs: 20 }, maxAttempts: 1 });
+    const notion = h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id ?? "";
+    const github = h.sim.servers.find((s) => s.source_type === "github")?.server_instance_id ?? "";
+    expect((await h.cli(["sync"])).code).toBe(0);
+    const githubAccess = h.query(
+      "SELECT key FROM resource_access WHERE server_instance_id = ? ORDER BY key",
+      github,
+    );
+    expect(githubAccess.length).toBeGreaterThan(0);
+
+    h.sim.setOutcome({ server_instance_id: github }, { task: "FAILED", error: SERVICE_ERROR, times: 1 });
+    // A notion page changes, so the pass has something to write from the source that delivered.
+    const changed = h.sim.docs
+      .list()
+      .find((d) => d.server_instance_id === notion && d.visibleTo.includes(U1) && !d.deleted);
+    if (!changed) throw new Error("no notion document");
+    h.sim.docs.edit(changed.docId, { content: "Escalate after 15 minutes." });
+    proxy.rewrites[0] = (body) => {
+      const page = JSON.parse(body) as { sources: { task_status: string }[] };
+      return JSON.stringify({ ...page, sources: page.sources.filter((s) => s.task_status !== "FAILED") });
+    };
+
+    const full = await h.cli(["sync", "--full", "--json"]);
+    expect(full.code, full.stderr).toBe(1);
+    const summary = JSON.parse(full.stdout).mirrors[0];
+    expect(summary.outcome).toBe("partial");
+    expect(summary.counts).toMatchObject({ upserted: 1, access_revoked: 0, deleted: 0 });
+    expect(JSON.stringify(summary.errors)).toContain(SERVICE_ERROR);
+    const [row] = h.query<{ content_text: string }>(
+      "SELECT content_text FROM resources WHERE key = ?",
+      changed.key,
+    );
+    expect(row?.content_text).toContain("Escalate after 15 minutes.");
+    expect(h.query("SELECT op FROM changes WHERE key = ? ORDER BY seq DESC LIMIT 1", changed.key)).toEqual([
+      { op: "upsert" },
+    ]);
+    const runCreated = h.query<{ created_at: string }>(
+      "SELECT created_at FROM runs ORDER BY created_at DESC LIMIT 1",
+    )[0]?.created_at;
+    expect(Date.parse(pairOf(h, U1, notion)?.watermark ?? "")).toBe(Date.parse(runCreated ?? ""));
+    expect(pairOf(h, U1, github)?.watermark).not.toBe(pairOf(h, U1, notion)?.watermark);
+    expect(
+      h.query("SELECT key FROM resource_access WHERE server_instance_id = ? ORDER BY key", github),
+    ).toEqual(githubAccess);
+  });
+});
