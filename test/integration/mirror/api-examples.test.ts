@@ -58,3 +58,26 @@ describe("an export that does not list a source that FAILED (as the API's exampl
     ).toEqual(githubAccess);
   });
 });
+
+describe("a FAILED source whose `error` in the run's detail is an object, not a string", () => {
+  it("keeps the service's text in the pass's errors and problems, and the other source's rows", async () => {
+    const { h, proxy } = await proxiedHarness({ sim: { users: 1, docs: 20 }, maxAttempts: 1 });
+    const github = h.sim.servers.find((s) => s.source_type === "github")?.server_instance_id ?? "";
+    h.sim.setOutcome({ server_instance_id: github }, { task: "FAILED", error: SERVICE_ERROR });
+    proxy.runDetail = (body) => {
+      const run = JSON.parse(body) as { sources: { error: unknown }[] };
+      for (const s of run.sources)
+        if (typeof s.error === "string") s.error = { message: s.error, code: "upstream_502" };
+      return JSON.stringify(run);
+    };
+
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    const summary = JSON.parse(r.stdout).mirrors[0];
+    expect(summary.outcome).toBe("partial");
+    expect(summary.errors).toEqual([expect.objectContaining({ error: `FAILED: ${SERVICE_ERROR}` })]);
+    const problems = JSON.parse((await h.cli(["problems", "--json"])).stdout);
+    expect(JSON.stringify(problems)).toContain(SERVICE_ERROR);
+    expect(h.query("SELECT count(*) AS n FROM resources WHERE source_type = 'notion'")).toEqual([{ n: 10 }]);
+  });
+});
