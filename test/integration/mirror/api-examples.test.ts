@@ -81,3 +81,33 @@ describe("a FAILED source whose `error` in the run's detail is an object, not a 
     expect(h.query("SELECT count(*) AS n FROM resources WHERE source_type = 'notion'")).toEqual([{ n: 10 }]);
   });
 });
+
+describe("Background Sync turned off while a trigger's runs are out (reads still work)", () => {
+  it("a continue refused as the feature being off leaves the INCOMPLETE source as it is: the run is exported, partial, not refused", async () => {
+    const { h, proxy } = await proxiedHarness({
+      sim: { users: 1, docs: 20 },
+      maxAttempts: 1,
+      defaults: { continue_incomplete: 1 },
+    });
+    const notion = h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id ?? "";
+    const github = h.sim.servers.find((s) => s.source_type === "github")?.server_instance_id ?? "";
+    h.sim.setOutcome({ server_instance_id: github }, { task: "INCOMPLETE", times: 1 });
+    proxy.intercept = ({ method, path }) =>
+      method === "POST" && path.endsWith("/continue")
+        ? {
+            status: 403,
+            body: JSON.stringify({
+              detail: "Background Sync is a premium feature that is turned off for this tenant.",
+            }),
+          }
+        : undefined;
+
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    const summary = JSON.parse(r.stdout).mirrors[0];
+    expect(summary.outcome).toBe("partial");
+    expect(h.query("SELECT count(*) AS n FROM resources WHERE source_type = 'notion'")).toEqual([{ n: 10 }]);
+    expect(pairOf(h, U1, notion)?.watermark).not.toBeNull();
+    expect(pairOf(h, U1, github)?.watermark).toBeNull();
+  });
+});
