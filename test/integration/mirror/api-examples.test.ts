@@ -111,3 +111,26 @@ describe("Background Sync turned off while a trigger's runs are out (reads still
     expect(pairOf(h, U1, github)?.watermark).toBeNull();
   });
 });
+
+describe("server times written without a UTC offset (`2026-11-21T06:00:02`, as naive ISO 8601 writers do)", () => {
+  it("are read as UTC whatever the local time zone: the next since is the run's created_at minus the overlap", async () => {
+    const { h, proxy } = await proxiedHarness({
+      sim: { users: 1, docs: 10 },
+      defaults: { since_overlap_seconds: 60 },
+    });
+    const naive = (body: string) =>
+      body.replace(/"created_at":"([^"]+?)(?:Z|\+00:00)"/g, '"created_at":"$1"');
+    proxy.runList = naive;
+    proxy.runDetail = naive;
+    const local = { TZ: "America/Los_Angeles" };
+    expect((await h.cli(["sync"], local)).code).toBe(0);
+    const [created] = h.sim.runs.list().map((run) => Date.parse(run.created_at));
+    expect(h.sim.runs.list()).toHaveLength(1);
+
+    const r = await h.cli(["sync", "--json"], local);
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout).mirrors[0];
+    expect(summary.mode).toBe("incremental");
+    expect(Date.parse(summary.since)).toBe((created ?? 0) - 60_000);
+  });
+});
