@@ -15,8 +15,12 @@ import { AbortedError, BadResponseError, UnsupportedSchemaVersionError } from ".
 import type { SyncContext } from "./context.js";
 
 export interface ExportPageStream {
-  /** The next page in export order, or undefined after the last; throws what reading that page threw. */
-  next(): Promise<{ page: ExportPage; offset: number } | undefined>;
+  /**
+   * The next page in export order, or undefined after the last; throws what reading that page threw.
+   * `cutShort`: the page says it is the last, yet the export's `page.total` says rows are missing:
+   * its rows may be written, but the run must then fail with this error.
+   */
+  next(): Promise<{ page: ExportPage; offset: number; cutShort?: BadResponseError } | undefined>;
   /** Stops fetching ahead and lets go of the pages not taken. Idempotent. */
   close(): void;
 }
@@ -108,6 +112,7 @@ export function fetchExportPages(
       }
       checkPage(syncId, offset, page, sentSince);
       if (offset === 0) checkSources(syncId, page, runSourceCount);
+      const cutShort = endedShort(syncId, offset, page);
       const pageEngine = engineOf(page);
       if (engineVersion !== null && pageEngine !== engineVersion) {
         ctx.log.warn(
@@ -126,7 +131,7 @@ export function fetchExportPages(
         stride = expected - offset;
       }
       fillAhead();
-      return { page, offset };
+      return cutShort ? { page, offset, cutShort } : { page, offset };
     },
     close() {
       if (closed) return;
@@ -143,8 +148,7 @@ export function fetchExportPages(
 /**
  * A readable schema_version; a full snapshot where one was asked for (a date-filtered export would
  * have the sweep take every key it left out for missed); progress: an export that does not
- * advance would loop forever; and an end where the export's own total says it ends (one cut short
- * would have the sweep take the keys it never delivered for missed).
+ * advance would loop forever.
  */
 function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: string | null): void {
   const major = String(page.schema_version).split(".")[0];
@@ -158,19 +162,27 @@ function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: 
     );
   }
   const next = page.page.next_offset;
-  const { total } = page.page;
-  if (next === null && total !== undefined && offset + page.resources.length < total) {
-    throw new BadResponseError(
-      `export of run ${syncId} ended after ${offset + page.resources.length} of the ${total} resources its page.total gives: the run fails, so its pairs neither move nor sweep; the next pass asks again`,
-      { method: "GET", route: "/sync-task/{sync_id}/export" },
-    );
-  }
   if (next !== null && next <= offset) {
     throw new BadResponseError(`export of run ${syncId} did not advance (offset ${offset} -> ${next})`, {
       method: "GET",
       route: "/sync-task/{sync_id}/export",
     });
   }
+}
+
+/**
+ * An end before the export's own total (the API's example page says `total: 9` beside its one
+ * resource): the rows that came are as good as any (upserts are safe), but a sweep would take the
+ * keys never delivered for missed, so the run fails once they are written.
+ */
+function endedShort(syncId: string, offset: number, page: ExportPage): BadResponseError | undefined {
+  const { total, next_offset: next } = page.page;
+  const delivered = offset + page.resources.length;
+  if (next !== null || total === undefined || delivered >= total) return undefined;
+  return new BadResponseError(
+    `export of run ${syncId} ended after ${delivered} of the ${total} resources its page.total gives: the rows that came are kept, but the run fails, so its pairs neither move nor sweep; the next pass asks again`,
+    { method: "GET", route: "/sync-task/{sync_id}/export" },
+  );
 }
 
 /**

@@ -57,7 +57,11 @@ async function ingestNextPage(
 ): Promise<boolean> {
   const next = await pages.next();
   if (next === undefined) return false;
-  const { page, offset } = next;
+  const { offset, cutShort } = next;
+  // Written as a page in the middle of the export, so the run is not finished by it; it fails after.
+  const page = cutShort
+    ? { ...next.page, page: { ...next.page.page, next_offset: offset + next.page.resources.length } }
+    : next.page;
   const sources = offset === 0 ? sourceReports(page, runSources) : undefined;
   // Before the transaction, which runs one at a time: the rows' checks (most of a page's CPU)
   // overlap the other runs' transactions' waits on the database.
@@ -76,6 +80,7 @@ async function ingestNextPage(
     applyPage(pass, tx, trigger, run, { page, rows, sources, serviceErrors }),
   );
   reportPage(pass, run, applied);
+  if (cutShort) throw cutShort;
   if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
   return true;
 }

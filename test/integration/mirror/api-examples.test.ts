@@ -3,8 +3,11 @@
  * the simulator does not write itself: served through a rewriting proxy in front of it, and read
  * back through the built CLI and the public tables.
  */
-import { describe, expect, it } from "vitest";
+import { readFileSync, writeFileSync } from "node:fs";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { EXAMPLE, startExampleUpstream } from "../../helpers/example-upstream.js";
 import { pairOf } from "../../helpers/mirror-db.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { proxiedHarness } from "../../helpers/rewriting-proxy.js";
 
 const U1 = "user1@example.com";
@@ -132,5 +135,112 @@ describe("server times written without a UTC offset (`2026-11-21T06:00:02`, as n
     const summary = JSON.parse(r.stdout).mirrors[0];
     expect(summary.mode).toBe("incremental");
     expect(Date.parse(summary.since)).toBe((created ?? 0) - 60_000);
+  });
+});
+
+/** A harness whose mirror reads the example service (`helpers/example-upstream.ts`), not the simulator. */
+async function exampleHarness() {
+  const h = await createHarness({ maxAttempts: 1, mirror: { sync_config_id: EXAMPLE.syncConfigId } });
+  onTestFinished(() => h.close());
+  const upstream = await startExampleUpstream(h.sim.token);
+  onTestFinished(() => upstream.close());
+  writeFileSync(h.configPath, readFileSync(h.configPath, "utf8").replace(h.sim.baseUrl, upstream.baseUrl));
+  return { h, upstream };
+}
+
+describe("the API reference's examples, served as they are", () => {
+  const resourceRow = {
+    key: EXAMPLE.key,
+    content_hash: "sha256:9c1e5a3b7d2f4e6a8c0b2d4f6e8a0c1e3b5d7f9a1c3e5b7d9f1a3c5e7b9d1f3a",
+    content_text: "# On-call handbook\n\nEscalate after 15 minutes.",
+    content_format: "notion_markdown",
+    content_status: "available",
+    title: "On-call handbook",
+    url: "https://www.notion.so/3e9a1c5b7d2f4a6c8e0b2d4f6a8c0e1f",
+    type: "page",
+    source_type: "notion",
+    server_instance_id: EXAMPLE.notion,
+    native_id: "3e9a1c5b7d2f4a6c8e0b2d4f6a8c0e1f",
+    modified_at: "2026-11-20T14:31:00.000Z",
+    deleted_at: null,
+  };
+  const accessRow = {
+    mirror: "main",
+    user_email: "ana@example.com",
+    key: EXAMPLE.key,
+    server_instance_id: EXAMPLE.notion,
+    source: "notion-team-wiki",
+  };
+  const resources = (h: Harness) =>
+    h.query(
+      "SELECT key, content_hash, content_text, content_format, content_status, title, url, type, source_type, server_instance_id, native_id, modified_at, deleted_at FROM resources",
+    );
+  const access = (h: Harness) =>
+    h.query("SELECT mirror, user_email, key, server_instance_id, source FROM resource_access");
+
+  it("sync, the page as written (one resource of the 9 its page.total gives): the row, its access and one upsert are kept; the run fails, exit 1, partial", async () => {
+    const { h, upstream } = await exampleHarness();
+    upstream.notFinishedAnswers = 1;
+
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    const summary = JSON.parse(r.stdout).mirrors[0];
+    expect(summary).toMatchObject({ mode: "full", outcome: "partial" });
+    expect(summary.errors).toEqual([
+      expect.objectContaining({ error: expect.stringMatching(/ended after 1 of the 9 resources/) }),
+    ]);
+    expect(resources(h)).toEqual([resourceRow]);
+    expect(access(h)).toEqual([accessRow]);
+    expect(h.query("SELECT key, op FROM changes")).toEqual([{ key: EXAMPLE.key, op: "upsert" }]);
+    expect(pairOf(h, "ana@example.com", EXAMPLE.notion)?.watermark ?? null).toBeNull();
+    for (const q of upstream.requests) expect(q.url).not.toContain(h.sim.token);
+  });
+
+  it("sync, the page whole: the FAILED source's text, ana's watermark from created_at, then an incremental from it that records nothing", async () => {
+    const { h, upstream } = await exampleHarness();
+    upstream.exportPage = (page) => ({ ...page, page: { ...(page.page as object), total: 1 } });
+
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    const summary = JSON.parse(r.stdout).mirrors[0];
+    expect(summary).toMatchObject({ mode: "full", outcome: "partial" });
+    expect(summary.errors).toEqual([
+      expect.objectContaining({
+        source: "github",
+        error: "FAILED: The upstream server returned 502 for every tool call.",
+      }),
+    ]);
+    expect(resources(h)).toEqual([resourceRow]);
+    expect(access(h)).toEqual([accessRow]);
+    expect(pairOf(h, "ana@example.com", EXAMPLE.notion)?.watermark).toBe("2026-11-21T06:00:02.000Z");
+    expect(pairOf(h, "ana@example.com", EXAMPLE.github)?.watermark).toBeNull();
+    const posts = () => upstream.requests.filter((q) => q.method === "POST");
+    expect(posts()).toEqual([
+      expect.objectContaining({ url: "/api/v1/sync-task", body: { sync_config_id: EXAMPLE.syncConfigId } }),
+    ]);
+
+    const again = await h.cli(["sync", "--json"]);
+    expect(again.code, again.stderr).toBe(1);
+    expect(JSON.parse(again.stdout).mirrors[0], again.stdout).toMatchObject({
+      mode: "incremental",
+      outcome: "partial",
+    });
+    expect(posts().at(-1)?.body).toEqual({
+      sync_config_id: EXAMPLE.syncConfigId,
+      since: "2026-11-21T05:55:02.000Z",
+    });
+    expect(h.query("SELECT key, op FROM changes")).toEqual([{ key: EXAMPLE.key, op: "upsert" }]);
+  });
+
+  it("check: the access matrix of the example access check, with its two problems, exit 1", async () => {
+    const { h } = await exampleHarness();
+    const r = await h.cli(["check"]);
+    expect(r.stdout).toMatch(/ana@example\.com\s+yes\s+ok \(authenticated\)\s+ok \(shared_auth\)/);
+    const problems = r.stdout.split("\n").filter((line) => line.includes("PROBLEM"));
+    expect(problems).toEqual([
+      expect.stringMatching(/ben@example\.com cannot be synced on GitHub: not_authenticated/),
+      expect.stringMatching(/cy@example\.com is not a project user/),
+    ]);
+    expect(r.code).toBe(1);
   });
 });
