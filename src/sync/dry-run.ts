@@ -89,8 +89,8 @@ async function collectKeys(
   let rejected = 0;
   try {
     for (let next = await pages.next(); next; next = await pages.next()) {
-      const { page, offset, cutShort } = next;
-      if (cutShort) throw cutShort;
+      const { page, offset, failAfter } = next;
+      if (failAfter) throw failAfter;
       const keys = page.resources.flatMap((raw) => {
         const parsed = Resource.safeParse(raw);
         if (!parsed.success) rejected++;

@@ -17,10 +17,12 @@ import type { SyncContext } from "./context.js";
 export interface ExportPageStream {
   /**
    * The next page in export order, or undefined after the last; throws what reading that page threw.
-   * `cutShort`: the page says it is the last, yet the export's `page.total` says rows are missing:
-   * its rows may be written, but the run must then fail with this error.
+   * `failAfter`, on the last page: the export is not the snapshot it must be (it ends before its
+   * `page.total`, or it is date-filtered though a full one was asked for). Its rows may be written
+   * (upserts are safe), but the run must then fail with this error: a sweep would take the keys
+   * it left out for missed.
    */
-  next(): Promise<{ page: ExportPage; offset: number; cutShort?: BadResponseError } | undefined>;
+  next(): Promise<{ page: ExportPage; offset: number; failAfter?: BadResponseError } | undefined>;
   /** Stops fetching ahead and lets go of the pages not taken. Idempotent. */
   close(): void;
 }
@@ -55,6 +57,8 @@ export function fetchExportPages(
   const queue: Fetch[] = [];
   let expected = fromOffset;
   let engineVersion: string | null = null;
+  /** Met on a page before the last: the run fails once its last page is written. */
+  let notSnapshot: BadResponseError | undefined;
   /** Learned from the first page handed over: where the predicted pages end, and their stride. */
   let total: number | undefined;
   let stride = 0;
@@ -110,9 +114,11 @@ export function fetchExportPages(
       } finally {
         if (fetch.ahead) window.give();
       }
-      checkPage(syncId, offset, page, sentSince);
+      checkPage(syncId, offset, page);
       if (offset === 0) checkSources(syncId, page, runSourceCount);
-      const cutShort = endedShort(syncId, offset, page);
+      notSnapshot ??= dateFiltered(syncId, page, sentSince);
+      const failAfter =
+        page.page.next_offset === null ? (notSnapshot ?? endedShort(syncId, offset, page)) : undefined;
       const pageEngine = engineOf(page);
       if (engineVersion !== null && pageEngine !== engineVersion) {
         ctx.log.warn(
@@ -131,7 +137,7 @@ export function fetchExportPages(
         stride = expected - offset;
       }
       fillAhead();
-      return cutShort ? { page, offset, cutShort } : { page, offset };
+      return failAfter ? { page, offset, failAfter } : { page, offset };
     },
     close() {
       if (closed) return;
@@ -146,20 +152,12 @@ export function fetchExportPages(
 }
 
 /**
- * A readable schema_version; a full snapshot where one was asked for (a date-filtered export would
- * have the sweep take every key it left out for missed); progress: an export that does not
- * advance would loop forever.
+ * A readable schema_version; progress: an export that does not advance would loop forever.
  */
-function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: string | null): void {
+function checkPage(syncId: string, offset: number, page: ExportPage): void {
   const major = String(page.schema_version).split(".")[0];
   if (major !== "1" || !/^1(\.\d+)*$/.test(String(page.schema_version))) {
     throw new UnsupportedSchemaVersionError(syncId, page.schema_version, offset);
-  }
-  if (sentSince === null && page.since != null) {
-    throw new BadResponseError(
-      `export of run ${syncId} is date-filtered (since ${page.since}) though its trigger asked for a full snapshot: the run fails, so its pairs neither move nor sweep; the next full pass asks again`,
-      { method: "GET", route: "/sync-task/{sync_id}/export" },
-    );
   }
   const next = page.page.next_offset;
   if (next !== null && next <= offset) {
@@ -168,6 +166,19 @@ function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: 
       route: "/sync-task/{sync_id}/export",
     });
   }
+}
+
+/** A date-filtered page where a full snapshot was asked for (the API's example page carries a `since`). */
+function dateFiltered(
+  syncId: string,
+  page: ExportPage,
+  sentSince: string | null,
+): BadResponseError | undefined {
+  if (sentSince !== null || page.since == null) return undefined;
+  return new BadResponseError(
+    `export of run ${syncId} is date-filtered (since ${page.since}) though its trigger asked for a full snapshot: the rows that came are kept, but the run fails, so its pairs neither move nor sweep; the next full pass asks again`,
+    { method: "GET", route: "/sync-task/{sync_id}/export" },
+  );
 }
 
 /**

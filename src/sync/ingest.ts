@@ -57,9 +57,9 @@ async function ingestNextPage(
 ): Promise<boolean> {
   const next = await pages.next();
   if (next === undefined) return false;
-  const { offset, cutShort } = next;
+  const { offset, failAfter } = next;
   // Written as a page in the middle of the export, so the run is not finished by it; it fails after.
-  const page = cutShort
+  const page = failAfter
     ? { ...next.page, page: { ...next.page.page, next_offset: offset + next.page.resources.length } }
     : next.page;
   const sources = offset === 0 ? sourceReports(page, runSources) : undefined;
@@ -80,7 +80,7 @@ async function ingestNextPage(
     applyPage(pass, tx, trigger, run, { page, rows, sources, serviceErrors }),
   );
   reportPage(pass, run, applied);
-  if (cutShort) throw cutShort;
+  if (failAfter) throw failAfter;
   if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
   return true;
 }

@@ -175,6 +175,14 @@ describe("the API reference's examples, served as they are", () => {
     h.query(
       "SELECT key, content_hash, content_text, content_format, content_status, title, url, type, source_type, server_instance_id, native_id, modified_at, deleted_at FROM resources",
     );
+  /** `sync --json`, expected to exit 1 with a partial full pass; its summary. */
+  const partialFullSync = async (h: Harness) => {
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    const summary = JSON.parse(r.stdout).mirrors[0];
+    expect(summary).toMatchObject({ mode: "full", outcome: "partial" });
+    return summary;
+  };
   const access = (h: Harness) =>
     h.query("SELECT mirror, user_email, key, server_instance_id, source FROM resource_access");
 
@@ -182,10 +190,7 @@ describe("the API reference's examples, served as they are", () => {
     const { h, upstream } = await exampleHarness();
     upstream.notFinishedAnswers = 1;
 
-    const r = await h.cli(["sync", "--json"]);
-    expect(r.code, r.stderr).toBe(1);
-    const summary = JSON.parse(r.stdout).mirrors[0];
-    expect(summary).toMatchObject({ mode: "full", outcome: "partial" });
+    const summary = await partialFullSync(h);
     expect(summary.errors).toEqual([
       expect.objectContaining({ error: expect.stringMatching(/ended after 1 of the 9 resources/) }),
     ]);
@@ -200,10 +205,7 @@ describe("the API reference's examples, served as they are", () => {
     const { h, upstream } = await exampleHarness();
     upstream.exportPage = (page) => ({ ...page, page: { ...(page.page as object), total: 1 } });
 
-    const r = await h.cli(["sync", "--json"]);
-    expect(r.code, r.stderr).toBe(1);
-    const summary = JSON.parse(r.stdout).mirrors[0];
-    expect(summary).toMatchObject({ mode: "full", outcome: "partial" });
+    const summary = await partialFullSync(h);
     expect(summary.errors).toEqual([
       expect.objectContaining({
         source: "github",
@@ -230,6 +232,25 @@ describe("the API reference's examples, served as they are", () => {
       since: "2026-11-21T05:55:02.000Z",
     });
     expect(h.query("SELECT key, op FROM changes")).toEqual([{ key: EXAMPLE.key, op: "upsert" }]);
+  });
+
+  it("sync, the page with the example's since though a full snapshot was asked for: the row is kept, the run fails, exit 1, partial", async () => {
+    const { h, upstream } = await exampleHarness();
+    upstream.exportPage = (page) => ({
+      ...page,
+      since: "2026-11-20T00:00:00Z",
+      page: { ...(page.page as object), total: 1 },
+    });
+
+    const summary = await partialFullSync(h);
+    expect(summary.errors).toEqual([
+      expect.objectContaining({
+        error: expect.stringMatching(/is date-filtered \(since 2026-11-20T00:00:00Z\)/),
+      }),
+    ]);
+    expect(resources(h)).toEqual([resourceRow]);
+    expect(access(h)).toEqual([accessRow]);
+    expect(pairOf(h, "ana@example.com", EXAMPLE.notion)?.watermark ?? null).toBeNull();
   });
 
   it("check: the access matrix of the example access check, with its two problems, exit 1", async () => {
