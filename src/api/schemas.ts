@@ -262,7 +262,8 @@ export const Resource = z.object({
   source: z.string(),
   source_type: z.string(),
   server_instance_id: z.string(),
-  native_id: z.string(),
+  // The API types it nowhere and some servers' ids are numbers (an issue's): kept as text, as the key holds it.
+  native_id: z.union([z.string(), z.number().transform(String)]),
   type: z.string().nullable().optional(),
   title: z.string().nullable().optional(),
   url: z.string().nullable().optional(),

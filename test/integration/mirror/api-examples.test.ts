@@ -265,3 +265,19 @@ describe("the API reference's examples, served as they are", () => {
     expect(r.code).toBe(1);
   });
 });
+
+describe("a resource whose native_id is a number (a GitHub issue's), its key a string as always", () => {
+  it("is stored with native_id as text, not rejected", async () => {
+    const { h, proxy } = await proxiedHarness({ sim: { users: 1, docs: 4 } });
+    proxy.rewrites[0] = (body) => {
+      const page = JSON.parse(body) as { resources: { native_id: unknown; source_type: string }[] };
+      for (const r of page.resources) if (r.source_type === "github") r.native_id = 4242;
+      return JSON.stringify(page);
+    };
+    const r = await h.cli(["sync", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(h.query("SELECT DISTINCT native_id FROM resources WHERE source_type = 'github'")).toEqual([
+      { native_id: "4242" },
+    ]);
+  });
+});
