@@ -186,6 +186,7 @@ export const RunListSource = z.object({
   task_id: nullableString,
   status: SourceTaskStatus,
 });
+export type RunListSource = z.infer<typeof RunListSource>;
 
 export const RunListItem = z.object({
   sync_id: z.string(),
@@ -211,8 +212,23 @@ export const RunSourceSummary = z.object({
   diagnostics: Diagnostics.optional(),
 });
 
+/**
+ * A source's `error` as text. The API gives its type nowhere (its example writes a string, its
+ * error bodies' `detail` is a string or an object): an object is kept by its `message`, or whole
+ * as JSON, rather than refusing the run's detail (which the continue and the problems read).
+ */
+const SourceError = z
+  .unknown()
+  .optional()
+  .transform((error): string | null => {
+    if (error === undefined || error === null) return null;
+    if (typeof error === "string") return error;
+    const message = (error as { message?: unknown }).message;
+    return typeof message === "string" ? message : JSON.stringify(error);
+  });
+
 export const RunDetailSource = RunListSource.extend({
-  error: z.string().nullable().optional(),
+  error: SourceError,
   started_at: nullableString,
   completed_at: nullableString,
   session_id: nullableString,
@@ -246,7 +262,8 @@ export const Resource = z.object({
   source: z.string(),
   source_type: z.string(),
   server_instance_id: z.string(),
-  native_id: z.string(),
+  // The API types it nowhere and some servers' ids are numbers (an issue's): kept as text, as the key holds it.
+  native_id: z.union([z.string(), z.number().transform(String)]),
   type: z.string().nullable().optional(),
   title: z.string().nullable().optional(),
   url: z.string().nullable().optional(),

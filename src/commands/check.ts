@@ -41,7 +41,7 @@ export const check: Command = (args, io) =>
       let problems = database.status === "ok" ? 0 : 1;
       const refusals = new Map<string, string>();
       if (database.status === "ok") problems += await checkStored(config, io, log, refusals);
-      const unreachable = await reachApi(api, io.signal);
+      const unreachable = await reachApi(api, config, io.signal);
       if (unreachable !== null) {
         // Every mirror would meet the same failure: one line says it and what to do.
         io.stdout.write(`PROBLEM ${printable(unreachable)}\n`);
@@ -106,14 +106,33 @@ async function checkStored(
  * base URL that answers 404 everywhere is said once, with what to do, and not once per mirror.
  * Null when the API answers (any other failure is left to each mirror's own requests).
  */
-async function reachApi(api: ApiClient, signal: AbortSignal): Promise<string | null> {
+async function reachApi(api: ApiClient, config: Config, signal: AbortSignal): Promise<string | null> {
   try {
     await api.listProjects(signal);
     return null;
   } catch (error) {
-    if (error instanceof NotFoundError) return WRONG_BASE_URL_ADVICE;
+    if (error instanceof NotFoundError)
+      return (await configAnswers(api, config, signal)) ? null : WRONG_BASE_URL_ADVICE;
     if (error instanceof UnauthorizedError || error instanceof UnavailableError) return apiProblem(error);
     if (error instanceof SyncmirrorError) return null;
+    throw error;
+  }
+}
+
+/**
+ * Whether the first mirror's sync config answers where `GET /projects` gave 404: the mirror reads
+ * no project, so a service (or a stand-in for one) without that route is still the API, and only
+ * a 404 on both says the base URL is wrong.
+ */
+async function configAnswers(api: ApiClient, config: Config, signal: AbortSignal): Promise<boolean> {
+  const id = config.mirrors.find((m) => m.syncConfigId)?.syncConfigId;
+  if (!id) return false;
+  try {
+    await api.getSyncConfig(id, signal);
+    return true;
+  } catch (error) {
+    if (error instanceof NotFoundError) return false;
+    if (error instanceof SyncmirrorError) return true;
     throw error;
   }
 }

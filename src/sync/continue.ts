@@ -7,13 +7,7 @@
  * that ran again since did get it.
  */
 import type { RunDetail } from "../api/schemas.js";
-import {
-  ApiError,
-  ContinueOutcomeUnknownError,
-  FeatureDisabledError,
-  NotFoundError,
-  UnauthorizedError,
-} from "../errors.js";
+import { ApiError, ContinueOutcomeUnknownError, NotFoundError, UnauthorizedError } from "../errors.js";
 import type { PendingContinue, Run } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { fencedPost } from "./fence.js";
@@ -77,9 +71,10 @@ async function post(pass: MirrorPass, run: Run, sources: string[], attempt: numb
         );
         continue;
       }
-      // A continue is a second chance, not the run: one the service refuses (409), or cannot take
-      // after every retry, leaves the source as it finished and the run is exported as it is. A
-      // run gone (404), a rejected token or the feature turned off are the caller's to handle.
+      // A continue is a second chance, not the run: one the service refuses (409, or Background
+      // Sync turned off since the trigger: reading the run and its export still works), or cannot
+      // take after every retry, leaves the source as it finished and the run is exported as it is.
+      // A run gone (404) or a rejected token are the caller's to handle.
       if (notTaken(error)) {
         log.warn({ source, err: error.message }, "continue not accepted; the source stays as it is");
         continue;
@@ -94,9 +89,6 @@ async function post(pass: MirrorPass, run: Run, sources: string[], attempt: numb
 
 function notTaken(error: unknown): error is ApiError {
   return (
-    error instanceof ApiError &&
-    !(error instanceof NotFoundError) &&
-    !(error instanceof UnauthorizedError) &&
-    !(error instanceof FeatureDisabledError)
+    error instanceof ApiError && !(error instanceof NotFoundError) && !(error instanceof UnauthorizedError)
   );
 }

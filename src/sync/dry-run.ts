@@ -7,9 +7,9 @@
  * and left out of the totals, as the real pass revokes nothing of them (nor deletes a key they keep
  * seeing); the outcome is the real pass's, so a held sweep makes the dry run `partial` too.
  */
-import { Resource } from "../api/schemas.js";
+import { Resource, type RunListSource } from "../api/schemas.js";
 import type { PassError } from "../store/console-types.js";
-import type { Run, Trigger } from "../store/types.js";
+import type { Run, SourceReport, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { engineOf, fetchExportPages } from "./export-pages.js";
 import { sourceReports } from "./ingest.js";
@@ -79,16 +79,18 @@ async function collectKeys(
   pass: MirrorPass,
   trigger: Trigger,
   run: Run,
-  runSources: readonly string[] | undefined,
+  runSources: readonly RunListSource[] | undefined,
 ): Promise<void> {
   const { ctx } = pass;
-  const pages = fetchExportPages(ctx, run.syncId, 0, trigger.since, runSources);
+  const pages = fetchExportPages(ctx, run.syncId, 0, trigger.since, runSources?.length);
+  let sources: SourceReport[] = [];
   let errors: PassError[] = [];
   // Counted as the real pass counts them: a run with a row refused for its shape sweeps nothing.
   let rejected = 0;
   try {
     for (let next = await pages.next(); next; next = await pages.next()) {
-      const { page, offset } = next;
+      const { page, offset, failAfter } = next;
+      if (failAfter) throw failAfter;
       const keys = page.resources.flatMap((raw) => {
         const parsed = Resource.safeParse(raw);
         if (!parsed.success) rejected++;
@@ -96,11 +98,12 @@ async function collectKeys(
       });
       await ctx.store.dryRun.seen(trigger.id, run.userEmail, keys);
       if (offset === 0) {
+        sources = sourceReports(page, runSources);
         await ctx.store.runs.saveFirstPage(run.syncId, {
           schemaVersion: String(page.schema_version),
           engineVersion: engineOf(page),
           diagnostics: {},
-          sources: sourceReports(page),
+          sources,
         });
       }
       if (page.page.next_offset === null) {
@@ -109,8 +112,8 @@ async function collectKeys(
           at: ctx.now().toISOString(),
           replica: ctx.replica?.name ?? null,
         };
-        const serviceErrors = await readSourceErrors(pass, run, page);
-        errors = runErrors(where, { ...run, rejected }, sourceReports(page), serviceErrors, { dryRun: true });
+        const serviceErrors = await readSourceErrors(pass, run, sources);
+        errors = runErrors(where, { ...run, rejected }, sources, serviceErrors, { dryRun: true });
       }
     }
   } finally {

@@ -15,8 +15,14 @@ import { AbortedError, BadResponseError, UnsupportedSchemaVersionError } from ".
 import type { SyncContext } from "./context.js";
 
 export interface ExportPageStream {
-  /** The next page in export order, or undefined after the last; throws what reading that page threw. */
-  next(): Promise<{ page: ExportPage; offset: number } | undefined>;
+  /**
+   * The next page in export order, or undefined after the last; throws what reading that page threw.
+   * `failAfter`, on the last page: the export is not the snapshot it must be (it ends before its
+   * `page.total`, or it is date-filtered though a full one was asked for). Its rows may be written
+   * (upserts are safe), but the run must then fail with this error: a sweep would take the keys
+   * it left out for missed.
+   */
+  next(): Promise<{ page: ExportPage; offset: number; failAfter?: BadResponseError } | undefined>;
   /** Stops fetching ahead and lets go of the pages not taken. Idempotent. */
   close(): void;
 }
@@ -35,8 +41,11 @@ export function fetchExportPages(
   fromOffset: number | null,
   /** The `since` the run's trigger sent: null asked for a full snapshot. */
   sentSince: string | null,
-  /** The run's source labels as the run list shows them, when it does: the first page must list each. */
-  runSources?: readonly string[],
+  /**
+   * How many sources the run list shows the run with (0 when it does not list it): a first page
+   * listing no source is read only when the run list names some (`ingest.ts` reports them).
+   */
+  runSourceCount = 0,
 ): ExportPageStream {
   const { pagesAhead: window, pagesAheadPerRun, exportPageSize } = ctx;
   const stop = new AbortController();
@@ -48,6 +57,8 @@ export function fetchExportPages(
   const queue: Fetch[] = [];
   let expected = fromOffset;
   let engineVersion: string | null = null;
+  /** Met on a page before the last: the run fails once its last page is written. */
+  let notSnapshot: BadResponseError | undefined;
   /** Learned from the first page handed over: where the predicted pages end, and their stride. */
   let total: number | undefined;
   let stride = 0;
@@ -103,8 +114,11 @@ export function fetchExportPages(
       } finally {
         if (fetch.ahead) window.give();
       }
-      checkPage(syncId, offset, page, sentSince);
-      if (offset === 0) checkSources(syncId, page, runSources ?? []);
+      checkPage(syncId, offset, page);
+      if (offset === 0) checkSources(syncId, page, runSourceCount);
+      notSnapshot ??= dateFiltered(syncId, page, sentSince);
+      const failAfter =
+        page.page.next_offset === null ? (notSnapshot ?? endedShort(syncId, offset, page)) : undefined;
       const pageEngine = engineOf(page);
       if (engineVersion !== null && pageEngine !== engineVersion) {
         ctx.log.warn(
@@ -123,7 +137,7 @@ export function fetchExportPages(
         stride = expected - offset;
       }
       fillAhead();
-      return { page, offset };
+      return failAfter ? { page, offset, failAfter } : { page, offset };
     },
     close() {
       if (closed) return;
@@ -138,30 +152,14 @@ export function fetchExportPages(
 }
 
 /**
- * A readable schema_version; a full snapshot where one was asked for (a date-filtered export would
- * have the sweep take every key it left out for missed); progress: an export that does not
- * advance would loop forever; and an end where the export's own total says it ends (one cut short
- * would have the sweep take the keys it never delivered for missed).
+ * A readable schema_version; progress: an export that does not advance would loop forever.
  */
-function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: string | null): void {
+function checkPage(syncId: string, offset: number, page: ExportPage): void {
   const major = String(page.schema_version).split(".")[0];
   if (major !== "1" || !/^1(\.\d+)*$/.test(String(page.schema_version))) {
     throw new UnsupportedSchemaVersionError(syncId, page.schema_version, offset);
   }
-  if (sentSince === null && page.since != null) {
-    throw new BadResponseError(
-      `export of run ${syncId} is date-filtered (since ${page.since}) though its trigger asked for a full snapshot: the run fails, so its pairs neither move nor sweep; the next full pass asks again`,
-      { method: "GET", route: "/sync-task/{sync_id}/export" },
-    );
-  }
   const next = page.page.next_offset;
-  const { total } = page.page;
-  if (next === null && total !== undefined && offset + page.resources.length < total) {
-    throw new BadResponseError(
-      `export of run ${syncId} ended after ${offset + page.resources.length} of the ${total} resources its page.total gives: the run fails, so its pairs neither move nor sweep; the next pass asks again`,
-      { method: "GET", route: "/sync-task/{sync_id}/export" },
-    );
-  }
   if (next !== null && next <= offset) {
     throw new BadResponseError(`export of run ${syncId} did not advance (offset ${offset} -> ${next})`, {
       method: "GET",
@@ -170,20 +168,45 @@ function checkPage(syncId: string, offset: number, page: ExportPage, sentSince: 
   }
 }
 
+/** A date-filtered page where a full snapshot was asked for (the API's example page carries a `since`). */
+function dateFiltered(
+  syncId: string,
+  page: ExportPage,
+  sentSince: string | null,
+): BadResponseError | undefined {
+  if (sentSince !== null || page.since == null) return undefined;
+  return new BadResponseError(
+    `export of run ${syncId} is date-filtered (since ${page.since}) though its trigger asked for a full snapshot: the rows that came are kept, but the run fails, so its pairs neither move nor sweep; the next full pass asks again`,
+    { method: "GET", route: "/sync-task/{sync_id}/export" },
+  );
+}
+
 /**
- * The first page's sources decide which pairs succeeded, swept, or left the trigger: a run's pair
- * missing from them would look removed from the sync config and lose its access at a full pass.
- * An answer that lists none, or not every source the run list gave the run, fails the run instead.
+ * An end before the export's own total (the API's example page says `total: 9` beside its one
+ * resource): the rows that came are as good as any (upserts are safe), but a sweep would take the
+ * keys never delivered for missed, so the run fails once they are written.
  */
-function checkSources(syncId: string, page: ExportPage, runSources: readonly string[]): void {
-  const listed = new Set(page.sources.map((s) => s.source));
-  const missing = runSources.filter((s) => !listed.has(s));
-  if (listed.size > 0 && missing.length === 0) return;
-  const what =
-    listed.size === 0 ? "lists no sources" : `does not list the run's source(s) ${missing.join(", ")}`;
+function endedShort(syncId: string, offset: number, page: ExportPage): BadResponseError | undefined {
+  const { total, next_offset: next } = page.page;
+  const delivered = offset + page.resources.length;
+  if (next !== null || total === undefined || delivered >= total) return undefined;
+  return new BadResponseError(
+    `export of run ${syncId} ended after ${delivered} of the ${total} resources its page.total gives: the rows that came are kept, but the run fails, so its pairs neither move nor sweep; the next pass asks again`,
+    { method: "GET", route: "/sync-task/{sync_id}/export" },
+  );
+}
+
+/**
+ * The first page's sources, with those the run list gives the run, decide which pairs succeeded,
+ * swept, or left the trigger. A source the page leaves out (the service's own example export omits
+ * a FAILED one) is reported as not succeeded by the ingest; a run neither names has no pair the
+ * page's rows could be told apart by, and fails.
+ */
+function checkSources(syncId: string, page: ExportPage, runSourceCount: number): void {
+  if (page.sources.length > 0 || runSourceCount > 0) return;
   throw new BadResponseError(
-    `the first export page of run ${syncId} ${what}: the answer is incomplete, so the run fails and its pairs neither move, sweep nor lose access; the next pass reads it again`,
-    { method: "GET", route: "/sync-task/{sync_id}/export", detail: { missing } },
+    `the first export page of run ${syncId} lists no sources, and the run list names none: the answer is incomplete, so the run fails and its pairs neither move, sweep nor lose access; the next pass reads it again`,
+    { method: "GET", route: "/sync-task/{sync_id}/export" },
   );
 }
 

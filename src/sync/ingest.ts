@@ -5,7 +5,7 @@
  * a lease, first checks the lease: `fence.ts`). Memory is bounded by the page size.
  */
 import { setImmediate } from "node:timers/promises";
-import { type ExportPage, Resource } from "../api/schemas.js";
+import { type ExportPage, Resource, type RunListSource } from "../api/schemas.js";
 import { upstreamLabel } from "../metrics.js";
 import type { StoreOps } from "../store/store.js";
 import type {
@@ -37,13 +37,13 @@ export async function ingestRun(
   pass: MirrorPass,
   trigger: Trigger,
   run: Run,
-  runSources: readonly string[] | undefined,
+  runSources: readonly RunListSource[] | undefined,
 ): Promise<void> {
-  const pages = fetchExportPages(pass.ctx, run.syncId, run.nextOffset, trigger.since, runSources);
+  const pages = fetchExportPages(pass.ctx, run.syncId, run.nextOffset, trigger.since, runSources?.length);
   // One call per page rather than a loop variable, which would keep the applied page reachable
   // while the next one downloads: a run holds only the pages in flight.
   try {
-    while (await ingestNextPage(pass, trigger, run, pages)) {}
+    while (await ingestNextPage(pass, trigger, run, pages, runSources ?? [])) {}
   } finally {
     pages.close();
   }
@@ -54,10 +54,16 @@ async function ingestNextPage(
   trigger: Trigger,
   run: Run,
   pages: ExportPageStream,
+  runSources: readonly RunListSource[],
 ): Promise<boolean> {
   const next = await pages.next();
   if (next === undefined) return false;
-  const { page, offset } = next;
+  const { offset, failAfter } = next;
+  // Written as a page in the middle of the export, so the run is not finished by it; it fails after.
+  const page = failAfter
+    ? { ...next.page, page: { ...next.page.page, next_offset: offset + next.page.resources.length } }
+    : next.page;
+  const sources = offset === 0 ? sourceReports(page, runSources) : undefined;
   // Before the transaction, which runs one at a time: the rows' checks (most of a page's CPU)
   // overlap the other runs' transactions' waits on the database.
   const rows = await checkRows(pass, run, page);
@@ -67,18 +73,26 @@ async function ingestNextPage(
   await setImmediate();
   pass.ctx.signal.throwIfAborted();
   // Over HTTP, so before the last page's transaction: the text of its failed sources.
-  const serviceErrors = page.page.next_offset === null ? await readSourceErrors(pass, run, page) : new Map();
+  const serviceErrors =
+    page.page.next_offset === null
+      ? await readSourceErrors(pass, run, sources ?? (await pass.ctx.store.runs.sourcesOf(run.syncId)))
+      : new Map();
   const applied = await pass.ctx.store.transaction((tx) =>
-    applyPage(pass, tx, trigger, run, { page, rows, firstPage: offset === 0, serviceErrors }),
+    applyPage(pass, tx, trigger, run, { page, rows, sources, serviceErrors }),
   );
   reportPage(pass, run, applied);
+  if (failAfter) throw failAfter;
   if (page.page.next_offset !== null) pass.ctx.crashPoint("between-pages");
   return true;
 }
 
-/** The first page's per-source statuses and counts, as the run keeps them. */
-export function sourceReports(page: ExportPage): SourceReport[] {
-  return page.sources.map((s) => ({
+/**
+ * The first page's per-source statuses and counts, as the run keeps them, and each source the run
+ * list gives the run that the page leaves out, with its task status and no export status: it did
+ * not succeed, yet it ran, so a full pass does not take its pair as removed from the sync config.
+ */
+export function sourceReports(page: ExportPage, runSources: readonly RunListSource[] = []): SourceReport[] {
+  const reports: SourceReport[] = page.sources.map((s) => ({
     source: s.source,
     sourceType: s.source_type,
     serverInstanceId: s.server_instance_id,
@@ -86,6 +100,19 @@ export function sourceReports(page: ExportPage): SourceReport[] {
     exportStatus: s.status,
     counts: s.counts ?? null,
   }));
+  const listed = new Set(reports.map((s) => s.source));
+  for (const s of runSources) {
+    if (listed.has(s.source)) continue;
+    reports.push({
+      source: s.source,
+      sourceType: s.source_type,
+      serverInstanceId: s.server_instance_id,
+      taskStatus: s.status,
+      exportStatus: null,
+      counts: null,
+    });
+  }
+  return reports;
 }
 
 /** A page's rows by outcome and source type, for the counters once the page has committed. */
@@ -174,9 +201,15 @@ async function applyPage(
   {
     page,
     rows,
-    firstPage,
+    sources,
     serviceErrors,
-  }: { page: ExportPage; rows: CheckedRow[]; firstPage: boolean; serviceErrors: SourceErrors },
+  }: {
+    page: ExportPage;
+    rows: CheckedRow[];
+    /** The first page's: its sources as the run keeps them. */
+    sources: SourceReport[] | undefined;
+    serviceErrors: SourceErrors;
+  },
 ): Promise<AppliedPage> {
   const { ctx, mirror } = pass;
   const at = ctx.now().toISOString();
@@ -185,7 +218,7 @@ async function applyPage(
   const engineVersion = engineOf(page);
   // Statements issued together share a round trip on PostgreSQL (its client pipelines); SQLite
   // runs each as it is called, in the same order.
-  const firstPageSaved = firstPage
+  const firstPageSaved = sources
     ? tx.runs.saveFirstPage(run.syncId, {
         schemaVersion: String(page.schema_version),
         engineVersion,
@@ -195,7 +228,7 @@ async function applyPage(
           unresolved_requests: page.unresolved_requests ?? [],
           unmatched_tool_calls: page.unmatched_tool_calls ?? [],
         },
-        sources: sourceReports(page),
+        sources,
       })
     : undefined;
   const counts: PageCounts = { upserted: 0, unchanged: 0, rejected: 0, keysNew: 0, keysChanged: 0 };

@@ -155,5 +155,6 @@ function describeSource(
   if (s.taskStatus === "FAILED") return `FAILED${said || " (the service gave no error text)"}`;
   if (s.taskStatus === "INCOMPLETE")
     return `INCOMPLETE${said || ": the agent stopped before finishing (out of iterations, or content left undecided)"}`;
-  return `export status ${s.exportStatus ?? "unknown"}${said}`;
+  if (s.exportStatus === null) return `${s.taskStatus}, but the export does not list the source${said}`;
+  return `export status ${s.exportStatus}${said}`;
 }

@@ -3,9 +3,8 @@
  * carry none; the run's detail (`GET /sync-task/{sync_id}`) does, per source. Read once, before
  * the run's last page is written, only when one of its sources did not deliver.
  */
-import type { ExportPage } from "../api/schemas.js";
 import { AbortedError, FeatureDisabledError, UnauthorizedError } from "../errors.js";
-import type { Run } from "../store/types.js";
+import type { Run, SourceReport } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
 import { sourceDelivered } from "./outcome.js";
 
@@ -15,12 +14,10 @@ export type SourceErrors = ReadonlyMap<string, string | null>;
 export async function readSourceErrors(
   { ctx }: MirrorPass,
   run: Run,
-  page: ExportPage,
+  /** The run's sources as its first page and the run list give them. */
+  sources: readonly Pick<SourceReport, "taskStatus" | "exportStatus">[],
 ): Promise<SourceErrors> {
-  const failing = page.sources.filter(
-    (s) => !sourceDelivered({ taskStatus: s.task_status, exportStatus: s.status }),
-  );
-  if (failing.length === 0) return new Map();
+  if (sources.every(sourceDelivered)) return new Map();
   try {
     const detail = await ctx.api.getRun(run.syncId, ctx.signal);
     return new Map(detail.sources.map((s) => [s.source, s.error ?? null]));

@@ -36,8 +36,12 @@ function canonicalZulu(value: string): string | undefined {
   return m[4] === undefined ? `${value.slice(0, 19)}.000Z` : value;
 }
 
+/** A date and time of day with no `Z` or offset, which Date.parse would read in the local time zone. */
+const NO_OFFSET = /^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?$/;
+
+/** A time the service wrote without an offset is UTC, as every time it writes: never the host's zone. */
 function parsedTime(value: string): string | null {
-  const ms = Date.parse(value);
+  const ms = Date.parse(NO_OFFSET.test(value) ? `${value.replace(" ", "T")}Z` : value);
   if (Number.isNaN(ms)) return null;
   const iso = new Date(ms).toISOString();
   return FOUR_DIGIT_YEAR.test(iso) ? iso : null;

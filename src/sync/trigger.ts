@@ -10,7 +10,7 @@ import type { MirrorPass, SyncContext } from "./context.js";
 import { passError } from "./fail-run.js";
 import { fencedPost } from "./fence.js";
 import type { Plan } from "./plan.js";
-import { serverTime } from "./time.js";
+import { exportTime, serverTime } from "./time.js";
 
 /** `knownBefore`: the mirror's newest known run (`runs.newestCreatedAt`), read before the intent. */
 export async function recordIntent(
@@ -214,5 +214,5 @@ async function activate(
 
 function sameSince(a: string | null, b: string | null): boolean {
   if (a === null || b === null) return a === b;
-  return Date.parse(a) === Date.parse(b);
+  return exportTime(a) === exportTime(b);
 }

@@ -4,7 +4,7 @@
  * each run as soon as it finishes while the others keep running, and continuing INCOMPLETE
  * sources up to `continue_incomplete` times.
  */
-import type { RunListItem } from "../api/schemas.js";
+import type { RunListItem, RunListSource } from "../api/schemas.js";
 import { AbortedError, FeatureDisabledError, NotFoundError, UnauthorizedError } from "../errors.js";
 import { isDatabaseError } from "../store/store.js";
 import type { Run, Trigger } from "../store/types.js";
@@ -23,14 +23,14 @@ export interface WaitResult {
 const PROGRESS_EVERY_MS = 30_000;
 
 /**
- * Reads one finished run's export (`ingestRun` for a real pass); `runSources` are its source labels
- * as the run list shows them, when it does.
+ * Reads one finished run's export (`ingestRun` for a real pass); `runSources` are its sources as the
+ * run list shows them, when it does.
  */
 export type RunReader = (
   pass: MirrorPass,
   trigger: Trigger,
   run: Run,
-  runSources: readonly string[] | undefined,
+  runSources: readonly RunListSource[] | undefined,
 ) => Promise<void>;
 
 export async function waitAndIngest(
@@ -121,7 +121,7 @@ export async function waitAndIngest(
           changed = true;
         }
         if (action !== "export") continue;
-        const runSources = listed.get(run.syncId)?.sources.map((s) => s.source);
+        const runSources = listed.get(run.syncId)?.sources;
         const job = readOrFail(pass, trigger, run, () => read(pass, trigger, run, runSources))
           .catch((error: unknown) => {
             fatal ??= error;

@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TEST_DIALECT } from "../../helpers/dialect.js";
 import { createHarness, DATABASE_URL_ENV, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
+import { proxiedHarness } from "../../helpers/rewriting-proxy.js";
 import { buildOnce, editConfig } from "./setup.js";
 
 let h: Harness | undefined;
@@ -54,6 +55,20 @@ describe("syncmirror check", () => {
     expect(stdout).toContain("no problems found");
     // check changes nothing upstream: no config written, no trigger (so no run created).
     expect(h.sim.requests.map((r) => r.method).filter((m) => m !== "GET")).toEqual([]);
+  });
+
+  it("exits 0 against a service without GET /projects (404) whose sync configs answer", async () => {
+    const { h: proxied, proxy } = await proxiedHarness({ maxAttempts: 1 });
+    h = proxied;
+    proxy.intercept = ({ method, path }) =>
+      method === "GET" && path.split("?")[0] === "/projects"
+        ? { status: 404, body: JSON.stringify({ detail: "Not Found" }) }
+        : undefined;
+    const { code, stdout } = await check(h);
+    expect(problems(stdout)).toEqual([]);
+    expect(stdout).toContain("no problems found");
+    for (const user of h.sim.users) expect(stdout).toMatch(new RegExp(`${user}\\s+yes\\s+ok`));
+    expect(code).toBe(0);
   });
 
   it("flags a sync config that does not exist upstream, exit 1", async () => {
