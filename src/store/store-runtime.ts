@@ -6,6 +6,11 @@
  *   that pipelines, the next transaction begins as soon as the previous one's COMMIT is sent, on
  *   the same connection behind it (`sendCommit`): it costs no round trip of its own to begin, sees
  *   everything committed before it, and transactions still commit one at a time and in order.
+ * - A callback that returns its writes issued (`afterWrites`) has its COMMIT sent behind them
+ *   before their answers (once every call waiting on an answer to issue its next statement is done,
+ *   `RecordHooks.hold`, and no statement was refused on the client): a page costs one round trip
+ *   of waiting instead of two. A failed write rolls the transaction back (the COMMIT after it only
+ *   rolls back) and fails it as if it had been awaited; the transaction behind it goes on.
  * - Work started from inside a transaction (same async context) joins it rather than wait for it.
  * - Outside a transaction, a driver with one connection (SQLite) queues every call, since it would
  *   otherwise land inside the open transaction; a pool (PostgreSQL) runs it at once.
@@ -21,13 +26,23 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { SyncmirrorError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { guardRepositories, routeRepositories } from "./bind-repositories.js";
-import type { DriverTransaction, SentCommit, StoreDriver } from "./driver.js";
-import type { Store, StoreOps } from "./store.js";
+import type { DriverTransaction, RecordHooks, SentCommit, StoreDriver } from "./driver.js";
+import { type Store, type StoreOps, type Written, writesOf } from "./store.js";
 import { waitForChange } from "./wait-for-change.js";
 
 const ATTEMPTS = 4;
 
 const noop = () => {};
+
+/** One attempt of a transaction, as its repository calls report it (`RecordHooks`). */
+interface AttemptState {
+  /** It appended changes. */
+  recorded: boolean;
+  /** It issued a statement that may append changes. */
+  mayRecord: boolean;
+  /** Its calls still to issue a statement after another's answer. */
+  held: Set<Promise<unknown>>;
+}
 
 export interface StoreRuntimeOptions {
   /** Where a retried transaction is noted (debug). */
@@ -47,8 +62,11 @@ export function createStore<C extends object>(
   const listeners = new Set<() => void>();
   const opsByConn = new WeakMap<C, StoreOps>();
   let queue: Promise<unknown> = Promise.resolve();
-  /** The open transaction appended changes (transactions run one at a time until their COMMIT is sent). */
-  let recorded = false;
+  /**
+   * What each attempt's repository calls tell the runtime (`RecordHooks`), by async context: a
+   * statement's answer may arrive after the next transaction began behind the COMMIT.
+   */
+  const attempts = new AsyncLocalStorage<AttemptState>();
   let closed: Promise<void> | undefined;
   /** The last transaction whose COMMIT was sent: the next may begin behind it (`sendCommit`). */
   let committing: SentCommit<C> | undefined;
@@ -64,14 +82,29 @@ export function createStore<C extends object>(
       throw fail(error);
     }
   };
-  /** Changes are recorded inside transactions only, and transactions run one at a time. */
-  const onRecorded = () => {
-    recorded = true;
+  /** Changes are recorded inside transactions only. */
+  const hooks: RecordHooks = {
+    recorded: () => {
+      const state = attempts.getStore();
+      if (state) state.recorded = true;
+    },
+    mayRecord: () => {
+      const state = attempts.getStore();
+      if (state) state.mayRecord = true;
+    },
+    hold: (work) => {
+      const held = attempts.getStore()?.held;
+      if (!held) return work;
+      held.add(work);
+      const gone = () => held.delete(work);
+      work.then(gone, gone);
+      return work;
+    },
   };
   const opsOf = (conn: C): StoreOps => {
     let ops = opsByConn.get(conn);
     if (!ops) {
-      ops = guardRepositories(driver.repositories(conn, onRecorded), fail);
+      ops = guardRepositories(driver.repositories(conn, hooks), fail);
       opsByConn.set(conn, ops);
     }
     return ops;
@@ -119,23 +152,48 @@ export function createStore<C extends object>(
     }
   };
 
+  /**
+   * A callback's `written` value, its writes issued (calls still waiting for an answer before their
+   * next statement waited for) and not refused on the client: a statement the client refuses
+   * before sending it fails on the next tick, and must not leave the COMMIT committing the rest.
+   */
+  const issued = async (writes: Promise<unknown>, { held }: AttemptState): Promise<void> => {
+    let refused: { error: unknown } | undefined;
+    writes.catch((error: unknown) => {
+      refused = { error };
+    });
+    while (held.size > 0) await Promise.allSettled(held);
+    await new Promise((resolve) => setImmediate(resolve));
+    if (refused) throw fail(refused.error);
+  };
+
   async function attempt<T>(
-    fn: (tx: StoreOps) => Promise<T>,
+    fn: (tx: StoreOps) => Promise<T | Written<T>>,
     first: boolean,
     release: () => void,
   ): Promise<T> {
     const tx = await begin();
-    recorded = false;
+    const state: AttemptState = { recorded: false, mayRecord: false, held: new Set() };
     let sending = false;
     try {
       const ops = opsOf(tx.conn);
-      const result = await current.run(ops, () => fn(ops));
+      const result = await current.run(ops, () => attempts.run(state, () => fn(ops)));
+      const writes = writesOf(result);
+      // Without a COMMIT to send ahead (SQLite), the writes are answered first, as any callback's.
+      if (writes && !tx.sendCommit) await guarded(() => writes);
+      else if (writes) await issued(writes, state);
       if (first && options.retryEachTransaction) await guarded(() => tx.conflict());
-      const changed = recorded;
+      // A COMMIT sent ahead of the writes' answers publishes whatever they may append.
+      const changed = state.recorded || (writes !== undefined && state.mayRecord);
       sending = true;
-      await commit(tx, changed, release);
-      if (changed) wake();
-      return result;
+      if (writes && tx.sendCommit) {
+        const [wrote, committed] = await Promise.allSettled([writes, commit(tx, changed, release)]);
+        // A failed write is the cause; the COMMIT behind it only rolled back.
+        if (wrote.status === "rejected") throw fail(wrote.reason);
+        if (committed.status === "rejected") throw committed.reason;
+      } else await commit(tx, changed, release);
+      if (state.recorded) wake();
+      return (writes ? (result as Written<T>).value : result) as T;
     } catch (error) {
       // A COMMIT that was sent ended the transaction either way, and the connection may already
       // carry the next one.
@@ -144,9 +202,9 @@ export function createStore<C extends object>(
     }
   }
 
-  function transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
+  function transaction<T>(fn: (tx: StoreOps) => Promise<T | Written<T>>): Promise<T> {
     const joined = current.getStore();
-    if (joined) return fn(joined);
+    if (joined) return joinedTransaction(fn(joined));
     const run = async (n: number): Promise<T> => {
       try {
         return await enqueue((release) => attempt(fn, n === 1, release));
@@ -160,6 +218,15 @@ export function createStore<C extends object>(
       }
     };
     return run(1);
+  }
+
+  /** A transaction joined by another of the same async context: its writes are answered before it returns. */
+  async function joinedTransaction<T>(result: Promise<T | Written<T>>): Promise<T> {
+    const value = await result;
+    const writes = writesOf(value);
+    if (!writes) return value as T;
+    await writes;
+    return (value as Written<T>).value;
   }
 
   const { changes: _changes, ...root } = routeRepositories(
