@@ -58,15 +58,16 @@ export function createStore<C extends object>(
   driver: StoreDriver<C>,
   options: StoreRuntimeOptions = {},
 ): Store {
-  const current = new AsyncLocalStorage<StoreOps>();
+  /**
+   * The open transaction of the async context: its repositories, and what its calls report
+   * (`RecordHooks`), kept by context since a statement's answer may arrive after the next
+   * transaction began behind the COMMIT. One storage: each one more costs every promise of the
+   * process a little (Node's async hooks).
+   */
+  const current = new AsyncLocalStorage<{ ops: StoreOps; state: AttemptState }>();
   const listeners = new Set<() => void>();
   const opsByConn = new WeakMap<C, StoreOps>();
   let queue: Promise<unknown> = Promise.resolve();
-  /**
-   * What each attempt's repository calls tell the runtime (`RecordHooks`), by async context: a
-   * statement's answer may arrive after the next transaction began behind the COMMIT.
-   */
-  const attempts = new AsyncLocalStorage<AttemptState>();
   let closed: Promise<void> | undefined;
   /** The last transaction whose COMMIT was sent: the next may begin behind it (`sendCommit`). */
   let committing: SentCommit<C> | undefined;
@@ -85,15 +86,15 @@ export function createStore<C extends object>(
   /** Changes are recorded inside transactions only. */
   const hooks: RecordHooks = {
     recorded: () => {
-      const state = attempts.getStore();
+      const state = current.getStore()?.state;
       if (state) state.recorded = true;
     },
     mayRecord: () => {
-      const state = attempts.getStore();
+      const state = current.getStore()?.state;
       if (state) state.mayRecord = true;
     },
     hold: (work) => {
-      const held = attempts.getStore()?.held;
+      const held = current.getStore()?.state?.held;
       if (!held) return work;
       held.add(work);
       const gone = () => held.delete(work);
@@ -177,7 +178,7 @@ export function createStore<C extends object>(
     let sending = false;
     try {
       const ops = opsOf(tx.conn);
-      const result = await current.run(ops, () => attempts.run(state, () => fn(ops)));
+      const result = await current.run({ ops, state }, () => fn(ops));
       const writes = writesOf(result);
       // Without a COMMIT to send ahead (SQLite), the writes are answered first, as any callback's.
       if (writes && !tx.sendCommit) await guarded(() => writes);
@@ -203,7 +204,7 @@ export function createStore<C extends object>(
   }
 
   function transaction<T>(fn: (tx: StoreOps) => Promise<T | Written<T>>): Promise<T> {
-    const joined = current.getStore();
+    const joined = current.getStore()?.ops;
     if (joined) return joinedTransaction(fn(joined));
     const run = async (n: number): Promise<T> => {
       try {
@@ -231,7 +232,7 @@ export function createStore<C extends object>(
 
   const { changes: _changes, ...root } = routeRepositories(
     opsOf(driver.shared),
-    () => current.getStore(),
+    () => current.getStore()?.ops,
     outside,
   );
   const onCommit = (listener: () => void) => {
