@@ -33,6 +33,7 @@ import { waitForChange } from "./wait-for-change.js";
 const ATTEMPTS = 4;
 
 const noop = () => {};
+const nextTick = () => new Promise<void>((resolve) => process.nextTick(resolve));
 
 /** One attempt of a transaction, as its repository calls report it (`RecordHooks`). */
 interface AttemptState {
@@ -164,7 +165,12 @@ export function createStore<C extends object>(
       refused = { error };
     });
     while (held.size > 0) await Promise.allSettled(held);
-    await new Promise((resolve) => setImmediate(resolve));
+    // Twice: a tick queued from a microtask runs only once every microtask queued before it has,
+    // so the second one follows a refusal's rejection however many promises it passes through. Not
+    // a turn of the event loop (setImmediate), which would queue the COMMIT behind the other runs'
+    // row checks.
+    await nextTick();
+    await nextTick();
     if (refused) throw fail(refused.error);
   };
 
