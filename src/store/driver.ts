@@ -20,24 +20,11 @@ export type DirectRepo<T> = {
 /** Every repository of `StoreOps`, over one connection. */
 export type Repositories = { [K in keyof StoreOps]: DirectRepo<StoreOps[K]> };
 
-/** The changes repository's hooks into the runtime's open transaction. */
-export interface RecordHooks {
-  /**
-   * Changes were appended: the runtime tells `commit`, and wakes the commit listeners after a
-   * commit that recorded any.
-   */
-  recorded(): void;
-  /**
-   * A statement that may append changes was issued, its answer not yet in: a COMMIT sent before
-   * the answers (`afterWrites` in `store.ts`) still publishes whatever it appends.
-   */
-  mayRecord(): void;
-  /**
-   * A call that issues a statement only once another's answer is in: a COMMIT sent before the
-   * answers waits for `work`, so that no statement of the transaction follows it.
-   */
-  hold<T>(work: Promise<T>): Promise<T>;
-}
+/**
+ * Called by the changes repository when it appended changes: the runtime tells `commit`, and
+ * wakes the commit listeners after a commit that recorded any.
+ */
+export type OnRecorded = () => void;
 
 /** One open transaction on one connection. */
 export interface DriverTransaction<C> {
@@ -80,7 +67,7 @@ export interface StoreDriver<C extends object> {
    */
   readonly oneConnection: boolean;
   /** The repositories over `conn`; the runtime asks once per connection and keeps them. */
-  repositories(conn: C, hooks: RecordHooks): Repositories;
+  repositories(conn: C, onRecorded: OnRecorded): Repositories;
   begin(): Promise<DriverTransaction<C>>;
   /** Another writer got in the way (deadlock, serialization failure, busy): run it again from the start. */
   isRetryable(error: unknown): boolean;

@@ -6,11 +6,6 @@
  *   that pipelines, the next transaction begins as soon as the previous one's COMMIT is sent, on
  *   the same connection behind it (`sendCommit`): it costs no round trip of its own to begin, sees
  *   everything committed before it, and transactions still commit one at a time and in order.
- * - A callback that returns its writes issued (`afterWrites`) has its COMMIT sent behind them
- *   before their answers (once every call waiting on an answer to issue its next statement is done,
- *   `RecordHooks.hold`, and no statement was refused on the client): a page costs one round trip
- *   of waiting instead of two. A failed write rolls the transaction back (the COMMIT after it only
- *   rolls back) and fails it as if it had been awaited; the transaction behind it goes on.
  * - Work started from inside a transaction (same async context) joins it rather than wait for it.
  * - Outside a transaction, a driver with one connection (SQLite) queues every call, since it would
  *   otherwise land inside the open transaction; a pool (PostgreSQL) runs it at once.
@@ -26,24 +21,13 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { SyncmirrorError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { guardRepositories, routeRepositories } from "./bind-repositories.js";
-import type { DriverTransaction, RecordHooks, SentCommit, StoreDriver } from "./driver.js";
-import { type Store, type StoreOps, type Written, writesOf } from "./store.js";
+import type { DriverTransaction, SentCommit, StoreDriver } from "./driver.js";
+import type { Store, StoreOps } from "./store.js";
 import { waitForChange } from "./wait-for-change.js";
 
 const ATTEMPTS = 4;
 
 const noop = () => {};
-const nextTick = () => new Promise<void>((resolve) => process.nextTick(resolve));
-
-/** One attempt of a transaction, as its repository calls report it (`RecordHooks`). */
-interface AttemptState {
-  /** It appended changes. */
-  recorded: boolean;
-  /** It issued a statement that may append changes. */
-  mayRecord: boolean;
-  /** Its calls still to issue a statement after another's answer. */
-  held: Set<Promise<unknown>>;
-}
 
 export interface StoreRuntimeOptions {
   /** Where a retried transaction is noted (debug). */
@@ -59,16 +43,12 @@ export function createStore<C extends object>(
   driver: StoreDriver<C>,
   options: StoreRuntimeOptions = {},
 ): Store {
-  /**
-   * The open transaction of the async context: its repositories, and what its calls report
-   * (`RecordHooks`), kept by context since a statement's answer may arrive after the next
-   * transaction began behind the COMMIT. One storage: each one more costs every promise of the
-   * process a little (Node's async hooks).
-   */
-  const current = new AsyncLocalStorage<{ ops: StoreOps; state: AttemptState }>();
+  const current = new AsyncLocalStorage<StoreOps>();
   const listeners = new Set<() => void>();
   const opsByConn = new WeakMap<C, StoreOps>();
   let queue: Promise<unknown> = Promise.resolve();
+  /** The open transaction appended changes (transactions run one at a time until their COMMIT is sent). */
+  let recorded = false;
   let closed: Promise<void> | undefined;
   /** The last transaction whose COMMIT was sent: the next may begin behind it (`sendCommit`). */
   let committing: SentCommit<C> | undefined;
@@ -84,29 +64,14 @@ export function createStore<C extends object>(
       throw fail(error);
     }
   };
-  /** Changes are recorded inside transactions only. */
-  const hooks: RecordHooks = {
-    recorded: () => {
-      const state = current.getStore()?.state;
-      if (state) state.recorded = true;
-    },
-    mayRecord: () => {
-      const state = current.getStore()?.state;
-      if (state) state.mayRecord = true;
-    },
-    hold: (work) => {
-      const held = current.getStore()?.state?.held;
-      if (!held) return work;
-      held.add(work);
-      const gone = () => held.delete(work);
-      work.then(gone, gone);
-      return work;
-    },
+  /** Changes are recorded inside transactions only, and transactions run one at a time. */
+  const onRecorded = () => {
+    recorded = true;
   };
   const opsOf = (conn: C): StoreOps => {
     let ops = opsByConn.get(conn);
     if (!ops) {
-      ops = guardRepositories(driver.repositories(conn, hooks), fail);
+      ops = guardRepositories(driver.repositories(conn, onRecorded), fail);
       opsByConn.set(conn, ops);
     }
     return ops;
@@ -154,53 +119,23 @@ export function createStore<C extends object>(
     }
   };
 
-  /**
-   * A callback's `written` value, its writes issued (calls still waiting for an answer before their
-   * next statement waited for) and not refused on the client: a statement the client refuses
-   * before sending it fails on the next tick, and must not leave the COMMIT committing the rest.
-   */
-  const issued = async (writes: Promise<unknown>, { held }: AttemptState): Promise<void> => {
-    let refused: { error: unknown } | undefined;
-    writes.catch((error: unknown) => {
-      refused = { error };
-    });
-    while (held.size > 0) await Promise.allSettled(held);
-    // Twice: a tick queued from a microtask runs only once every microtask queued before it has,
-    // so the second one follows a refusal's rejection however many promises it passes through. Not
-    // a turn of the event loop (setImmediate), which would queue the COMMIT behind the other runs'
-    // row checks.
-    await nextTick();
-    await nextTick();
-    if (refused) throw fail(refused.error);
-  };
-
   async function attempt<T>(
-    fn: (tx: StoreOps) => Promise<T | Written<T>>,
+    fn: (tx: StoreOps) => Promise<T>,
     first: boolean,
     release: () => void,
   ): Promise<T> {
     const tx = await begin();
-    const state: AttemptState = { recorded: false, mayRecord: false, held: new Set() };
+    recorded = false;
     let sending = false;
     try {
       const ops = opsOf(tx.conn);
-      const result = await current.run({ ops, state }, () => fn(ops));
-      const writes = writesOf(result);
-      // Without a COMMIT to send ahead (SQLite), the writes are answered first, as any callback's.
-      if (writes && !tx.sendCommit) await guarded(() => writes);
-      else if (writes) await issued(writes, state);
+      const result = await current.run(ops, () => fn(ops));
       if (first && options.retryEachTransaction) await guarded(() => tx.conflict());
-      // A COMMIT sent ahead of the writes' answers publishes whatever they may append.
-      const changed = state.recorded || (writes !== undefined && state.mayRecord);
+      const changed = recorded;
       sending = true;
-      if (writes && tx.sendCommit) {
-        const [wrote, committed] = await Promise.allSettled([writes, commit(tx, changed, release)]);
-        // A failed write is the cause; the COMMIT behind it only rolled back.
-        if (wrote.status === "rejected") throw fail(wrote.reason);
-        if (committed.status === "rejected") throw committed.reason;
-      } else await commit(tx, changed, release);
-      if (state.recorded) wake();
-      return (writes ? (result as Written<T>).value : result) as T;
+      await commit(tx, changed, release);
+      if (changed) wake();
+      return result;
     } catch (error) {
       // A COMMIT that was sent ended the transaction either way, and the connection may already
       // carry the next one.
@@ -209,9 +144,9 @@ export function createStore<C extends object>(
     }
   }
 
-  function transaction<T>(fn: (tx: StoreOps) => Promise<T | Written<T>>): Promise<T> {
-    const joined = current.getStore()?.ops;
-    if (joined) return joinedTransaction(fn(joined));
+  function transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
+    const joined = current.getStore();
+    if (joined) return fn(joined);
     const run = async (n: number): Promise<T> => {
       try {
         return await enqueue((release) => attempt(fn, n === 1, release));
@@ -227,18 +162,9 @@ export function createStore<C extends object>(
     return run(1);
   }
 
-  /** A transaction joined by another of the same async context: its writes are answered before it returns. */
-  async function joinedTransaction<T>(result: Promise<T | Written<T>>): Promise<T> {
-    const value = await result;
-    const writes = writesOf(value);
-    if (!writes) return value as T;
-    await writes;
-    return (value as Written<T>).value;
-  }
-
   const { changes: _changes, ...root } = routeRepositories(
     opsOf(driver.shared),
-    () => current.getStore()?.ops,
+    () => current.getStore(),
     outside,
   );
   const onCommit = (listener: () => void) => {

@@ -417,33 +417,6 @@ export interface StoreContents {
   changes: Partial<Record<ChangeOp, number>>;
 }
 
-const WRITES = Symbol("writes");
-
-/** A transaction callback's value whose last statements are issued, their answers not yet in (`afterWrites`). */
-export interface Written<T> {
-  readonly [WRITES]: Promise<unknown>;
-  readonly value: T;
-}
-
-/**
- * Returned by a transaction callback whose last statements, `writes`, are issued (every call made,
- * none waiting to be made after another's answer): the transaction may send its COMMIT behind them
- * without waiting for their answers (one round trip less on PostgreSQL, whose client pipelines;
- * the server runs them in order, and a COMMIT after a failed statement only rolls back). It
- * commits only if every one of them succeeds, and resolves to `value` as if the callback had
- * awaited them and returned it.
- */
-export function afterWrites<T>(writes: Promise<unknown>, value: T): Written<T> {
-  return { [WRITES]: writes, value };
-}
-
-/** The writes of a callback's `written` value, or undefined for any other value. */
-export function writesOf(result: unknown): Promise<unknown> | undefined {
-  return typeof result === "object" && result !== null && WRITES in result
-    ? (result as Written<unknown>)[WRITES]
-    : undefined;
-}
-
 /**
  * The store outside a transaction. Changes are recorded only inside one (`tx.changes`): the
  * commit listeners follow the commit that recorded them.
@@ -457,7 +430,7 @@ export interface Store extends Omit<StoreOps, "changes"> {
    * again from the start, up to 4 times: `fn` does database work only and returns what happened;
    * HTTP, metrics and logs belong to the caller, after the commit.
    */
-  transaction<T>(fn: (tx: StoreOps) => Promise<T | Written<T>>): Promise<T>;
+  transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T>;
   /** Called after each committed transaction that recorded a change (wakes change-feed waiters). */
   onCommit(listener: () => void): () => void;
   countContents(): Promise<StoreContents>;

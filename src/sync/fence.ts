@@ -11,7 +11,7 @@
  */
 import type { PostHooks } from "../api/client.js";
 import { LeaseLostError } from "../errors.js";
-import { isDatabaseError, type Store, type StoreOps, type Written } from "../store/store.js";
+import { isDatabaseError, type Store, type StoreOps } from "../store/store.js";
 import type { Fence } from "../store/types.js";
 
 type Methods = Record<string, (...args: unknown[]) => Promise<unknown>>;
@@ -71,16 +71,15 @@ export function fencedPost(ctx: { lease?: Fence; store: Pick<StoreOps, "leases">
  * lease is gone is reported as the lost lease it is.
  */
 export function fencedStore(store: Store, fence: Fence): Store {
-  const transaction = async <T>(fn: (tx: StoreOps) => Promise<T | Written<T>>): Promise<T> => {
+  const transaction = async <T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> => {
     try {
       return await store.transaction(async (tx) => {
         // Checked first in the transaction, but not waited for before `fn` starts: its statements
         // follow the check on the connection (one round trip for both on PostgreSQL) and the
-        // transaction commits only once the check has held (its COMMIT is sent after, even ahead of
-        // `fn`'s writes' answers); a lost lease rolls back whatever `fn` did.
+        // transaction commits only once the check has held; a lost lease rolls back whatever `fn` did.
         const held = assertLeaseHeld(fence, tx);
         held.catch(() => {});
-        let result: T | Written<T>;
+        let result: T;
         try {
           result = await fn(tx);
         } catch (error) {

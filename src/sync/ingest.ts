@@ -6,7 +6,7 @@
  */
 import { setImmediate } from "node:timers/promises";
 import { type ExportPage, Resource } from "../api/schemas.js";
-import { afterWrites, type StoreOps, type Written } from "../store/store.js";
+import type { StoreOps } from "../store/store.js";
 import type {
   PageCounts,
   ResourceInput,
@@ -172,7 +172,7 @@ async function applyPage(
     firstPage,
     serviceErrors,
   }: { page: ExportPage; rows: CheckedRow[]; firstPage: boolean; serviceErrors: SourceErrors },
-): Promise<Written<AppliedPage>> {
+): Promise<AppliedPage> {
   const { ctx, mirror } = pass;
   const at = ctx.now().toISOString();
   const where = { mirror: mirror.name, at, replica: ctx.replica?.name ?? null };
@@ -275,17 +275,16 @@ async function applyPage(
     recordRejectedRows(tx, where, run, rejected),
     tx.runs.checkpoint(run.syncId, next, counts),
   ];
-  // Every write is issued: the COMMIT may follow them without waiting for their answers.
-  if (ran === undefined) return afterWrites(Promise.all(pageWrites), { rows: tally, warnings });
+  if (ran === undefined) {
+    await Promise.all(pageWrites);
+    return { rows: tally, warnings };
+  }
   const [stored, runSources] = ran;
   const last = { ...where, triggerRowId: trigger.id, serviceErrors };
   const finished = checkpointed(stored, counts);
   const finishedSources = finishRun(pass, tx, trigger, finished, runSources, last);
-  return afterWrites(Promise.all([...pageWrites, finishedSources.written]), {
-    rows: tally,
-    warnings,
-    finishedSources: finishedSources.sources,
-  });
+  await Promise.all([...pageWrites, finishedSources.written]);
+  return { rows: tally, warnings, finishedSources: finishedSources.sources };
 }
 
 /** The run as its last page's checkpoint (`runs.checkpoint` with no next offset) leaves it. */

@@ -13,7 +13,6 @@
 
 import type pg from "pg";
 import { PRIOR_OP_KEPT, replacingOp, seenChanges } from "../change-rule.js";
-import type { RecordHooks } from "../driver.js";
 import type { AccessRepo, ChangeRepo } from "../store.js";
 import type { ChangeOp, ChangeRecord } from "../types.js";
 import type { Conn } from "./connection.js";
@@ -98,7 +97,7 @@ const scopedId = (scope: string, key: string) => `${scope}\n${key}`;
 
 export function createChangeRepo(
   { client }: Conn,
-  { recorded, mayRecord, hold }: RecordHooks,
+  onRecorded: () => void,
   access: Pick<AccessRepo, "seeAll">,
 ): ChangeRepo {
   const repo: ChangeRepo = {
@@ -106,9 +105,10 @@ export function createChangeRepo(
       if (rows.length === 0) return;
       const keys = rows.map((r) => pgText(r.key));
       const ids = new Set(rows.map((r, i) => `${r.mirror}\n${r.userEmail}\n${keys[i]}`));
-      if (ids.size < rows.length)
-        return hold((async () => appendAll(seenChanges(rows, written, await access.seeAll(rows), change)))());
-      mayRecord();
+      if (ids.size < rows.length) {
+        await repo.recordAll(seenChanges(rows, written, await access.seeAll(rows), change));
+        return;
+      }
       const { rowCount } = await client.query({
         name: RECORD_SEEN,
         text: RECORD_SEEN_SQL,
@@ -126,69 +126,63 @@ export function createChangeRepo(
           PRIOR_OP_KEPT,
         ],
       });
-      if ((rowCount ?? 0) > 0) recorded();
+      if ((rowCount ?? 0) > 0) onRecorded();
     },
 
     async recordAll(changes) {
       if (changes.length === 0) return;
-      return hold(appendAll(changes));
+      const keys = changes.map((c) => pgText(c.key));
+      const { rows: priors } = await client.query<{
+        id: string;
+        pending: boolean;
+        op: ChangeOp;
+        sync_id: string;
+        key: string;
+      }>({
+        name: PRIORS,
+        text: PRIORS_SQL,
+        values: [changes.map((c) => c.scope), keys],
+      });
+      // The latest change of each (scope, key) as the batch goes, stored or appended by it.
+      const latest = new Map<
+        string,
+        { op: ChangeOp; stored?: { id: string; pending: boolean }; appendAt?: number }
+      >();
+      for (const p of priors)
+        latest.set(scopedId(p.sync_id, p.key), { op: p.op, stored: { id: p.id, pending: p.pending } });
+      const removed: string[] = [];
+      const removedPending: string[] = [];
+      const appended: ({ index: number; op: ChangeOp } | undefined)[] = [];
+      changes.forEach((c, index) => {
+        const id = scopedId(c.scope, keys[index] as string);
+        const prior = latest.get(id);
+        if (prior?.stored !== undefined)
+          (prior.stored.pending ? removedPending : removed).push(prior.stored.id);
+        // One appended earlier in this batch: it is replaced before it was ever committed.
+        if (prior?.appendAt !== undefined) appended[prior.appendAt] = undefined;
+        const op = replacingOp(prior?.op, c.op);
+        latest.set(id, { op, appendAt: appended.length });
+        appended.push({ index, op });
+      });
+      const kept = appended.filter((a) => a !== undefined);
+      const column = <T>(of: (c: ChangeRecord, index: number) => T) =>
+        kept.map(({ index }) => of(changes[index] as ChangeRecord, index));
+      await client.query({
+        name: APPEND,
+        text: APPEND_SQL,
+        values: [
+          removed,
+          column((_, index) => keys[index]),
+          kept.map((a) => a.op),
+          column((c) => c.at),
+          column((c) => c.mirror),
+          column((c) => c.scope),
+          removedPending,
+        ],
+      });
+      onRecorded();
     },
   };
-  /** Two round trips: the append is built from the priors' answer. */
-  async function appendAll(changes: readonly ChangeRecord[]): Promise<void> {
-    if (changes.length === 0) return;
-    mayRecord();
-    const keys = changes.map((c) => pgText(c.key));
-    const { rows: priors } = await client.query<{
-      id: string;
-      pending: boolean;
-      op: ChangeOp;
-      sync_id: string;
-      key: string;
-    }>({
-      name: PRIORS,
-      text: PRIORS_SQL,
-      values: [changes.map((c) => c.scope), keys],
-    });
-    // The latest change of each (scope, key) as the batch goes, stored or appended by it.
-    const latest = new Map<
-      string,
-      { op: ChangeOp; stored?: { id: string; pending: boolean }; appendAt?: number }
-    >();
-    for (const p of priors)
-      latest.set(scopedId(p.sync_id, p.key), { op: p.op, stored: { id: p.id, pending: p.pending } });
-    const removed: string[] = [];
-    const removedPending: string[] = [];
-    const appended: ({ index: number; op: ChangeOp } | undefined)[] = [];
-    changes.forEach((c, index) => {
-      const id = scopedId(c.scope, keys[index] as string);
-      const prior = latest.get(id);
-      if (prior?.stored !== undefined)
-        (prior.stored.pending ? removedPending : removed).push(prior.stored.id);
-      // One appended earlier in this batch: it is replaced before it was ever committed.
-      if (prior?.appendAt !== undefined) appended[prior.appendAt] = undefined;
-      const op = replacingOp(prior?.op, c.op);
-      latest.set(id, { op, appendAt: appended.length });
-      appended.push({ index, op });
-    });
-    const kept = appended.filter((a) => a !== undefined);
-    const column = <T>(of: (c: ChangeRecord, index: number) => T) =>
-      kept.map(({ index }) => of(changes[index] as ChangeRecord, index));
-    await client.query({
-      name: APPEND,
-      text: APPEND_SQL,
-      values: [
-        removed,
-        column((_, index) => keys[index]),
-        kept.map((a) => a.op),
-        column((c) => c.at),
-        column((c) => c.mirror),
-        column((c) => c.scope),
-        removedPending,
-      ],
-    });
-    recorded();
-  }
   return repo;
 }
 
@@ -204,8 +198,8 @@ export const CHANGES_CHANNEL = "syncmirror_changes";
  * them in order, so the copy happens under the lock, and a COMMIT after a failed statement only
  * rolls back: the failure is thrown.
  */
-export async function publishAndCommit(client: pg.PoolClient): Promise<pg.QueryResult> {
-  const [, , committed] = await Promise.all([
+export async function publishAndCommit(client: pg.PoolClient): Promise<void> {
+  await Promise.all([
     client.query("SELECT pg_advisory_xact_lock($1)", [PUBLISH_LOCK]),
     client.query(
       `WITH published AS (
@@ -217,5 +211,4 @@ export async function publishAndCommit(client: pg.PoolClient): Promise<pg.QueryR
     ),
     client.query("COMMIT"),
   ]);
-  return committed;
 }

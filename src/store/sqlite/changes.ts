@@ -2,7 +2,7 @@
  * The public `changes` feed: a consumer keeps the last `seq` it processed and reads onward.
  */
 import { replacingOp, seenChanges } from "../change-rule.js";
-import type { RecordHooks } from "../driver.js";
+import type { OnRecorded } from "../driver.js";
 import type { AccessRepo, ChangeRepo } from "../store.js";
 import type { ChangeOp, ChangeRecord } from "../types.js";
 import type { Db } from "./open.js";
@@ -10,7 +10,7 @@ import type { Sync } from "./sync-repo.js";
 
 export function createChangeRepo(
   db: Db,
-  { recorded }: Pick<RecordHooks, "recorded">,
+  onRecorded: OnRecorded,
   access: Pick<Sync<AccessRepo>, "seeAll">,
 ): Sync<ChangeRepo> {
   // A change is recorded for most exported rows of a cold mirror: plain better-sqlite3 statements with
@@ -28,7 +28,7 @@ export function createChangeRepo(
     const prior = existing.get(c.scope, c.key);
     if (prior !== undefined) remove.run(prior.seq);
     insert.run(c.key, replacingOp(prior?.op, c.op), c.at, c.mirror, c.scope);
-    recorded();
+    onRecorded();
   };
 
   return {

@@ -92,12 +92,12 @@ function createSqliteDriver(
   return {
     shared: db,
     oneConnection: true,
-    repositories: (conn, hooks) => {
+    repositories: (conn, onRecorded) => {
       const access = createAccessRepo(conn);
       return {
         resources: createResourceRepo(conn),
         access,
-        changes: createChangeRepo(conn, hooks, access),
+        changes: createChangeRepo(conn, onRecorded, access),
         pairs: createPairRepo(conn),
         triggers: createTriggerRepo(conn),
         runs: createRunRepo(conn),

@@ -4,14 +4,13 @@
  * page is granting, and a lost connection fails the transaction as a
  * database error, after which the store reconnects. Within one process, the next transaction
  * begins behind the previous one's COMMIT on its connection: it sees what that one wrote, and a
- * COMMIT that fails there fails alone; a COMMIT sent ahead of the writes' answers commits none of
- * them when one fails, on the server or refused by the client.
+ * COMMIT that fails there fails alone.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../../src/log.js";
 import { openPostgresStore } from "../../../src/store/postgres/postgres-store.js";
-import { afterWrites, isDatabaseError, type Store } from "../../../src/store/store.js";
+import { isDatabaseError, type Store } from "../../../src/store/store.js";
 import { applyRevocations } from "../../../src/sync/revoke.js";
 import { until } from "../../helpers/daemon.js";
 import { createTestDatabase, postgresForTests, TEST_URL_ENV } from "../../helpers/postgres.js";
@@ -66,38 +65,21 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
     // A deferred trigger runs at COMMIT: it makes one mirror's commit slow, another's fail, and a
     // third's fail once as a conflicting writer would.
     beforeAll(async () => {
-      /**
-       * A trigger function that fails the insert of mirror `failing`, and the first of `conflicting`
-       * as a conflicting writer would (a sequence, unlike a table, keeps its count when the
-       * transaction fails).
-       */
-      const failingHook = async (hook: string, failing: string, conflicting: string, more = "") => {
-        await other.query(`CREATE SEQUENCE ${hook}_once`);
-        await other.query(`CREATE FUNCTION ${hook}() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN
-            ${more}
-            IF NEW.mirror = '${failing}' THEN
-              RAISE EXCEPTION 'refused by ${hook}' USING ERRCODE = 'check_violation';
-            END IF;
-            IF NEW.mirror = '${conflicting}' AND nextval('${hook}_once') = 1 THEN
-              RAISE EXCEPTION 'conflict' USING ERRCODE = 'serialization_failure';
-            END IF;
-            RETURN NEW;
-          END $$`);
-      };
-      await failingHook(
-        "commit_hook",
-        "failing-commit",
-        "conflict-once",
-        "IF NEW.mirror = 'slow-commit' THEN PERFORM pg_sleep(0.5); END IF;",
-      );
+      // A sequence, unlike a table, keeps its count when the transaction fails.
+      await other.query("CREATE SEQUENCE conflict_once");
+      await other.query(`CREATE FUNCTION commit_hook() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.mirror = 'slow-commit' THEN PERFORM pg_sleep(0.5); END IF;
+          IF NEW.mirror = 'failing-commit' THEN
+            RAISE EXCEPTION 'refused at commit' USING ERRCODE = 'check_violation';
+          END IF;
+          IF NEW.mirror = 'conflict-once' AND nextval('conflict_once') = 1 THEN
+            RAISE EXCEPTION 'conflict' USING ERRCODE = 'serialization_failure';
+          END IF;
+          RETURN NULL;
+        END $$`);
       await other.query(`CREATE CONSTRAINT TRIGGER commit_hook AFTER INSERT ON mirror_state
         DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION commit_hook()`);
-      // And a write that fails as it runs, for a transaction whose COMMIT went out before its answer.
-      await failingHook("write_hook", "failing-write", "write-conflict-once");
-      await other.query(
-        "CREATE TRIGGER write_hook BEFORE INSERT ON mirror_state FOR EACH ROW EXECUTE FUNCTION write_hook()",
-      );
     });
 
     it("sees what the transaction before it wrote, even while that COMMIT is slow", async () => {
@@ -131,64 +113,6 @@ describe.runIf(await postgresForTests())("PostgreSQL transactions", () => {
       expect(attempts).toBe(2);
       expect(await store.mirrors.get("conflict-once")).toMatchObject({ syncConfigId: "cfg" });
       expect(await store.mirrors.get("behind-conflict")).toMatchObject({ syncConfigId: "cfg" });
-    });
-
-    describe("a COMMIT sent ahead of the writes' answers (afterWrites)", () => {
-      it("a write that fails there fails its transaction: nothing of it commits; the one behind it commits", async () => {
-        const failing = store.transaction(async (tx) =>
-          afterWrites(
-            Promise.all([
-              tx.mirrors.ensure("written-before-failing", "cfg"),
-              tx.mirrors.ensure("failing-write", "cfg"),
-            ]),
-            "committed",
-          ),
-        );
-        const behind = store.transaction((tx) => tx.mirrors.ensure("behind-failed-write", "cfg"));
-        const [failed, committed] = await Promise.allSettled([failing, behind]);
-        expect(failed.status).toBe("rejected");
-        expect((failed as PromiseRejectedResult).reason).toMatchObject({
-          message: expect.stringMatching(/refused by write_hook/),
-        });
-        expect(isDatabaseError((failed as PromiseRejectedResult).reason)).toBe(true);
-        expect(committed.status).toBe("fulfilled");
-        expect(await store.mirrors.get("written-before-failing")).toBeUndefined();
-        expect(await store.mirrors.get("behind-failed-write")).toMatchObject({ syncConfigId: "cfg" });
-      });
-
-      it("a write that a conflicting writer fails there is run again from the start, after the one behind it", async () => {
-        let attempts = 0;
-        const conflicting = store.transaction(async (tx) => {
-          attempts++;
-          return afterWrites(tx.mirrors.ensure("write-conflict-once", "cfg"), attempts);
-        });
-        const behind = store.transaction((tx) => tx.mirrors.ensure("behind-write-conflict", "cfg"));
-        const [ran] = await Promise.all([conflicting, behind]);
-        expect(ran).toBe(2);
-        expect(await store.mirrors.get("write-conflict-once")).toMatchObject({ syncConfigId: "cfg" });
-        expect(await store.mirrors.get("behind-write-conflict")).toMatchObject({ syncConfigId: "cfg" });
-      });
-
-      it("a write the client refuses before sending it fails its transaction before any COMMIT", async () => {
-        const unserializable: Record<string, unknown> = {};
-        unserializable.self = unserializable;
-        const refused = store.transaction(async (tx) =>
-          afterWrites(
-            Promise.all([
-              tx.mirrors.ensure("written-before-refused", "cfg"),
-              tx.runs.saveFirstPage("no-such-run", {
-                schemaVersion: "1",
-                engineVersion: null,
-                diagnostics: unserializable,
-                sources: [],
-              }),
-            ]),
-            "committed",
-          ),
-        );
-        await expect(refused).rejects.toThrow();
-        expect(await store.mirrors.get("written-before-refused")).toBeUndefined();
-      });
     });
   });
 

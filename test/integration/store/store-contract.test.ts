@@ -6,7 +6,6 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { CHANGES_CHANNEL } from "../../../src/store/postgres/postgres-store.js";
-import { afterWrites } from "../../../src/store/store.js";
 import type { ChangeRecord, PairRef, ResourceWrite } from "../../../src/store/types.js";
 import { storeDialects, useStore } from "../../helpers/store-dialects.js";
 import { ingestNew, resource, T1, T2, T3, uid } from "../../helpers/store-fixtures.js";
@@ -299,43 +298,6 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     expect(states.get(a)?.deletedAt).toBeNull();
     expect(states.get(none)).toEqual({ contentHash: "h1", deletedAt: T2, updatedAt: T2 });
     expect(states.get(nul)).toEqual({ contentHash: "h1", deletedAt: T2, updatedAt: T2 });
-  });
-
-  it("commits a transaction whose writes it returns issued (afterWrites) with all of them, its changes published", async () => {
-    const mirror = `m-${uid()}`;
-    const [single, repeated, appended] = [`k-${uid()}`, `k-${uid()}`, `k-${uid()}`];
-    const seen = (key: string, serverInstanceId: string) => ({
-      mirror,
-      userEmail: "u@example.test",
-      key,
-      serverInstanceId,
-      source: "docs",
-      seenAt: T1,
-    });
-    const change = { at: T1, mirror, scope: "run-1" };
-    let woken = 0;
-    const off = opened.store.onCommit(() => woken++);
-    const value = await opened.store.transaction(async (tx) =>
-      afterWrites(
-        Promise.all([
-          tx.resources.writeAll([resource(single), resource(repeated), resource(appended)], null, T1),
-          tx.changes.recordSeen([seen(single, "srv")], [true], change),
-          // A key the page repeats: its changes take two round trips on PostgreSQL, the second
-          // built from the first's answers, still inside the transaction.
-          tx.changes.recordSeen([seen(repeated, "srv-1"), seen(repeated, "srv-2")], [true, false], change),
-          tx.changes.recordAll([{ key: appended, op: "upsert", at: T1, mirror, scope: "run-1" }]),
-        ]),
-        "the page's value",
-      ),
-    );
-    off();
-    expect(value).toBe("the page's value");
-    expect(woken).toBeGreaterThan(0);
-    for (const key of [single, repeated, appended]) {
-      expect(await opened.store.resources.findState(key)).toMatchObject({ deletedAt: null });
-      expect((await changesOf(key)).map((c) => c.op)).toEqual(["upsert"]);
-    }
-    expect(await opened.store.access.keysWithAccess([single, repeated])).toEqual(new Set([single, repeated]));
   });
 
   it("records at most one change per key and scope, each later one replacing the earlier with a new seq", async () => {
