@@ -30,7 +30,12 @@ import { reconcileDeps, runOwedPass } from "./mirror-pass.js";
 import { createIoLogger, createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
 import type { LeaseHolder } from "./store/types.js";
-import { followPasses, refreshMirrorGauges, refreshProblemGauges } from "./sync/gauges.js";
+import {
+  followPasses,
+  refreshDriftGauges,
+  refreshMirrorGauges,
+  refreshProblemGauges,
+} from "./sync/gauges.js";
 import { buildStatus, retiredGrants } from "./sync/status-report.js";
 import { checkBindings } from "./sync-configs/bind.js";
 import { reconcileMirror } from "./sync-configs/reconcile.js";
@@ -63,6 +68,8 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
    */
   let listening = false;
   const mirrors = config.mirrors.map((m) => m.name);
+  /** The mirrors whose drift the daemon serves: those it applies. */
+  const managed = config.manageSyncConfigs ? config.mirrors.filter(isDeclared).map((m) => m.name) : [];
   const http = createHttpServer({
     registry: metrics.registry,
     isReady: () => runtime !== undefined && connected,
@@ -124,7 +131,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       runtime = await openWhenFree(config, io, log, metrics);
       if (runtime === undefined) return;
       // Ready only once the gauges are back: the first scrape after ready shows the stored state.
-      await restoreMetrics(runtime, metrics);
+      await restoreMetrics(runtime, metrics, managed);
       await warnRetired(runtime);
       const rt = runtime;
       const beat = () =>
@@ -173,7 +180,7 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         rt.store.ping().then(
           async () => {
             connected = true;
-            await refreshGauges(rt, mirrors, passes, log);
+            await refreshGauges(rt, { mirrors, managed }, passes, log);
             sched.wake();
             return beat().catch(() => {});
           },
@@ -244,17 +251,18 @@ async function openWhenFree(
 }
 
 /**
- * Each watch round: the open problems (another replica's pass, or an apply, may have changed them),
- * and the gauges of a mirror whose pass another process ran.
+ * Each watch round: the open problems and the drift of the `managed` mirrors (another replica's
+ * pass, or an apply, may have changed them), and the gauges of a mirror whose pass another process ran.
  */
 async function refreshGauges(
   runtime: Runtime,
-  mirrors: readonly string[],
+  { mirrors, managed }: { mirrors: readonly string[]; managed: readonly string[] },
   passes: ReturnType<typeof followPasses>,
   log: Logger,
 ): Promise<void> {
   try {
     await refreshProblemGauges(runtime.store, runtime.metrics, mirrors);
+    await refreshDriftGauges(runtime.store, runtime.metrics, managed);
     await passes.follow();
   } catch (error) {
     log.warn({ err: (error as Error).message }, "could not read the gauges from the database; trying again");
@@ -277,16 +285,13 @@ function watchIntervalMs(config: Config): number {
 }
 
 /** Gauges come from the database, so they are right from the first scrape after a restart. */
-async function restoreMetrics(runtime: Runtime, metrics: Metrics): Promise<void> {
+async function restoreMetrics(runtime: Runtime, metrics: Metrics, managed: readonly string[]): Promise<void> {
   for (const mirror of runtime.config.mirrors) {
     if (mirror.syncConfigId !== null) await runtime.store.mirrors.ensure(mirror.name, mirror.syncConfigId);
     await refreshMirrorGauges(runtime.store, metrics, mirror.name);
-    // The start-up apply, after ready, sets it again; until then, what the last attempt recorded.
-    if (runtime.config.manageSyncConfigs && mirror.declared !== null) {
-      const record = await runtime.store.syncConfigs.find(mirror.name);
-      metrics.syncConfigDrift.set({ mirror: mirror.name }, record?.lastError ? 1 : 0);
-    }
   }
+  // The start-up apply, after ready, sets it again; until then, what the last attempt recorded.
+  await refreshDriftGauges(runtime.store, metrics, managed);
 }
 
 /** No pass runs for a mirror the config no longer names: said once at start, with what it still grants. */

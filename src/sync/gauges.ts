@@ -86,6 +86,20 @@ export async function refreshProblemGauges(
   setProblemGauges(metrics, mirrors, await store.problems.countByKind());
 }
 
+/**
+ * `syncmirror_sync_config_drift` of the declared `mirrors`: 1 while the record of the last apply
+ * holds an error. Read from the record, not from this process's own last attempt: an `apply`
+ * beside the daemon, or another replica's pass, may have applied it since (or failed to).
+ */
+export async function refreshDriftGauges(
+  store: Store,
+  metrics: Metrics,
+  mirrors: readonly string[],
+): Promise<void> {
+  const failed = new Set((await store.syncConfigs.list()).filter((r) => r.lastError).map((r) => r.mirror));
+  for (const mirror of mirrors) metrics.syncConfigDrift.set({ mirror }, failed.has(mirror) ? 1 : 0);
+}
+
 function setProblemGauges(
   metrics: Metrics,
   mirrors: readonly string[],
