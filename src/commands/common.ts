@@ -202,7 +202,8 @@ export function isSetupError(error: unknown): boolean {
 /**
  * What `status`, `history`, `problems` and `approve-sweep` do: `read` on the store without the
  * lock, its result printed as JSON with `--json`, else as `text` says; under `--json` an error
- * that stops it prints its JSON document (`withJsonFailure`).
+ * that stops it prints its JSON document (`withJsonFailure`). Before the first sync `read` gets an
+ * empty store, and `onNoMirror` the line that says so.
  */
 export async function printFromStore<T>(
   io: CommandIo,
@@ -210,18 +211,24 @@ export async function printFromStore<T>(
   json: boolean,
   read: (store: Store) => Promise<T>,
   text: (value: T) => string,
+  onNoMirror?: (notice: string) => void,
 ): Promise<void> {
-  const value = await withJsonFailure(io, json, () => withStoreUnlocked(config, read));
+  const value = await withJsonFailure(io, json, () => withStoreUnlocked(config, read, onNoMirror));
   if (json) writeJson(io, value);
   else io.stdout.write(text(value));
 }
 
 /**
  * Runs `fn` on the configured store without the writer lock, so it works beside a running daemon;
- * before the first sync (no SQLite file yet) on an empty store, creating nothing.
+ * before the first sync on an empty store, creating nothing (`openStoreForReading`).
  */
-export async function withStoreUnlocked<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStoreForReading(config, createLogger({ level: "warn", name: "syncmirror" }));
+export async function withStoreUnlocked<T>(
+  config: Config,
+  fn: (store: Store) => Promise<T>,
+  onNoMirror?: (notice: string) => void,
+): Promise<T> {
+  const log = createLogger({ level: "warn", name: "syncmirror" });
+  const store = await openStoreForReading(config, log, onNoMirror);
   try {
     return await fn(store);
   } finally {

@@ -23,7 +23,7 @@ export const plan: Command = (args, io) =>
         io,
         json,
         async () => {
-          const store = await openStoreForReading(config, log);
+          const store = await openStoreForReading(config, log, (notice) => io.stderr.write(`${notice}\n`));
           try {
             const entries = await planSyncConfigs(config, { api, store, signal: io.signal });
             if (json) writeJson(io, planJson(entries));

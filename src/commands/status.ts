@@ -2,7 +2,6 @@
  * `syncmirror status [--json]`: per-mirror state from the database. Needs no token and takes no
  * lock, so it works beside a running daemon.
  */
-import { missingDatabaseFile } from "../store/open-store.js";
 import {
   buildStatus,
   type MirrorStatus,
@@ -18,12 +17,6 @@ export const status: Command = (args, io) =>
   withErrors(io, async () => {
     const { values } = parseCommandArgs("status", args, { json: { type: "boolean", default: false } });
     const config = loadCommandConfig(values.config, io);
-    const missing = missingDatabaseFile(config);
-    if (missing !== null) {
-      io.stderr.write(
-        `no mirror database at ${missing} yet: nothing has synced; \`syncmirror sync\` creates it\n`,
-      );
-    }
     await printFromStore(
       io,
       config,
@@ -31,6 +24,7 @@ export const status: Command = (args, io) =>
       (store) => buildStatus(store, config.mirrors),
       (report) =>
         `${report.mirrors.map(formatMirror).join("\n")}\n${formatRetired(report.retired_mirrors)}${formatReplicas(report.replicas)}`,
+      (notice) => io.stderr.write(`${notice}\n`),
     );
     return 0;
   });

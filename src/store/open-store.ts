@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import { type Config, requireDatabaseUrl } from "../config.js";
 import { DatabaseRefusedError, SchemaTooNewError } from "../errors.js";
 import type { Logger } from "../log.js";
+import type { PostgresStoreOptions } from "./postgres/postgres-store.js";
 import type { Store } from "./store.js";
 
 /**
@@ -16,6 +17,7 @@ import type { Store } from "./store.js";
  */
 const sqlite = () => import("./sqlite/sqlite-store.js");
 const sqlitePath = () => import("./sqlite/database-path.js");
+const migrationsApplied = () => import("./sqlite/migrations-applied.js");
 
 export interface OpenStoreOptions {
   /** SQLite: take the single-writer lock (every command that writes). */
@@ -29,7 +31,15 @@ export async function openStore(config: Config, options: OpenStoreOptions): Prom
   const db = config.database;
   if (db.kind === "sqlite") return (await sqlite()).openSqliteStore(db.path, options);
   const { openPostgresStore } = await import("./postgres/postgres-store.js");
-  return openPostgresStore({
+  return openPostgresStore(postgresOptions(config, db, options));
+}
+
+function postgresOptions(
+  config: Config,
+  db: Extract<Config["database"], { kind: "postgres" }>,
+  options: OpenStoreOptions,
+): PostgresStoreOptions {
+  return {
     url: requireDatabaseUrl(config, db),
     urlEnv: db.urlEnv,
     poolSize: db.poolSize,
@@ -37,16 +47,35 @@ export async function openStore(config: Config, options: OpenStoreOptions): Prom
     ...(options.retryEachTransaction === undefined
       ? {}
       : { retryEachTransaction: options.retryEachTransaction }),
-  });
+  };
 }
 
 /**
- * The SQLite file the config names when it does not exist yet (nothing has synced), else null.
- * A command that only reads (`status`) reads an empty store instead of creating the file.
+ * Without the lock, the store of a database that holds a mirror; null, creating and migrating
+ * nothing, before the first sync: no SQLite file yet, or one without syncmirror's tables (an empty
+ * file), or a PostgreSQL database syncmirror never migrated.
  */
-export function missingDatabaseFile(config: Config): string | null {
+async function openExistingStore(config: Config, log: Logger): Promise<Store | null> {
   const db = config.database;
-  return db.kind === "sqlite" && !existsSync(db.path) ? db.path : null;
+  if (db.kind === "sqlite") {
+    if (!(await holdsMirror(db.path))) return null;
+    return (await sqlite()).openSqliteStore(db.path, { lock: false, log });
+  }
+  const { openExistingPostgresStore } = await import("./postgres/postgres-store.js");
+  return openExistingPostgresStore(postgresOptions(config, db, { lock: false, log }));
+}
+
+/** A SQLite file exists and holds syncmirror's tables (read without writing anything). */
+async function holdsMirror(path: string): Promise<boolean> {
+  return existsSync(path) && (await migrationsApplied()).hasMirrorTables(path);
+}
+
+/** What holds no mirror yet, for the one line a command says about it. */
+function noMirrorYet(config: Config): string {
+  const db = config.database;
+  return db.kind === "sqlite"
+    ? `no mirror database at ${db.path} yet`
+    : `no mirror in the PostgreSQL database in $${db.urlEnv} yet`;
 }
 
 /** A store with the current schema and nothing in it, kept in memory. */
@@ -55,18 +84,27 @@ export async function openEmptyStore(): Promise<Store> {
 }
 
 /**
- * For commands that only read (`status`, `plan`, `check`): no lock, and before the first sync (no
- * SQLite file yet) an empty store instead of creating the file.
+ * For commands that only read (`status`, `plan`, `check`): no lock, and before the first sync (see
+ * `openExistingStore`) an empty store instead of creating or migrating the database;
+ * `onNoMirror` then gets the one line that says so.
  */
-export async function openStoreForReading(config: Config, log: Logger): Promise<Store> {
-  return missingDatabaseFile(config) !== null ? openEmptyStore() : openStore(config, { lock: false, log });
+export async function openStoreForReading(
+  config: Config,
+  log: Logger,
+  onNoMirror: (notice: string) => void = () => {},
+): Promise<Store> {
+  const store = await openExistingStore(config, log);
+  if (store) return store;
+  onNoMirror(`${noMirrorYet(config)}: nothing has synced; \`syncmirror sync\` creates it`);
+  return openEmptyStore();
 }
 
 /**
  * `check`'s look at the database, leaving nothing behind: a SQLite file can be created or opened;
- * a PostgreSQL server answers and its schema is current (or is brought up to date). `refused`:
- * the database refuses this configuration (DatabaseRefusedError) or this binary (a schema newer
- * than it knows), which every other command stops on with exit 2.
+ * a PostgreSQL server answers and its schema is current (or is brought up to date), or it holds no
+ * mirror yet (left so: only a pass creates one). `refused`: the database refuses this
+ * configuration (DatabaseRefusedError) or this binary (a schema newer than it knows), which every
+ * other command stops on with exit 2.
  */
 export async function checkStore(
   config: Config,
@@ -78,17 +116,21 @@ export async function checkStore(
     const refused = findNotADatabase(db.path) ?? findSchemaTooNew(db.path);
     if (refused) return { status: "refused", message: refused.message };
     const problem = findDatabasePathProblem(db.path);
-    return problem === undefined
-      ? { status: "ok", message: `database ${db.path}: can be opened` }
-      : {
-          status: "problem",
-          message: `database ${db.path} cannot be opened: ${problem}; fix database.path or the permissions`,
-        };
+    if (problem !== undefined)
+      return {
+        status: "problem",
+        message: `database ${db.path} cannot be opened: ${problem}; fix database.path or the permissions`,
+      };
+    const held = await holdsMirror(db.path);
+    return { status: "ok", message: `database ${db.path}: can be opened${held ? "" : NO_MIRROR}` };
   }
   try {
-    const store = await openStore(config, { lock: false, log });
-    await store.close();
-    return { status: "ok", message: `database $${db.urlEnv}: reachable, schema current` };
+    const store = await openExistingStore(config, log);
+    await store?.close();
+    return {
+      status: "ok",
+      message: `database $${db.urlEnv}: reachable${store ? ", schema current" : NO_MIRROR}`,
+    };
   } catch (error) {
     return {
       status:
@@ -97,3 +139,5 @@ export async function checkStore(
     };
   }
 }
+
+const NO_MIRROR = ", no mirror in it yet: the first `syncmirror sync` or `run` creates it";

@@ -169,9 +169,14 @@ export function clientConfig(url: string): pg.ClientConfig {
 
 /**
  * Connects once (the start-up check) and, unless the database is up to date, applies the
- * migrations on that client under the lock.
+ * migrations on that client under the lock. With `create` false, a database syncmirror never
+ * migrated (no migrations table) is left as it is: false, for commands that only read.
  */
-export async function migrateUnderLock(pool: pg.Pool, naming: Naming): Promise<void> {
+export async function migrateUnderLock(
+  pool: pg.Pool,
+  naming: Naming,
+  options: { create: boolean } = { create: true },
+): Promise<boolean> {
   let client: pg.PoolClient;
   try {
     client = await pool.connect();
@@ -180,7 +185,9 @@ export async function migrateUnderLock(pool: pg.Pool, naming: Naming): Promise<v
   }
   let broken: Error | undefined;
   try {
-    if (await isUpToDate(client)) return;
+    const applied = await readApplied(client);
+    if (applied === null && !options.create) return false;
+    if (applied !== null && isUpToDate(applied)) return true;
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
     try {
       await refuseNewerThanBinary(client, naming);
@@ -188,6 +195,7 @@ export async function migrateUnderLock(pool: pg.Pool, naming: Naming): Promise<v
     } finally {
       await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
     }
+    return true;
   } catch (error) {
     broken = error as Error;
     if (error instanceof SyncmirrorError) throw error;
@@ -200,23 +208,31 @@ export async function migrateUnderLock(pool: pg.Pool, naming: Naming): Promise<v
   }
 }
 
-/**
- * The database holds exactly the binary's migrations (one round trip, no lock): drizzle applies
- * them and records them in one transaction, so once the newest is recorded its schema is there.
- * Anything else (a fresh database, migrations to apply, a newer schema) takes the locked path.
- */
-async function isUpToDate(client: pg.PoolClient): Promise<boolean> {
-  let applied: { n: number; newest: string | null } | undefined;
+interface Applied {
+  n: number;
+  newest: string | null;
+}
+
+/** What drizzle recorded (one round trip, no lock); null when its table does not exist: a fresh database. */
+async function readApplied(client: pg.PoolClient): Promise<Applied | null> {
   try {
-    const result = await client.query<{ n: number; newest: string | null }>(APPLIED_SQL);
-    applied = result.rows[0];
+    return (await client.query<Applied>(APPLIED_SQL)).rows[0] ?? { n: 0, newest: null };
   } catch (error) {
-    if ((error as { code?: string }).code === UNDEFINED_TABLE) return false;
+    if ((error as { code?: string }).code === UNDEFINED_TABLE) return null;
     throw error;
   }
-  const entries = readJournal("postgres").entries;
-  const last = entries.at(-1);
-  return applied?.n === entries.length && applied.newest !== null && Number(applied.newest) === last?.when;
+}
+
+/**
+ * The database holds exactly the binary's migrations: drizzle applies them and records them in
+ * one transaction, so once the newest is recorded its schema is there. Anything else (migrations
+ * to apply, a newer schema) takes the locked path.
+ */
+function isUpToDate(applied: Applied): boolean {
+  const { entries } = readJournal("postgres");
+  return (
+    applied.n === entries.length && applied.newest !== null && Number(applied.newest) === entries.at(-1)?.when
+  );
 }
 
 const APPLIED_SQL =

@@ -74,6 +74,17 @@ EXCEPTION WHEN OTHERS THEN NULL;
 END $$`;
 
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
+  return openPostgres(options, true);
+}
+
+/** The store when syncmirror has migrated the database before, else null (the database left untouched). */
+export async function openExistingPostgresStore(options: PostgresStoreOptions): Promise<Store | null> {
+  return openPostgres(options, false);
+}
+
+async function openPostgres(options: PostgresStoreOptions, create: true): Promise<Store>;
+async function openPostgres(options: PostgresStoreOptions, create: false): Promise<Store | null>;
+async function openPostgres(options: PostgresStoreOptions, create: boolean): Promise<Store | null> {
   const naming = createNaming(options.url, options.urlEnv);
   const pool = createPool(options.url, options.poolSize, naming);
   // An idle client losing its connection must not crash the process; the next query reconnects.
@@ -93,11 +104,16 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       );
     });
   });
+  let initialised: boolean;
   try {
-    await migrateUnderLock(pool, naming);
+    initialised = await migrateUnderLock(pool, naming, { create });
   } catch (error) {
     await pool.end().catch(() => {});
     throw error;
+  }
+  if (!initialised) {
+    await pool.end();
+    return null;
   }
   return createStore(createPostgresDriver(pool, naming, options), options);
 }

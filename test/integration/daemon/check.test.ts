@@ -3,9 +3,12 @@
  * exit codes (0 clean, 1 problems, 2 invalid config or a database that refuses it). It never prints the token.
  */
 import { randomUUID } from "node:crypto";
+import { existsSync, statSync, writeFileSync } from "node:fs";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { TEST_DIALECT } from "../../helpers/dialect.js";
+import { queryPostgres, TEST_DIALECT } from "../../helpers/dialect.js";
 import { createHarness, DATABASE_URL_ENV, type Harness, TOKEN_ENV } from "../../helpers/mirror-harness.js";
+import { closeSync } from "../../helpers/pg-sync.js";
+import { createTestDatabase } from "../../helpers/postgres.js";
 import { proxiedHarness } from "../../helpers/rewriting-proxy.js";
 import { buildOnce, editConfig } from "./setup.js";
 
@@ -257,5 +260,62 @@ describe("syncmirror check", () => {
     expect(code).toBe(0);
     expect(stdout).toContain("remote name: wiki\\x1b[2J\\x1b]0;owned\\x07\\x0aPROBLEM none; servers:");
     expect(stdout.replaceAll("\n", "")).not.toMatch(/\p{Cc}/u);
+  });
+});
+
+/**
+ * The read-only commands before the first sync: each says in one line that the database holds no
+ * mirror yet, exits as it would on an empty mirror, and leaves the database as it found it (no
+ * SQLite file or lock file created, no table created in an empty file or PostgreSQL database).
+ */
+describe("check, status and plan on a database that holds no mirror yet", () => {
+  const readOnly = async (harness: Harness, env: Record<string, string> = {}) => {
+    const check = await harness.cli(["check"], env);
+    expect(check.code, check.stderr).toBe(0);
+    expect(check.stdout).toMatch(
+      /^database .*: (can be opened|reachable), no mirror in it yet: the first `syncmirror sync` or `run` creates it$/m,
+    );
+    expect(problems(check.stdout)).toEqual([]);
+    for (const command of [["status"], ["status", "--json"], ["plan"]]) {
+      const r = await harness.cli(command, env);
+      expect(r.code, `${command.join(" ")}: ${r.stderr}`).toBe(0);
+      expect(r.stderr, command.join(" ")).toMatch(
+        /^no mirror (database at .+|in the PostgreSQL database in \$\w+) yet: nothing has synced; `syncmirror sync` creates it\n$/,
+      );
+    }
+  };
+
+  it.runIf(TEST_DIALECT === "sqlite")(
+    "SQLite: creates no file where none is, and no table in an empty file",
+    async () => {
+      h = await createHarness();
+      await readOnly(h);
+      expect(existsSync(h.dbPath)).toBe(false);
+      expect(existsSync(`${h.dbPath}.lock`)).toBe(false);
+
+      writeFileSync(h.dbPath, "");
+      await readOnly(h);
+      expect(statSync(h.dbPath).size, "the empty file stays empty").toBe(0);
+      expect(existsSync(`${h.dbPath}.lock`)).toBe(false);
+    },
+  );
+
+  it.runIf(TEST_DIALECT === "postgres")("PostgreSQL: creates no table in an empty database", async () => {
+    h = await createHarness();
+    const empty = await createTestDatabase({ empty: true });
+    try {
+      await readOnly(h, { [DATABASE_URL_ENV]: empty.url });
+      const tables = queryPostgres<{ name: string }>(
+        empty.url,
+        `SELECT n.nspname || '.' || c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') AND n.nspname NOT LIKE 'pg_temp%'
+           AND n.nspname NOT LIKE 'pg_toast_temp%'`,
+        [],
+      );
+      expect(tables).toEqual([]);
+    } finally {
+      closeSync(empty.url);
+      await empty.release();
+    }
   });
 });
