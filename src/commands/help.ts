@@ -165,7 +165,8 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
     example: 'syncmirror search --user ana@example.com "release notes"',
   },
   reindex: {
-    summary: "build or rebuild the search index from the mirror (stop the daemon first)",
+    summary:
+      "build or rebuild the search index from the mirror (SQLite: stop the daemon first; PostgreSQL: readers and writers carry on meanwhile)",
     usage: "syncmirror reindex [--mirror NAME]... [--config FILE]",
     flags: [
       [
@@ -175,7 +176,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
       CONFIG_FLAG,
       HELP_FLAG,
     ],
-    exit: "0; 1 the database is in use; 2 bad usage or config, search disabled",
+    exit: "0; 1 the database is in use (SQLite) or the connection to it was lost (run it again); 2 bad usage or config, search disabled",
     example: "syncmirror reindex --config /config/syncmirror.yaml",
   },
   plan: {

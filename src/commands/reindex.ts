@@ -1,9 +1,9 @@
 /**
  * `syncmirror reindex [--mirror NAME]...`: builds (or rebuilds) the search index from the live
- * resources in one transaction. The index is one for every mirror (a key two mirrors share is
+ * resources (`SearchIndex.rebuild`). The index is one for every mirror (a key two mirrors share is
  * indexed once), so naming a mirror checks the name and rebuilds the whole index, that mirror's
  * keys included. On SQLite it takes the writer lock, so run it while the daemon is stopped; on
- * PostgreSQL writers wait for it (the table is locked while the index is built).
+ * PostgreSQL it rebuilds beside the index in use, so readers and writers carry on.
  */
 import { UsageError } from "../errors.js";
 import { createLogger } from "../log.js";

@@ -403,7 +403,11 @@ export interface FeedReader {
 export interface SearchIndex {
   /** `search.enabled`: builds the index when absent, drops it when disabled, so off costs nothing. */
   apply(enabled: boolean): Promise<SearchSettingApplied>;
-  /** Drops and rebuilds the index from the live resources in one transaction. */
+  /**
+   * Rebuilds the index from the live resources (builds it when absent); searches meanwhile read
+   * the old one. SQLite: in one transaction, writers wait. PostgreSQL: beside the index in use
+   * (REINDEX CONCURRENTLY), nobody waits; what a rebuild cut short left is dropped first.
+   */
   rebuild(): Promise<{ indexed: number }>;
   /** The user's live matches, best first; SearchQueryError for bad syntax, SearchUnavailableError without an index. */
   query(q: SearchQuery): Promise<SearchHit[]>;

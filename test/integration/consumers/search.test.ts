@@ -4,6 +4,7 @@
  * leavers, deletes). SQLite alone keeps a separate FTS5 index whose consistency is checked too
  * (PostgreSQL's is a generated column of the row itself).
  */
+import pg from "pg";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config.js";
 import { SearchQueryError } from "../../../src/errors.js";
@@ -16,6 +17,7 @@ import {
   searchIndexObjects,
   searchKeys,
 } from "../../helpers/consumers.js";
+import { until } from "../../helpers/daemon.js";
 import { integrityOf } from "../../helpers/db-snapshot.js";
 import { TEST_DIALECT } from "../../helpers/dialect.js";
 import { pickDoc } from "../../helpers/mirror-db.js";
@@ -273,5 +275,132 @@ describe("the index's life", () => {
       expect(await found("title:gallimaufry")).toEqual([]);
       expectFtsConsistent();
     }
+  });
+});
+
+/**
+ * PostgreSQL's reindex under load, made deterministic without timing: a transaction that holds a
+ * writer's lock on `resources` (as a pass's page does) keeps the rebuild waiting, and pg_locks shows
+ * who waits. A reader that had to wait for the rebuild would show there too.
+ */
+describe.runIf(!onSqlite)("reindex on PostgreSQL, beside readers and writers", () => {
+  /** Backends of this database waiting for a lock, other than `except`. */
+  const waitingPids = (except: readonly number[] = []): number[] =>
+    h
+      .query<{ pid: number }>(
+        `SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE NOT l.granted AND a.datname = current_database()`,
+      )
+      .map((r) => r.pid)
+      .filter((pid) => !except.includes(pid));
+
+  /** Search indexes on `resources` by name, "(invalid)" after one a rebuild cut short left. */
+  const searchIndexes = () =>
+    h
+      .query<{ name: string; valid: boolean }>(
+        `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+         WHERE i.indrelid = 'resources'::regclass AND c.relname LIKE 'resources_search%' ORDER BY 1`,
+      )
+      .map((r) => `${r.name}${r.valid ? "" : " (invalid)"}`);
+
+  /** A writer's open transaction on `resources`: a rebuild waits for it to end, readers do not. */
+  async function holdWriterLock(): Promise<{ pid: number; release(): Promise<void> }> {
+    const client = new pg.Client({ connectionString: h.databaseUrl });
+    await client.connect();
+    await client.query("BEGIN");
+    await client.query("LOCK TABLE resources IN ROW EXCLUSIVE MODE");
+    const pid = (await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]
+      ?.pid as number;
+    return {
+      pid,
+      async release() {
+        try {
+          await client.query("COMMIT");
+        } finally {
+          await client.end();
+        }
+      },
+    };
+  }
+
+  const hits = async (query: string) => {
+    const store = await openSearchStore();
+    try {
+      return await store.search.query({ userEmail: U1, query, limit: 100 });
+    } finally {
+      await store.close();
+    }
+  };
+
+  it("answers searches while it rebuilds, finds the same afterwards, and leaves one valid index", async () => {
+    await searchHarness(30);
+    addDoc(h, "Axolotl care", "Axolotls regrow limbs.", [U1]);
+    await h.sync();
+    const queries = ["axolotl", "the", "title:axolotl"];
+    const before = await Promise.all(queries.map(hits));
+    expect(before.map((found) => found.length)).toEqual([1, expect.any(Number), 1]);
+    expect(before[1]?.length).toBeGreaterThan(1);
+
+    const writer = await holdWriterLock();
+    let reindex: ReturnType<Harness["cli"]> | undefined;
+    try {
+      reindex = h.cli(["reindex"]);
+      const [rebuilder] = await until(() => {
+        const pids = waitingPids();
+        return pids.length > 0 && pids;
+      }, "reindex to wait for the writer");
+      const reader = h.cli(["search", "--user", U1, "--json", "axolotl"]);
+      const first = await Promise.race([
+        reader.then(() => "answered"),
+        until(() => waitingPids([rebuilder as number]).length > 0, "a reader waiting").then(() => "waited"),
+      ]);
+      expect(first, "the search waited for the rebuild").toBe("answered");
+      const read = await reader;
+      expect(read.code, read.stderr).toBe(0);
+      expect(JSON.parse(read.stdout).results).toHaveLength(1);
+      expect(waitingPids(), "the rebuild still waits for the writer").toEqual([rebuilder]);
+    } finally {
+      await writer.release();
+    }
+    const rebuilt = await reindex;
+    expect(rebuilt.code, rebuilt.stderr).toBe(0);
+    expect(rebuilt.stdout).toMatch(/^search index rebuilt: \d+ live resources/);
+    expect(await Promise.all(queries.map(hits))).toEqual(before);
+    expect(searchIndexes()).toEqual(["resources_search"]);
+    expect(
+      h.query("SELECT attname FROM pg_attribute WHERE attrelid = 'resources'::regclass AND attisdropped"),
+      "no dropped column left behind",
+    ).toEqual([]);
+  });
+
+  it("cut off from the database, ends in one line, exit 1; the next reindex drops what it left", async () => {
+    await searchHarness(10);
+    await h.sync();
+    const before = await hits("the");
+    expect(before.length).toBeGreaterThan(0);
+    const writer = await holdWriterLock();
+    try {
+      const reindex = h.cli(["reindex"]);
+      const [rebuilder] = await until(() => {
+        const pids = waitingPids();
+        return pids.length > 0 && pids;
+      }, "reindex to wait for the writer");
+      h.query("SELECT pg_terminate_backend($1)", rebuilder);
+      const cut = await reindex;
+      expect(cut.code).toBe(1);
+      expect(cut.stderr).toMatch(
+        /^syncmirror: lost the connection to the PostgreSQL database in \$\w+ \(57P01 [^\n]*\n$/,
+      );
+    } finally {
+      await writer.release();
+    }
+    expect(searchIndexes(), "the rebuild cut short left its copy").toContain(
+      "resources_search_ccnew (invalid)",
+    );
+
+    const again = await h.cli(["reindex"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(searchIndexes()).toEqual(["resources_search"]);
+    expect(await hits("the")).toEqual(before);
   });
 });
