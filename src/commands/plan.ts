@@ -23,11 +23,16 @@ export const plan: Command = (args, io) =>
         io,
         json,
         async () => {
-          const store = await openStoreForReading(config, log, (notice) => io.stderr.write(`${notice}\n`));
+          let noMirror: string | undefined;
+          const store = await openStoreForReading(config, log, (notice) => {
+            noMirror = notice;
+          });
           try {
             const entries = await planSyncConfigs(config, { api, store, signal: io.signal });
             if (json) writeJson(io, planJson(entries));
             else io.stdout.write(formatPlan(entries));
+            // After the plan: a plan that fails says only why, in its one line.
+            if (noMirror) io.stderr.write(`${noMirror}\n`);
             return planExitCode(entries);
           } finally {
             await store.close();
