@@ -104,11 +104,12 @@ export async function applySearchSetting(pool: pg.Pool, enabled: boolean): Promi
 /**
  * Rebuilds the index without blocking anyone: REINDEX CONCURRENTLY builds a new copy beside the
  * old one, which serves readers (and takes writers' rows) until the swap. Dropping and adding the
- * column instead held the table's exclusive lock for the whole rebuild (30,000 documents: 10 to 22 s
- * of blocked reads, against 0.8 to 2.1 s of REINDEX with reads answering; docs/consumers.md) and
- * left a dropped-column slot behind each time. A REINDEX CONCURRENTLY cut short (a lost connection, a kill) leaves its unfinished copy
- * behind as an invalid `_ccnew` (or `_ccold`) index, which every write would still pay for: those
- * are dropped first. Only a mirror without the column yet builds it, as `apply` does.
+ * column instead held the table's exclusive lock for the whole rebuild (30,000 documents: 10 to
+ * 22 s of blocked reads, against 0.8 to 2.1 s of REINDEX with reads answering; docs/consumers.md)
+ * and left a dropped-column slot behind each time. A REINDEX CONCURRENTLY cut short (a lost
+ * connection, a kill) leaves its unfinished copy behind as an invalid `_ccnew` (or `_ccold`)
+ * index, which writes may still maintain: those are dropped first. Only a mirror without the
+ * column yet builds it, as `apply` does.
  */
 export async function rebuildSearchIndex(pool: pg.Pool): Promise<{ indexed: number }> {
   return withSearchLock(pool, async (client) => {

@@ -294,6 +294,10 @@ describe.runIf(!onSqlite)("reindex on PostgreSQL, beside readers and writers", (
       .map((r) => r.pid)
       .filter((pid) => !except.includes(pid));
 
+  /** The backend of the reindex just started, once it waits for the writer. */
+  const rebuildWaiting = async (): Promise<number> =>
+    until(() => waitingPids()[0], "reindex to wait for the writer");
+
   /** Search indexes on `resources` by name, "(invalid)" after one a rebuild cut short left. */
   const searchIndexes = () =>
     h
@@ -345,14 +349,11 @@ describe.runIf(!onSqlite)("reindex on PostgreSQL, beside readers and writers", (
     let reindex: ReturnType<Harness["cli"]> | undefined;
     try {
       reindex = h.cli(["reindex"]);
-      const [rebuilder] = await until(() => {
-        const pids = waitingPids();
-        return pids.length > 0 && pids;
-      }, "reindex to wait for the writer");
+      const rebuilder = await rebuildWaiting();
       const reader = h.cli(["search", "--user", U1, "--json", "axolotl"]);
       const first = await Promise.race([
         reader.then(() => "answered"),
-        until(() => waitingPids([rebuilder as number]).length > 0, "a reader waiting").then(() => "waited"),
+        until(() => waitingPids([rebuilder]).length > 0, "a reader waiting").then(() => "waited"),
       ]);
       expect(first, "the search waited for the rebuild").toBe("answered");
       const read = await reader;
@@ -381,10 +382,7 @@ describe.runIf(!onSqlite)("reindex on PostgreSQL, beside readers and writers", (
     const writer = await holdWriterLock();
     try {
       const reindex = h.cli(["reindex"]);
-      const [rebuilder] = await until(() => {
-        const pids = waitingPids();
-        return pids.length > 0 && pids;
-      }, "reindex to wait for the writer");
+      const rebuilder = await rebuildWaiting();
       h.query("SELECT pg_terminate_backend($1)", rebuilder);
       const cut = await reindex;
       expect(cut.code).toBe(1);
