@@ -91,8 +91,9 @@ export interface AccessRepo {
   /**
    * One more miss for every key the snapshot did not see, and those reaching `threshold` revoked:
    * at most `limit` of them a call, so memory holds a batch, never a pair's every key. Called
-   * until it returns fewer than `limit` keys, in one transaction; that last call counts the miss
-   * of the keys left (they can reach the threshold only at the next snapshot).
+   * until it returns fewer than `limit` keys, each call in a transaction of its own if need be (a
+   * key left below the threshold is not taken by a later call); that last call counts the miss of
+   * the keys left (they can reach the threshold only at the next snapshot).
    */
   sweepMissed(pair: PairRef, snapshotAt: string, threshold: number, limit: number): Promise<string[]>;
   /**

@@ -67,10 +67,11 @@ export async function revokeBatch(
  * `batch` run in a transaction of its own, again and again until it answers `last` (`first`: the
  * first of this call). Memory holds a batch, never a pair's every key, and no transaction grows
  * with what a pair holds (a user who leaves a mirror of a million documents takes a million keys):
- * between two batches the store's queue runs the lease renewals and the other mirrors' writes, which
- * one transaction of every key held up past the lease. Each batch's revocations are counted once it
- * committed. Killed between two batches, what committed stays: `batch` must record what a resumed
- * pass needs to go on with the keys left. Returns the totals, and the last batch as it answered.
+ * each batch begins on a turn of the event loop of its own (`letTimersRun`), so the lease renewals
+ * and the other mirrors' writes run between two batches. Each batch's revocations are counted once
+ * it committed. Killed between two batches, what committed stays: `batch` must record what a
+ * resumed pass needs to go on with the keys left. Returns the totals, and the last batch as it
+ * answered.
  */
 export async function revokeInTransactions<B extends RevokedBatch>(
   { store, metrics, crashPoint }: Pick<SyncContext, "store" | "metrics" | "crashPoint">,
@@ -79,6 +80,7 @@ export async function revokeInTransactions<B extends RevokedBatch>(
 ): Promise<Revocations & { last: B }> {
   const total: Revocations = { revoked: 0, deleted: 0 };
   for (let first = true; ; first = false) {
+    await letTimersRun();
     const done = await store.transaction((tx) => batch(tx, first));
     countRevocations(metrics, mirror, done);
     total.revoked += done.revoked;
@@ -86,6 +88,17 @@ export async function revokeInTransactions<B extends RevokedBatch>(
     if (done.last) return { ...total, last: done };
     crashPoint("between-revocations");
   }
+}
+
+/**
+ * Resolves on a later turn of the event loop, after the timers already due. On SQLite every
+ * statement runs synchronously, so transactions awaited one after another never let a timer run:
+ * a sweep of 100k revocations held the lease's renewal (every third of the lease), the daemon's
+ * heartbeat and its HTTP probes for as long as it lasted, and one longer than the lease lost it
+ * and rolled back. A timer, not `setImmediate`: the timers phase may come after the check phase.
+ */
+export function letTimersRun(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 /** The counters of revocations that committed. */

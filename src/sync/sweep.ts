@@ -18,6 +18,7 @@ import { sourceSucceeded } from "./outcome.js";
 import { problemSubject } from "./problem-subject.js";
 import {
   countRevocations,
+  letTimersRun,
   type Revocations,
   type RevokedBatch,
   revokeBatch,
@@ -51,6 +52,7 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger, read: TriggerRuns
   const revoking: RunToSweep[] = [];
   for (const batch of batches(todo)) {
     const taking = take;
+    await letTimersRun();
     const swept = await store.transaction(async (tx) => {
       // Issued at once (one round trip on PostgreSQL, with the fence check).
       const [, revocable] = await Promise.all([

@@ -12,8 +12,10 @@ import { Registry } from "prom-client";
 import { stringify } from "yaml";
 import type { CommandIo } from "../../src/commands/command.js";
 import { loadConfig } from "../../src/config.js";
+import { createLeaseHolder } from "../../src/lease-holder.js";
 import { silentLogger } from "../../src/log.js";
 import { createMetrics, type Metrics } from "../../src/metrics.js";
+import { withMirrorLease } from "../../src/mirror-lease.js";
 import { createRuntime } from "../../src/runtime.js";
 import { type Simulator, type SimulatorOptions, startSimulator } from "../../src/simulator/index.js";
 import type { PassOptions, SyncContext } from "../../src/sync/context.js";
@@ -59,11 +61,14 @@ export interface Harness {
    * One pass of `main` (or of the config's mirror `options.mirror`) in this process, through real
    * HTTP and the real database file; `seams.log` (default: silent) is the runtime's logger, the
    * store's included; `now` and `sleep` put the pass's polling and run_timeout_minutes on a clock
-   * of the test's.
+   * of the test's; `leaseSeconds` runs the pass under the mirror's lease of that length, renewed
+   * and fencing every write as `syncmirror sync` does.
    */
   sync(
     options?: Partial<PassOptions> & { mirror?: string },
-    seams?: Partial<Pick<SyncContext, "crashPoint" | "pagesAhead" | "log" | "now" | "sleep">>,
+    seams?: Partial<Pick<SyncContext, "crashPoint" | "pagesAhead" | "log" | "now" | "sleep">> & {
+      leaseSeconds?: number;
+    },
   ): Promise<MirrorSummary>;
   /** The real CLI as a child process. */
   cli(
@@ -127,7 +132,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     env,
     metrics,
     writeConfig,
-    async sync({ mirror = "main", ...passOptions } = {}, seams = {}) {
+    async sync({ mirror = "main", ...passOptions } = {}, { leaseSeconds, ...seams } = {}) {
       const config = loadConfig(configPath, env);
       const runtime = await createRuntime(config, io, {
         lock: true,
@@ -138,16 +143,20 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
       try {
         const configured = config.mirrors.find((m) => m.name === mirror);
         if (!configured) throw new Error(`no mirror ${mirror}`);
-        return await syncMirror(
-          await bindMirror(configured, runtime.store),
-          { ...runtime.syncContext(io.signal), ...seams },
-          {
-            full: false,
-            allowMassDelete: false,
-            dryRun: false,
-            ...passOptions,
-          },
+        const bound = await bindMirror(configured, runtime.store);
+        const options = { full: false, allowMassDelete: false, dryRun: false, ...passOptions };
+        if (leaseSeconds === undefined) {
+          return await syncMirror(bound, { ...runtime.syncContext(io.signal), ...seams }, options);
+        }
+        const { store, log } = runtime;
+        const holder = createLeaseHolder();
+        const leased = await withMirrorLease(
+          { store, mirror, holder, leaseSeconds, signal: io.signal, log, metrics },
+          (signal, fence) =>
+            syncMirror(bound, { ...runtime.syncContext(signal, fence, holder), ...seams }, options),
         );
+        if (!leased.taken) throw new Error(`the lease of mirror ${mirror} is held elsewhere`);
+        return leased.value;
       } finally {
         await runtime.close();
       }

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { CrashPoint } from "../../../src/sync/context.js";
 import { snapshot, snapshotDiff } from "../../helpers/db-snapshot.js";
-import type { Harness } from "../../helpers/mirror-harness.js";
+import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { counters, createTwins, type Twins } from "../../helpers/twins.js";
 
 let twins: Twins | undefined;
@@ -18,6 +18,7 @@ afterEach(async () => {
   twins = undefined;
 });
 
+const U1 = "user1@example.com";
 const U2 = "user2@example.com";
 
 /** A stop at the first point between two batches of one pair's revocations. */
@@ -104,3 +105,66 @@ describe("revocations of more than a batch", () => {
     expect(approvals(clean)).toEqual([{ up_to: expect.any(Number), used: expect.any(Number) }]);
   });
 });
+
+/**
+ * One user, one notion server and `docs` documents, mirrored; then every document removed
+ * upstream, so the next full pass's sweep revokes each of the pair's keys (`held`), a batch at a
+ * time.
+ */
+async function mirrorThenRemoveAll(docs: number): Promise<{ h: Harness; held: number }> {
+  const h = await createHarness({ sim: { users: 1, docs, serversPerType: { notion: 1 } } });
+  expect((await h.sync()).outcome).toBe("succeeded");
+  const held = accessRows(h, U1);
+  expect(held).toBeGreaterThan(4 * 500);
+  removeNotionDocs(h);
+  return { h, held };
+}
+
+describe("between two batches of revocations", () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  it("the timers already due run, as the lease's renewal does", { timeout: 120_000 }, async () => {
+    ({ h } = await mirrorThenRemoveAll(2300));
+    // At each stop between two batches: whether the timer set at the stop before has run.
+    const ran: boolean[] = [];
+    let timer: { fired: boolean } | null = null;
+    const crashPoint = (point: CrashPoint) => {
+      if (point !== "between-revocations") return;
+      if (timer) ran.push(timer.fired);
+      const next = { fired: false };
+      setTimeout(() => {
+        next.fired = true;
+      }, 0);
+      timer = next;
+    };
+    expect((await h.sync({ full: true, allowMassDelete: true }, { crashPoint })).outcome).toBe("succeeded");
+    expect(ran.length).toBeGreaterThanOrEqual(3);
+    expect(ran).toEqual(ran.map(() => true));
+    expect(accessRows(h, U1)).toBe(0);
+  });
+
+  it("a sweep that outlasts its lease keeps it: renewed between batches", { timeout: 120_000 }, async () => {
+    const mirrored = await mirrorThenRemoveAll(2300);
+    h = mirrored.h;
+    // A loaded machine: each batch holds the thread for longer than a renewal period (a third of
+    // the lease), the sweep for longer than the lease. Renewed only after the sweep, the lease
+    // expires under it and the pass ends with LeaseLostError, its last batches rolled back.
+    const leaseSeconds = 2;
+    const crashPoint = (point: CrashPoint) => {
+      if (point === "between-revocations") holdThread(leaseSeconds * 400);
+    };
+    const summary = await h.sync({ full: true, allowMassDelete: true }, { crashPoint, leaseSeconds });
+    expect(summary.outcome).toBe("succeeded");
+    expect(accessRows(h, U1)).toBe(0);
+    expect(history(h).at(-1)).toMatchObject({ outcome: "succeeded", revoked: mirrored.held });
+  });
+});
+
+/** Blocks this thread, as a statement on a loaded machine does: no timer runs meanwhile. */
+function holdThread(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
