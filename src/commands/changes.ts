@@ -3,17 +3,19 @@
  * change feed as `/v1/changes` serves it, for scripts. Takes no lock, so it works beside a running
  * daemon. `--wait` is the endpoint's long poll: one page, printed as soon as a change commits or
  * empty when the wait runs out. `--follow` prints one page per line (JSON Lines) and keeps going
- * until SIGINT / SIGTERM.
+ * until SIGINT / SIGTERM (`consumers/follow.ts`), reading each page once the reader took the last.
  */
 import { readChangesWaiting } from "../consumers/change-waiter.js";
 import { feedPageJson } from "../consumers/feed-json.js";
-import { type FeedParams, parseFeedParams } from "../consumers/params.js";
+import { followChanges } from "../consumers/follow.js";
+import { parseFeedParams } from "../consumers/params.js";
 import { UsageError } from "../errors.js";
 import { stringifyExact } from "../exact-json.js";
 import { createLogger } from "../log.js";
+import { createCrashPoint, createIoLogger } from "../runtime.js";
 import { openStore } from "../store/open-store.js";
 import type { Store } from "../store/store.js";
-import type { Command, CommandIo } from "./command.js";
+import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, withErrors } from "./common.js";
 
 export const changes: Command = (args, io) =>
@@ -58,25 +60,19 @@ export const changes: Command = (args, io) =>
         io.stdout.write(`${stringifyExact(feedPageJson(page))}\n`);
         return 0;
       }
-      await follow(store, params, io);
+      const log = createIoLogger(io);
+      const crashPoint = createCrashPoint(io.env);
+      await followChanges(params.after, {
+        read: (after) => store.feed.readChanges({ ...params, after }),
+        nextChange: store.feed.waitForChange,
+        out: io.stdout,
+        signal: io.signal,
+        printed: () => crashPoint("feed-page"),
+        waiting: () =>
+          log.debug("stdout is full: waiting for the reader to take the page before reading the next"),
+      });
       return 0;
     } finally {
       await opened?.close();
     }
   });
-
-/** Once caught up, waits for the store to say the feed may hold something new (`waitForChange`). */
-async function follow(store: Store, params: FeedParams, io: CommandIo): Promise<void> {
-  let after = params.after;
-  while (!io.signal.aborted) {
-    // Armed before reading, so a commit landing during the read still wakes the wait below.
-    const changed = store.feed.waitForChange(io.signal);
-    for (;;) {
-      const page = await store.feed.readChanges({ ...params, after });
-      if (page.changes.length > 0) io.stdout.write(`${stringifyExact(feedPageJson(page))}\n`);
-      after = page.nextAfter;
-      if (!page.hasMore) break;
-    }
-    await changed;
-  }
-}

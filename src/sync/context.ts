@@ -19,7 +19,8 @@ export type CrashPoint =
   | "between-revocations"
   | "during-continue"
   | "mid-forget"
-  | "before-forget-state";
+  | "before-forget-state"
+  | "feed-page";
 
 /** Everything one pass needs, passed explicitly. */
 export interface SyncContext {

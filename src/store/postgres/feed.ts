@@ -1,71 +1,57 @@
 /**
  * The change feed on PostgreSQL, the same page as `../sqlite/feed.ts` reads: each change with
- * the key's current row (its tombstone once deleted) and its current access list, in one REPEATABLE READ
- * snapshot so a page is consistent while replicas commit. Seqs commit in order (see changes.ts),
+ * the key's current row (its tombstone once deleted) and its current access list, in one statement
+ * and so one snapshot: a page is consistent while replicas commit. Seqs commit in order (see changes.ts),
  * so a consumer that moves past a seq never misses a lower one committed later.
  */
 import type pg from "pg";
 import { parseJsonExact } from "../../exact-json.js";
-import type { FeedAccess, FeedPage, FeedQuery, FeedResource } from "../consumer-types.js";
+import type { FeedPage, FeedQuery, FeedResource } from "../consumer-types.js";
 import { toIso } from "./schema.js";
 
 type Row = Record<string, unknown>;
 
-// Ordered by the column, not the output's float: `ORDER BY seq` named the float, which no index
-// holds, so each page sorted every change after the cursor (411 ms a page at 720,000 changes,
-// 0.6 ms walking the primary key).
-export const PAGE_SQL = `SELECT seq::float8 AS seq, key, op, at FROM changes c WHERE seq > $1
-    AND ($2::text IS NULL OR c.mirror = $2
-         OR EXISTS (SELECT 1 FROM resource_access a WHERE a.key = c.key AND a.mirror = $2))
-  ORDER BY c.seq LIMIT $3`;
-
-const RESOURCES_SQL = `SELECT key, content_hash, content_text, content_format, content_status, title, url,
-    type, source_type, server_instance_id, native_id, modified_at, fetched_at, fields::text, metadata::text,
-    relations::text, attachments::text, provenance::text, deleted_at
-  FROM resources WHERE key = ANY($1::text[])`;
-
-// A probe of the key index per key (OFFSET 0 keeps it from being planned as a join): as
-// `key = ANY(...)` or a join, a table not yet analyzed was read whole for each page.
-export const ACCESS_SQL = `SELECT k.key, a.mirror, a.user_email, a.source FROM unnest($1::text[]) AS k(key)
-  CROSS JOIN LATERAL (SELECT mirror, user_email, source FROM resource_access a
-    WHERE a.key = k.key AND ($2::text IS NULL OR a.mirror = $2) OFFSET 0) a
-  ORDER BY a.mirror COLLATE "C", a.user_email COLLATE "C"`;
+/**
+ * A page in one statement, so one round trip (it was six: BEGIN, the changes, their rows, their
+ * access lists, the newest seq, COMMIT), and one snapshot without a transaction around it. One row
+ * per change in seq order, or a single row of nulls when there is none, each carrying whether more
+ * follow and the newest seq. The page reads one change more than it shows to know whether more
+ * follow, without that change's row and access list.
+ *
+ * Ordered by the column, not the output's float: `ORDER BY seq` named the float, which no index
+ * holds, so each page sorted every change after the cursor (411 ms a page at 720,000 changes, 0.6 ms
+ * walking the primary key). Each key's row and access list are a probe of their key index per
+ * change (OFFSET 0 keeps each from being planned as a join): as `key = ANY(...)` or a join, a table
+ * not yet analyzed was read whole for each page. JSON columns are read as text, so that a number a
+ * double cannot hold reaches the feed as stored; the access list is a JSON array of strings.
+ */
+export const PAGE_SQL = `WITH page AS MATERIALIZED (
+    SELECT c.seq, c.key, c.op, c.at FROM changes c WHERE c.seq > $1
+      AND ($2::text IS NULL OR c.mirror = $2
+           OR EXISTS (SELECT 1 FROM resource_access a WHERE a.key = c.key AND a.mirror = $2))
+    ORDER BY c.seq LIMIT $3::int + 1),
+  shown AS (SELECT * FROM page ORDER BY seq LIMIT $3::int)
+SELECT s.seq::float8 AS seq, s.key, s.op, s.at, r.found, r.content_hash, r.content_text, r.content_format,
+    r.content_status, r.title, r.url, r.type, r.source_type, r.server_instance_id, r.native_id, r.modified_at,
+    r.fetched_at, r.fields, r.metadata, r.relations, r.attachments, r.provenance, r.deleted_at,
+    (SELECT json_agg(json_build_array(a.mirror, a.user_email, a.source)
+              ORDER BY a.mirror COLLATE "C", a.user_email COLLATE "C")::text
+       FROM (SELECT mirror, user_email, source FROM resource_access a
+             WHERE a.key = s.key AND ($2::text IS NULL OR a.mirror = $2) OFFSET 0) a) AS access,
+    (SELECT count(*) FROM page) > $3::int AS has_more,
+    (SELECT max(seq) FROM changes)::float8 AS newest
+  FROM (SELECT) AS always LEFT JOIN shown s ON true
+  LEFT JOIN LATERAL (SELECT true AS found, content_hash, content_text, content_format, content_status, title,
+      url, type, source_type, server_instance_id, native_id, modified_at, fetched_at, fields::text,
+      metadata::text, relations::text, attachments::text, provenance::text, deleted_at
+    FROM resources WHERE key = s.key OFFSET 0) r ON true
+  ORDER BY s.seq`;
 
 export async function readChanges(pool: pg.Pool, q: FeedQuery): Promise<FeedPage> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    try {
-      return await readPage(client, q);
-    } finally {
-      await client.query("COMMIT").catch((error: Error) => {
-        broken = error;
-      });
-    }
-  } finally {
-    client.release(broken);
-  }
-}
-
-async function readPage(client: pg.PoolClient, q: FeedQuery): Promise<FeedPage> {
-  const mirror = q.mirror ?? null;
-  const rows = (await client.query<Row>(PAGE_SQL, [q.after, mirror, q.limit + 1])).rows;
-  const hasMore = rows.length > q.limit;
-  const page = rows.slice(0, q.limit);
-  const keys = [...new Set(page.map((c) => c.key as string))];
-  const resources = new Map(
-    (await client.query<Row>(RESOURCES_SQL, [keys])).rows.map((r) => [r.key as string, toResource(r)]),
-  );
-  const access = new Map<string, FeedAccess[]>();
-  for (const a of (await client.query<Row>(ACCESS_SQL, [keys, mirror])).rows) {
-    const list = access.get(a.key as string) ?? [];
-    list.push({ mirror: a.mirror as string, userEmail: a.user_email as string, source: a.source as string });
-    access.set(a.key as string, list);
-  }
-  const newest = Number(
-    (await client.query<{ n: string | null }>("SELECT max(seq) AS n FROM changes")).rows[0]?.n ?? 0,
-  );
+  const rows = (await pool.query<Row>(PAGE_SQL, [q.after, q.mirror ?? null, q.limit])).rows;
+  const first = rows[0];
+  const page = first?.key === null ? [] : rows;
+  const hasMore = first?.has_more === true;
   const last = (page.at(-1)?.seq as number | undefined) ?? q.after;
   return {
     changes: page.map((c) => ({
@@ -73,12 +59,14 @@ async function readPage(client: pg.PoolClient, q: FeedQuery): Promise<FeedPage> 
       key: c.key as string,
       op: c.op as FeedPage["changes"][number]["op"],
       at: toIso(c.at as Date),
-      resource: resources.get(c.key as string) ?? null,
-      access: access.get(c.key as string) ?? [],
+      resource: c.found === true ? toResource(c) : null,
+      access: (JSON.parse(c.access === null ? "[]" : (c.access as string)) as [string, string, string][]).map(
+        ([mirror, userEmail, source]) => ({ mirror, userEmail, source }),
+      ),
     })),
     // Caught up: skip past changes a mirror filter left out, so they are not scanned again; a
     // cursor past the newest seq (another database's) comes back to it rather than skip what follows.
-    nextAfter: hasMore ? last : newest,
+    nextAfter: hasMore ? last : Number(first?.newest ?? 0),
     hasMore,
   };
 }

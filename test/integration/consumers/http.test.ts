@@ -4,6 +4,7 @@
  * and every bad input answered 400 / exit 2 in plain words.
  */
 import { describe, expect, it } from "vitest";
+import { PAGE_SQL } from "../../../src/store/postgres/feed.js";
 import { RESOURCE_COLUMNS } from "../../../src/store/types.js";
 import { configureConsumers, HTTP_TOKEN } from "../../helpers/consumers.js";
 import { type DaemonProcess, spawnCli, until } from "../../helpers/daemon.js";
@@ -252,12 +253,11 @@ describe.runIf(TEST_DIALECT === "postgres")("/v1/changes on PostgreSQL", () => {
     try {
       const d = await suite.daemon(h, { env: { [DATABASE_URL_ENV]: proxy.url } });
       const from = lastSeq(h);
-      const newest = "SELECT max(seq) AS n FROM changes";
-      const reads = proxy.sent(newest);
+      const reads = proxy.sent(PAGE_SQL);
       const poll = get(d, `/v1/changes?after=${from}&wait=20`);
       // The poll has read (its snapshot is taken) and its LISTEN waits at the proxy: a commit
       // now notifies nobody in the daemon.
-      await until(() => proxy.holding() && proxy.sent(newest) > reads, "the poll's read, its LISTEN held");
+      await until(() => proxy.holding() && proxy.sent(PAGE_SQL) > reads, "the poll's read, its LISTEN held");
       const doc = pickDoc(h, (x) => x.visibleTo.includes(U1));
       h.sim.clock.advance(60_000);
       h.sim.docs.edit(doc.docId, { content: "committed before the LISTEN" });

@@ -8,7 +8,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEYS_WITH_ACCESS_SQL } from "../../../src/store/postgres/access.js";
-import { ACCESS_SQL, PAGE_SQL } from "../../../src/store/postgres/feed.js";
+import { PAGE_SQL, readChanges } from "../../../src/store/postgres/feed.js";
 import { createTestDatabase, postgresForTests } from "../../helpers/postgres.js";
 
 const KEYS = 20_000;
@@ -17,25 +17,27 @@ const USERS = 5;
 interface PlanNode {
   "Node Type": string;
   "Relation Name"?: string;
+  "Subplan Name"?: string;
   Plans?: PlanNode[];
 }
 
 const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+const named = (plan: PlanNode) =>
+  `${plan["Node Type"]}${plan["Relation Name"] ? ` on ${plan["Relation Name"]}` : ""}`;
 
 describe.runIf(await postgresForTests())("PostgreSQL plans on tables not yet analyzed", () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let client: pg.Client;
   const asked = Array.from({ length: 100 }, (_, i) => `k-${i * 97}`);
 
-  const plan = async (sql: string, values: unknown[]) => {
+  const explain = async (sql: string, values: unknown[]) => {
     const { rows } = await client.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(
       `EXPLAIN (FORMAT JSON) ${sql}`,
       values,
     );
-    return nodes(rows[0]?.["QUERY PLAN"][0].Plan as PlanNode).map(
-      (n) => `${n["Node Type"]}${n["Relation Name"] ? ` on ${n["Relation Name"]}` : ""}`,
-    );
+    return rows[0]?.["QUERY PLAN"][0].Plan as PlanNode;
   };
+  const plan = async (sql: string, values: unknown[]) => nodes(await explain(sql, values)).map(named);
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -52,6 +54,12 @@ describe.runIf(await postgresForTests())("PostgreSQL plans on tables not yet ana
          FROM generate_series(1, $1::int) AS i, generate_series(1, $2::int) AS u`,
       [KEYS, USERS],
     );
+    await client.query(
+      `INSERT INTO resources (key, content_hash, content_text, source_type, server_instance_id, native_id,
+         fields, updated_at)
+       SELECT 'k-' || i, 'h', 'text', 'notion', 'srv', 'n-' || i, '{}', now() FROM generate_series(1, $1::int) AS i`,
+      [KEYS],
+    );
   });
 
   afterAll(async () => {
@@ -59,17 +67,61 @@ describe.runIf(await postgresForTests())("PostgreSQL plans on tables not yet ana
     await database?.drop();
   });
 
-  it("reads a feed page by walking the seq index from the cursor, with no sort of what follows", async () => {
+  it("sends a feed page as one statement: the changes, their rows and their access lists", async () => {
+    const sent: string[] = [];
+    const counting = {
+      query: (text: string, values: unknown[]) => {
+        sent.push(text);
+        return client.query(text, values);
+      },
+    } as unknown as pg.Pool;
+    const page = await readChanges(counting, { after: KEYS / 2, limit: 100, mirror: "m" });
+    expect(sent).toEqual([PAGE_SQL]);
+    expect(page.hasMore).toBe(true);
+    expect(page.changes.map((c) => c.seq)).toEqual(Array.from({ length: 100 }, (_, i) => KEYS / 2 + 1 + i));
+    expect(page.changes[0]).toMatchObject({
+      key: `k-${KEYS / 2 + 1}`,
+      resource: { nativeId: `n-${KEYS / 2 + 1}`, fields: {} },
+      access: Array.from({ length: USERS }, (_, u) => ({
+        mirror: "m",
+        userEmail: `u${u + 1}@example.com`,
+        source: "direct",
+      })),
+    });
+    expect(page.nextAfter).toBe(KEYS / 2 + 100);
+    const last = await readChanges(counting, { after: KEYS - 1, limit: 100 });
+    expect(last).toMatchObject({ hasMore: false, nextAfter: KEYS });
+    expect(last.changes).toHaveLength(1);
+    expect(await readChanges(counting, { after: KEYS, limit: 100 })).toEqual({
+      changes: [],
+      nextAfter: KEYS,
+      hasMore: false,
+    });
+    expect(sent).toHaveLength(3);
+  });
+
+  it("reads a feed page in one statement, walking the seq index from the cursor with no sort of what follows", async () => {
     for (const mirror of [null, "m"]) {
-      const used = await plan(PAGE_SQL, [KEYS / 2, mirror, 101]);
-      expect(used).not.toContain("Sort");
+      const top = await explain(PAGE_SQL, [KEYS / 2, mirror, 100]);
+      // The page's changes: the CTE the rest reads. A sort above it orders the page's 100 rows.
+      const page = nodes(top).find((n) => n["Subplan Name"] === "CTE page");
+      expect(page, "the page's changes as a CTE").toBeDefined();
+      const reading = nodes(page as PlanNode).map(named);
+      expect(reading).not.toContain("Sort");
+      expect(reading).not.toContain("Seq Scan on changes");
+      expect(reading).toContain("Index Scan on changes");
+      const used = nodes(top).map(named);
       expect(used).not.toContain("Seq Scan on changes");
+      expect(used).not.toContain("Seq Scan on resources");
+      expect(used).toContain("Index Scan on resources");
     }
   });
 
   it("looks up a page's access lists and a batch's keys with access by key, never reading the table whole", async () => {
     for (const mirror of [null, "m"]) {
-      expect(await plan(ACCESS_SQL, [asked, mirror])).not.toContain("Seq Scan on resource_access");
+      const used = await plan(PAGE_SQL, [KEYS / 2, mirror, 100]);
+      expect(used).not.toContain("Seq Scan on resource_access");
+      expect(used.filter((n) => n.endsWith("on resource_access")).length).toBeGreaterThan(0);
     }
     expect(await plan(KEYS_WITH_ACCESS_SQL, [asked])).not.toContain("Seq Scan on resource_access");
   });
