@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { spawnCli, until } from "../../helpers/daemon.js";
 import { onPostgres } from "../../helpers/dialect.js";
-import { pickDocs } from "../../helpers/mirror-db.js";
+import { accessOfSourceType, pickDocs } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { useMirrors } from "../../helpers/replicas.js";
 import { triggerPosts } from "../../helpers/requests.js";
@@ -288,13 +288,7 @@ describe("controls, as documented", () => {
     expect((await h.cli(["trigger", "--mirror", "main", "--full"])).code).toBe(0);
     await until(() => done() === 2, "the full that holds");
     // The approval covers access rows, pair by pair; the gauge counts the keys they hold back.
-    const [{ rows: heldBack, keys: heldKeys } = { rows: 0, keys: 0 }] = h.query<{
-      rows: number;
-      keys: number;
-    }>(
-      `SELECT count(*) AS rows, count(DISTINCT a.key) AS keys FROM resource_access a
-         JOIN resources r ON r.key = a.key WHERE a.mirror = 'main' AND r.source_type = 'notion'`,
-    );
+    const { rows: heldBack, keys: heldKeys } = accessOfSourceType(h, "notion");
     expect(heldBack).toBeGreaterThan(10);
     expect(heldKeys).toBeLessThan(heldBack);
     // The gauges are read back from the database just after the pass's last commit.

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vites
 import { openDatabase } from "../../../src/store/sqlite/open.js";
 import { type DaemonProcess, parseMetrics, readScrape, startDaemon, until } from "../../helpers/daemon.js";
 import { onPostgres } from "../../helpers/dialect.js";
+import { accessOfSourceType } from "../../helpers/mirror-db.js";
 import {
   createHarness,
   DATABASE_URL_ENV,
@@ -271,10 +272,7 @@ describe("/metrics acceptance", () => {
     );
     const heldBack = kept.reduce((n, k) => n + k.n, 0);
     // The gauge counts keys: a github document several users see is one revocation held back.
-    const heldKeys = h.query<{ n: number }>(
-      `SELECT count(DISTINCT a.key) AS n FROM resource_access a JOIN resources r ON r.key = a.key
-       WHERE a.mirror = 'main' AND r.source_type = 'github'`,
-    )[0]?.n;
+    const heldKeys = accessOfSourceType(h, "github").keys;
     expect(
       held.value("syncmirror_sweeps_held_total", MAIN) - before.value("syncmirror_sweeps_held_total", MAIN),
     ).toBe(kept.length);

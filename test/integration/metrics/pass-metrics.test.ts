@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DaemonProcess, readScrape, startDaemon, until } from "../../helpers/daemon.js";
+import { accessOfSourceType } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { buildOnce, NEVER } from "../daemon/setup.js";
 
@@ -256,10 +257,7 @@ describe("/metrics around a held sweep", () => {
     );
     const heldBack = kept.reduce((n, k) => n + k.n, 0);
     // The gauge counts keys: a notion document several users see is one revocation held back.
-    const heldKeys = h.query<{ n: number }>(
-      `SELECT count(DISTINCT a.key) AS n FROM resource_access a JOIN resources r ON r.key = a.key
-       WHERE a.mirror = 'main' AND r.source_type = 'notion'`,
-    )[0]?.n;
+    const heldKeys = accessOfSourceType(h, "notion").keys;
     expect(kept.length).toBeGreaterThan(0);
     expect(held.value("syncmirror_sweeps_held_total", MAIN)).toBe(kept.length);
     expect(held.value("syncmirror_held_revocations", MAIN)).toBe(heldKeys);

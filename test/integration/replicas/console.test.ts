@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { HistoryJson } from "../../../src/console/history.js";
 import { configureConsumers, HTTP_TOKEN } from "../../helpers/consumers.js";
 import { type DaemonProcess, until } from "../../helpers/daemon.js";
-import { pickDocs } from "../../helpers/mirror-db.js";
+import { accessOfSourceType, pickDocs } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { daemonSuite, NEVER, setCrons } from "../daemon/setup.js";
 
@@ -31,10 +31,7 @@ describe.skipIf(!available)("the console across replicas", () => {
       harness.sim.docs.remove(doc.docId);
     const held = await harness.sync({ full: true });
     // The approval and the revocations count access rows; held_revocations counts their keys.
-    const [heldBack = { rows: 0, keys: 0 }] = harness.query<{ rows: number; keys: number }>(
-      `SELECT count(*) AS rows, count(DISTINCT a.key) AS keys FROM resource_access a
-         JOIN resources r ON r.key = a.key WHERE a.mirror = 'main' AND r.source_type = 'notion'`,
-    );
+    const heldBack = accessOfSourceType(harness, "notion");
     expect(heldBack.rows).toBeGreaterThan(heldBack.keys);
     expect(held.counts.held_revocations).toBe(heldBack.keys);
 

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { type DaemonProcess, until } from "../../helpers/daemon.js";
-import { pickDocs } from "../../helpers/mirror-db.js";
+import { accessOfSourceType, pickDocs } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { daemonSuite, EVERY_SECOND, NEVER, setCrons } from "../daemon/setup.js";
@@ -77,13 +77,7 @@ describe.skipIf(!available)("controls with two replicas alive", () => {
     expect((await h.cli(["trigger", "--mirror", "main", "--full"])).code).toBe(0);
     await until(() => done(h).length === 2, "the full that holds");
     // Revocations count access rows; the gauge counts the keys they would take.
-    const [{ rows: heldBack, keys: heldKeys } = { rows: 0, keys: 0 }] = h.query<{
-      rows: number;
-      keys: number;
-    }>(
-      `SELECT count(*) AS rows, count(DISTINCT a.key) AS keys FROM resource_access a
-         JOIN resources r ON r.key = a.key WHERE a.mirror = 'main' AND r.source_type = 'notion'`,
-    );
+    const { rows: heldBack, keys: heldKeys } = accessOfSourceType(h, "notion");
     expect(heldBack).toBeGreaterThan(10);
     await until(
       async () => (await both("syncmirror_held_revocations", a, b)).every((n) => n === heldKeys),
