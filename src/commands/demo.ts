@@ -171,7 +171,7 @@ async function searchAsTwoUsers(store: Store, sim: Simulator, out: (line: string
 const COLUMNS = [
   "  (rows: export rows read, one per user who sees a document; new / changed / unchanged: documents;",
   "   deleted: documents nobody may see any more; revoked: a user's access to a document removed;",
-  "   held: revocations the mass-delete guard holds back until approved (none here);",
+  "   held: documents whose revocation the mass-delete guard holds back until approved (none here);",
   "   skipped: user x server pairs the trigger did not run, e.g. the user cannot reach that server)",
 ].join("\n");
 

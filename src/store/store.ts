@@ -89,6 +89,14 @@ export interface AccessRepo {
     threshold: number,
   ): Promise<number[]>;
   /**
+   * The distinct keys `countRevocable` counts over all the pairs, each with its own snapshot: a key
+   * several users would lose counts once (`syncmirror_held_revocations` counts keys, not rows).
+   */
+  countRevocableKeys(
+    pairs: readonly { pair: PairRef; snapshotAt: string }[],
+    threshold: number,
+  ): Promise<number>;
+  /**
    * One more miss for every key the snapshot did not see, and those reaching `threshold` revoked:
    * at most `limit` of them a call, so memory holds a batch, never a pair's every key. Called
    * until it returns fewer than `limit` keys, each call in a transaction of its own if need be (a
@@ -181,10 +189,9 @@ export interface TriggerRepo {
     },
   ): Promise<ActiveTrigger>;
   setMassDeleteAllowed(id: number, allow: boolean): Promise<void>;
-  addSweepCounts(
-    id: number,
-    c: { deleted?: number; revoked?: number; held?: number; sweepsHeld?: number },
-  ): Promise<void>;
+  addSweepCounts(id: number, c: { deleted?: number; revoked?: number; sweepsHeld?: number }): Promise<void>;
+  /** The keys whose revocation the trigger's held sweeps hold back, counted over all of them. */
+  setHeldKeys(id: number, keys: number): Promise<void>;
   markLeaversSwept(id: number, leaversUnknown: boolean): Promise<void>;
   finish(
     id: number,

@@ -9,7 +9,8 @@ export interface PassFacts {
   ingest: { rows: number; runsWritten: number; runsUnread: number };
   allSourcesSucceeded: boolean;
   timedOut: boolean;
-  held: number;
+  /** Pairs whose sweep the guard held (the keys they hold back are `held_revocations`). */
+  sweepsHeld: number;
   leaversUnknown: boolean;
   runs: number;
   /** The last error met reading a run, when one was: the table prints the message, not the errors. */
@@ -40,9 +41,9 @@ export function decideOutcome(s: PassFacts): { outcome: Outcome; message: string
     problems.push("some sources did not succeed; their pairs keep their watermark");
   }
   if (s.timedOut) problems.push("some runs did not finish within run_timeout_minutes");
-  if (s.held > 0) {
+  if (s.sweepsHeld > 0) {
     problems.push(
-      `a sweep of ${s.held} revocations was held: check upstream, then run syncmirror approve-sweep (the next full pass applies it) or sync --full --allow-mass-delete`,
+      `the mass-delete guard held the sweep of ${s.sweepsHeld} pair(s): check upstream, then run syncmirror approve-sweep (the next full pass applies it) or sync --full --allow-mass-delete`,
     );
   }
   if (s.leaversUnknown)

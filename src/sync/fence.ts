@@ -26,6 +26,7 @@ const READS: Reads = {
     "countPairKeys",
     "countRevocable",
     "countRevocableEach",
+    "countRevocableKeys",
     "pairsWithAccess",
     "countLive",
     "countKeysSeenSince",

@@ -94,8 +94,8 @@ export async function settle(
     ingest,
     allSourcesSucceeded,
     timedOut: extra.timedOut,
-    // A dry run's outcome is the real pass's: the revocations the guard would hold.
-    held: extra.dryRun ? extra.dryRun.held_sweeps.reduce((n, h) => n + h.would_revoke, 0) : trigger.held,
+    // A dry run's outcome is the real pass's: the sweeps the guard would hold.
+    sweepsHeld: extra.dryRun ? extra.dryRun.held_sweeps.length : trigger.sweepsHeld,
     leaversUnknown: trigger.leaversUnknown,
     runs: runs.length,
     lastRunError: errors.findLast((e) => e.syncId !== null)?.error,

@@ -44,6 +44,7 @@ export interface MirrorStatus {
   pairs: number;
   pairs_awaiting_baseline: number;
   skipped_pairs: { user_email: string; server_instance_id: string; reason: string }[];
+  /** Keys the latest full pass's held sweeps hold back, each once (`syncmirror_held_revocations`). */
   held_revocations: number;
   /** The process holding the mirror's lease (`hostname:pid`), or null when none does. */
   holder: string | null;

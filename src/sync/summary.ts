@@ -32,6 +32,7 @@ export interface MirrorSummary {
     deleted: number;
     access_revoked: number;
     sweeps_held: number;
+    /** Keys whose revocation the held sweeps hold back, each once however many users would lose it. */
     held_revocations: number;
   };
   /** Skipped pairs listed by the trigger, by reason. */

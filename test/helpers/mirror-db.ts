@@ -65,6 +65,19 @@ export function pairOf(h: Harness, userEmail: string, serverInstanceId: string):
   return pairs(h).find((p) => p.user_email === userEmail && p.server_instance_id === serverInstanceId);
 }
 
+/**
+ * The mirror's access to one source type's resources: `rows` (user, key) as revocations and an
+ * approval's `up_to` count them, `keys` each once, as `held_revocations` counts them.
+ */
+export function accessOfSourceType(h: Harness, sourceType: string): { rows: number; keys: number } {
+  const [counts] = h.query<{ rows: number; keys: number }>(
+    `SELECT count(*) AS rows, count(DISTINCT a.key) AS keys FROM resource_access a
+       JOIN resources r ON r.key = a.key WHERE a.mirror = 'main' AND r.source_type = ?`,
+    sourceType,
+  );
+  return counts ?? { rows: 0, keys: 0 };
+}
+
 export function accessRows(h: Harness, key?: string): AccessRowView[] {
   const where = key === undefined ? "" : "AND key = ?";
   return h.query<AccessRowView>(

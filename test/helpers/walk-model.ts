@@ -186,10 +186,9 @@ export function holdersOf(access: ReadonlySet<AccessId>, key: string): string[] 
 export const serverOfKey = (key: string) => key.split(":")[1] ?? "";
 
 /** `user|server_instance_id`: the pair an access id belongs to. */
-export const pairOf = (id: AccessId) => {
-  const [user = "", key = ""] = id.split("|");
-  return `${user}|${serverOfKey(key)}`;
-};
+export const keyOf = (id: AccessId) => id.split("|")[1] ?? "";
+
+export const pairOf = (id: AccessId) => `${id.split("|")[0] ?? ""}|${serverOfKey(keyOf(id))}`;
 
 /**
  * A pass's resources rows: live keys are exactly the keys someone may see; a live key holds what

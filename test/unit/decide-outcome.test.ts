@@ -6,7 +6,7 @@ const clean: PassFacts = {
   ingest: { rows: 120, runsWritten: 2, runsUnread: 0 },
   allSourcesSucceeded: true,
   timedOut: false,
-  held: 0,
+  sweepsHeld: 0,
   leaversUnknown: false,
   runs: 2,
 };
@@ -44,7 +44,7 @@ describe("decideOutcome (outcome and exit code)", () => {
   it("is partial for a source that did not succeed, a held sweep, a timeout or an unknown leaver list", () => {
     const cases: [Partial<PassFacts>, RegExp][] = [
       [{ allSourcesSucceeded: false }, /sources did not succeed/],
-      [{ held: 14 }, /sweep of 14 revocations was held.*--allow-mass-delete/],
+      [{ sweepsHeld: 3 }, /held the sweep of 3 pair\(s\).*approve-sweep.*--allow-mass-delete/],
       [{ timedOut: true }, /did not finish within run_timeout_minutes/],
       [{ leaversUnknown: true }, /access check failed/],
     ];

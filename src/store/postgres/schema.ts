@@ -102,7 +102,7 @@ export const mirrorState = pgTable("mirror_state", {
   lastOutcome: text("last_outcome"),
   lastOutcomeAt: isoTimestamp("last_outcome_at"),
   lastMessage: text("last_message"),
-  /** Revocations the latest held sweep is holding back. */
+  /** Keys whose revocation the latest full pass's held sweeps hold back (a key several users would lose counts once). */
   heldRevocations: integer("held_revocations").notNull().default(0),
   /**
    * The mirror owes a full pass: `sync_config_id` changed, and the state above belongs to the old
@@ -138,7 +138,7 @@ export const triggers = pgTable(
     summary: jsonb("summary"),
     deleted: integer("deleted").notNull().default(0),
     revoked: integer("revoked").notNull().default(0),
-    /** Revocations a mass-delete guard held back in this trigger's sweep. */
+    /** Keys whose revocation the mass-delete guard held back in this trigger's sweep, each once. */
     held: integer("held").notNull().default(0),
     sweepsHeld: integer("sweeps_held").notNull().default(0),
     /** The access check that decides who left could not be read: nobody lost access for leaving. */

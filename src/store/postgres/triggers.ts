@@ -81,10 +81,13 @@ export function createTriggerRepo({ db }: Conn): TriggerRepo {
         .set({
           deleted: sql`${triggers.deleted} + ${c.deleted ?? 0}`,
           revoked: sql`${triggers.revoked} + ${c.revoked ?? 0}`,
-          held: sql`${triggers.held} + ${c.held ?? 0}`,
           sweepsHeld: sql`${triggers.sweepsHeld} + ${c.sweepsHeld ?? 0}`,
         })
         .where(eq(triggers.id, id));
+    },
+
+    async setHeldKeys(id, keys) {
+      await db.update(triggers).set({ held: keys }).where(eq(triggers.id, id));
     },
 
     async markLeaversSwept(id, leaversUnknown) {

@@ -49,6 +49,16 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
         AND a.server_instance_id = p.value ->> 2 AND a.last_seen_at >= ?`,
   );
 
+  // The held pairs' revocable rows through the pair index, each key once however many users hold
+  // it. Pairs arrive as JSON [[mirror, user, server, snapshotAt]].
+  const revocableKeys = sqlite.prepare<[string, number], { n: number }>(
+    `SELECT count(DISTINCT a.key) AS n FROM json_each(?) p
+       CROSS JOIN resource_access a INDEXED BY resource_access_pair
+         ON a.mirror = p.value ->> 0 AND a.user_email = p.value ->> 1
+        AND a.server_instance_id = p.value ->> 2 AND a.last_seen_at < p.value ->> 3
+      WHERE a.missed_full_count >= ? - 1`,
+  );
+
   const anyAccess = db
     .select({ one: sql<number>`1` })
     .from(resourceAccess)
@@ -123,6 +133,14 @@ export function createAccessRepo(db: Db): Sync<AccessRepo> {
       return pairs.map(
         ({ pair, snapshotAt }) => revocable.get({ ...pair, snapshotAt, misses: threshold - 1 })?.n ?? 0,
       );
+    },
+
+    countRevocableKeys(pairs: readonly { pair: PairRef; snapshotAt: string }[], threshold: number): number {
+      if (pairs.length === 0) return 0;
+      const json = JSON.stringify(
+        pairs.map(({ pair, snapshotAt }) => [pair.mirror, pair.userEmail, pair.serverInstanceId, snapshotAt]),
+      );
+      return revocableKeys.get(json, threshold)?.n ?? 0;
     },
 
     sweepMissed(pair: PairRef, snapshotAt: string, threshold: number, limit: number): string[] {

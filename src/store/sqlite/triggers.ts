@@ -24,7 +24,6 @@ export function createTriggerRepo(db: Db): Sync<TriggerRepo> {
     .set({
       deleted: plus(triggers.deleted, "deleted"),
       revoked: plus(triggers.revoked, "revoked"),
-      held: plus(triggers.held, "held"),
       sweepsHeld: plus(triggers.sweepsHeld, "sweepsHeld"),
     })
     .where(eq(triggers.id, p("id")))
@@ -101,9 +100,12 @@ export function createTriggerRepo(db: Db): Sync<TriggerRepo> {
         id,
         deleted: c.deleted ?? 0,
         revoked: c.revoked ?? 0,
-        held: c.held ?? 0,
         sweepsHeld: c.sweepsHeld ?? 0,
       });
+    },
+
+    setHeldKeys(id, keys) {
+      db.update(triggers).set({ held: keys }).where(eq(triggers.id, id)).run();
     },
 
     markLeaversSwept(id, leaversUnknown) {

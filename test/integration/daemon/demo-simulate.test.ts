@@ -46,7 +46,7 @@ describe("syncmirror demo", () => {
     const demo = spawnCli(["demo"], ENV);
     expect((await demo.exited).code, demo.stderr()).toBe(0);
     const out = demo.stdout().replace(/\n\s+/g, " ");
-    expect(out).toContain("held: revocations the mass-delete guard holds back until approved");
+    expect(out).toContain("held: documents whose revocation the mass-delete guard holds back until approved");
     expect(out).toContain("skipped: user x server pairs the trigger did not run");
     expect(out).toContain("revoked: a user's access to a document removed");
     expect(out).toMatch(/changes feed: \d+ access, 1 delete, \d+ upsert \(one change per document per run/);

@@ -44,7 +44,7 @@ async function cliJson(h: Harness, args: string[]): Promise<unknown> {
  */
 async function servedWithProblems(
   failing = true,
-): Promise<{ h: Harness; d: DaemonProcess; held: number; heldPairs: number }> {
+): Promise<{ h: Harness; d: DaemonProcess; heldRows: number; heldPairs: number }> {
   const h = suite.use(await createHarness({ sim: { docs: 80 } }));
   configureConsumers(h, { search: false });
   const notion = h.sim.servers.find((s) => s.source_type === "notion")?.server_instance_id as string;
@@ -59,7 +59,14 @@ async function servedWithProblems(
   expect(full.counts.held_revocations).toBeGreaterThan(0);
   setCrons(h, { incremental_cron: NEVER, full_cron: NEVER });
   const heldPairs = h.sim.users.length - (failing ? 1 : 0);
-  return { h, d: await suite.daemon(h), held: full.counts.held_revocations, heldPairs };
+  // What an approval covers: the held pairs' access rows (held_revocations counts their keys).
+  const heldRows = h.query<{ n: number }>(
+    "SELECT count(*) AS n FROM resource_access WHERE mirror = 'main' AND server_instance_id = ? AND user_email <> ?",
+    notion,
+    failing ? U1 : "",
+  )[0]?.n as number;
+  expect(heldRows).toBeGreaterThan(full.counts.held_revocations);
+  return { h, d: await suite.daemon(h), heldRows, heldPairs };
 }
 
 describe("the console over HTTP", () => {
@@ -154,7 +161,7 @@ describe("the console over HTTP", () => {
   });
 
   it("records an approval given over HTTP, which the full pass of another process applies", async () => {
-    const { h, d, held, heldPairs } = await servedWithProblems(false);
+    const { h, d, heldRows, heldPairs } = await servedWithProblems(false);
     const approved = await call(d, "/v1/mirrors/main/approve-sweep", {
       method: "POST",
       // A key the endpoint does not use is ignored, as /trigger ignores it.
@@ -165,17 +172,17 @@ describe("the console over HTTP", () => {
       json: {
         mirror: "main",
         pairs: heldPairs,
-        up_to: held,
+        up_to: heldRows,
         by: "ana (http 127.0.0.1)",
         at: expect.any(String),
-        message: expect.stringContaining(`up to ${held} access row(s)`),
+        message: expect.stringContaining(`up to ${heldRows} access row(s)`),
       },
     });
     const pending = [
       {
         mirror: "main",
         pairs: heldPairs,
-        up_to: held,
+        up_to: heldRows,
         by: "ana (http 127.0.0.1)",
         at: (approved.json as { at: string }).at,
       },
@@ -189,8 +196,8 @@ describe("the console over HTTP", () => {
     const [pass] = ((await cliJson(h, ["history"])) as { passes: { sweep_approval: unknown }[] }).passes;
     expect(pass?.sweep_approval).toEqual({
       pairs: heldPairs,
-      up_to: held,
-      used: held,
+      up_to: heldRows,
+      used: heldRows,
       by: "ana (http 127.0.0.1)",
       at: pending[0]?.at,
     });

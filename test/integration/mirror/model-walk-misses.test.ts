@@ -24,6 +24,7 @@ import {
   difference,
   emptyMirror,
   failSource,
+  keyOf,
   mirrorState,
   moveUser,
   pairOf,
@@ -202,7 +203,11 @@ async function runPass(w: Walk, label: string, asked: { full: boolean; trigger: 
   if (failed) expect(exported.succeeded.has(failed.pair), `${ctx}: the failure was not applied`).toBe(false);
 
   const checkFailed = asked.trigger === "lost, access check failing";
-  const { access: expected, held } = settleModel(w, {
+  const {
+    access: expected,
+    held,
+    heldKeys,
+  } = settleModel(w, {
     full: asked.full,
     trigger: asked.trigger,
     inProject,
@@ -216,7 +221,7 @@ async function runPass(w: Walk, label: string, asked: { full: boolean; trigger: 
   );
   expect(summary.counts, `${ctx}: held sweeps`).toMatchObject({
     sweeps_held: held.size,
-    held_revocations: [...held.values()].reduce((n, k) => n + k, 0),
+    held_revocations: heldKeys,
   });
   if (!asked.full) {
     expect(difference(before.access, after.access), `${ctx}: access revoked by an incremental`).toEqual([]);
@@ -249,9 +254,12 @@ function settleModel(
     inProject: Set<string>;
     exported: { seen: Set<AccessId>; succeeded: Set<string> };
   },
-): { access: Set<AccessId>; held: Map<string, number> } {
+): { access: Set<AccessId>; held: Map<string, number>; heldKeys: number } {
   const { misses } = w;
   const held = new Map<string, number>();
+  // Each held pair counts its access rows (what approve-sweep covers); held_revocations counts
+  // their keys, each once however many users would lose it.
+  const heldKeys = new Set<string>();
   for (const id of p.exported.seen) {
     const n = misses.get(id) ?? 0;
     if (n > 0) w.reset.add(id);
@@ -273,13 +281,15 @@ function settleModel(
     for (const pair of p.exported.succeeded) {
       const ids = [...misses.keys()].filter((id) => pairOf(id) === pair);
       const missed = ids.filter((id) => !p.exported.seen.has(id));
-      const revocable = missed.filter((id) => (misses.get(id) ?? 0) + 1 >= w.threshold).length;
+      const revocableIds = missed.filter((id) => (misses.get(id) ?? 0) + 1 >= w.threshold);
+      const revocable = revocableIds.length;
       const allowance = Math.max(GUARD_MIN_KEYS, w.fraction * ids.length);
       const approved = approval?.get(pair);
       const onApproval = revocable > allowance && approved !== undefined && revocable <= approved + allowance;
       // A held sweep is not applied: nothing revoked, no miss counted.
       if (revocable > allowance && !onApproval) {
         held.set(pair, revocable);
+        for (const id of revocableIds) heldKeys.add(keyOf(id));
         w.seen.held++;
         continue;
       }
@@ -289,7 +299,7 @@ function settleModel(
     }
     for (const [pair, n] of held) w.held.set(pair, n);
   }
-  return { access: new Set(misses.keys()), held };
+  return { access: new Set(misses.keys()), held, heldKeys: heldKeys.size };
 }
 
 /** One more miss of a key its pair did not see; revoked at the threshold. */

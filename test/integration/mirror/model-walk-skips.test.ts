@@ -21,6 +21,7 @@ import {
   difference,
   emptyMirror,
   failSource,
+  keyOf,
   type MirrorState,
   mirrorState,
   moveUser,
@@ -212,8 +213,9 @@ async function runPass(w: Walk, label: string, asked: { full: boolean; allowMass
   const snapshotAt = Math.max(...runs.map((r) => Date.parse(r.created_at)));
   const model = plan.full
     ? expectFull(w, plan, { before, truth, exported, snapshotAt })
-    : { access: new Set([...before.access, ...exported.seen]), held: new Map<string, number>() };
-  const heldTotal = [...model.held.values()].reduce((n, k) => n + k, 0);
+    : { access: new Set([...before.access, ...exported.seen]), held: new Map<string, AccessId[]>() };
+  // Each held pair's sweep counts its access rows; held_revocations their keys, each once.
+  const heldTotal = new Set([...model.held.values()].flat().map(keyOf)).size;
 
   expect(sorted(after.access), `${ctx}: resource_access`).toEqual(sorted(model.access));
   checkRows({ ctx, before, after, exported }, w.everLive);
@@ -263,7 +265,7 @@ function expectFull(
   w: Walk,
   plan: PassPlan,
   f: FullFacts,
-): { access: Set<AccessId>; held: Map<string, number> } {
+): { access: Set<AccessId>; held: Map<string, AccessId[]> } {
   const inProject = f.truth.projectUsers;
   const byPair = (ids: Iterable<AccessId>) => {
     const out = new Map<string, Set<AccessId>>();
@@ -276,7 +278,7 @@ function expectFull(
   const [held, seen, truth] = [byPair(f.before.access), byPair(f.exported.seen), byPair(f.truth.access)];
   const newest = Math.max(f.snapshotAt, ...[...w.pairs.values()].map((p) => p.watermark));
   const access = new Set<AccessId>();
-  const heldSweeps = new Map<string, number>();
+  const heldSweeps = new Map<string, AccessId[]>();
   for (const pair of allPairs(w.h)) {
     const before = held.get(pair) ?? new Set<AccessId>();
     const arrived = seen.get(pair) ?? new Set<AccessId>();
@@ -293,17 +295,17 @@ function expectFull(
     } else if (!f.exported.succeeded.has(pair)) {
       keep = new Set([...before, ...arrived]);
     } else {
-      const revocable = [...before].filter((id) => !arrived.has(id)).length;
+      const revocable = [...before].filter((id) => !arrived.has(id));
       const total = new Set([...before, ...arrived]).size;
-      const overGuard = revocable > Math.max(GUARD_MIN_KEYS, MAX_DELETE_FRACTION * total);
+      const overGuard = revocable.length > Math.max(GUARD_MIN_KEYS, MAX_DELETE_FRACTION * total);
       if (overGuard && !plan.allowMassDelete) {
         heldSweeps.set(pair, revocable);
         keep = new Set([...before, ...arrived]);
         w.seen.held++;
       } else {
         if (overGuard) w.seen.allowedMassDelete++;
-        else if (revocable > MAX_DELETE_FRACTION * total) w.seen.appliedFewKeys++;
-        else if (revocable > GUARD_MIN_KEYS) w.seen.appliedUnderFraction++;
+        else if (revocable.length > MAX_DELETE_FRACTION * total) w.seen.appliedFewKeys++;
+        else if (revocable.length > GUARD_MIN_KEYS) w.seen.appliedUnderFraction++;
         keep = truth.get(pair) ?? [];
       }
     }

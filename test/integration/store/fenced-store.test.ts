@@ -18,6 +18,7 @@ const READS = new Set([
   "access.countPairKeys",
   "access.countRevocable",
   "access.countRevocableEach",
+  "access.countRevocableKeys",
   "access.pairsWithAccess",
   "access.countLive",
   "access.countKeysSeenSince",

@@ -268,6 +268,41 @@ describe.each(await storeDialects())("store contract, pages: $name", (dialect) =
     ).toEqual([2, 0, 0, 2]);
     expect(await opened.store.access.countRevocableEach([{ pair, snapshotAt: T3 }], 1)).toEqual([3]);
     expect(await opened.store.access.countRevocableEach([], 2)).toEqual([]);
+    // Over several pairs each key counts once, however many of them would lose it; each pair is
+    // judged against its own snapshot and misses, and another mirror's rows never count.
+    const dee = { ...pair, userEmail: "dee@example.test" };
+    const d = `d-${uid()}`;
+    await opened.store.access.seeAll([b, c, d].map((key) => ({ ...dee, key, source: "docs", seenAt: T1 })));
+    const revocableKeys = (pairs: PairRef[], snapshotAt: string, threshold: number) =>
+      opened.store.access.countRevocableKeys(
+        pairs.map((p) => ({ pair: p, snapshotAt })),
+        threshold,
+      );
+    expect(
+      await opened.store.access.countRevocableEach(
+        [
+          { pair, snapshotAt: T2 },
+          { pair: dee, snapshotAt: T2 },
+        ],
+        1,
+      ),
+    ).toEqual([2, 3]);
+    expect(await revocableKeys([pair, dee], T2, 1)).toBe(3);
+    expect(await revocableKeys([pair], T2, 1)).toBe(2);
+    expect(await revocableKeys([pair, dee], T2, 2), "dee's keys have missed no snapshot yet").toBe(2);
+    expect(await revocableKeys([pair, dee], T1, 1), "nothing older than its snapshot").toBe(0);
+    expect(
+      await opened.store.access.countRevocableKeys(
+        [
+          { pair: dee, snapshotAt: T2 },
+          { pair, snapshotAt: T1 },
+        ],
+        1,
+      ),
+    ).toBe(3);
+    expect(await revocableKeys([{ ...dee, mirror: other }], T2, 1)).toBe(0);
+    expect(await revocableKeys([], T2, 1)).toBe(0);
+    await opened.store.access.revokePair(dee, 100);
     expect((await opened.store.access.sweepMissed(pair, T2, 2, 100)).sort()).toEqual([b, c].sort());
     expect(await opened.store.access.countPairKeys(pair)).toBe(1);
     expect(await opened.store.access.revokePair(pair, 100)).toEqual([a]);

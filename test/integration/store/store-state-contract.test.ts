@@ -48,7 +48,10 @@ describe.each(await storeDialects())("store contract, state: $name", (dialect) =
     });
     await opened.store.triggers.setMassDeleteAllowed(created.id, true);
     await opened.store.triggers.addSweepCounts(created.id, { deleted: 2, revoked: 3 });
-    await opened.store.triggers.addSweepCounts(created.id, { revoked: 1, held: 4, sweepsHeld: 1 });
+    await opened.store.triggers.addSweepCounts(created.id, { revoked: 1, sweepsHeld: 1 });
+    await opened.store.triggers.setHeldKeys(created.id, 5);
+    // Set, not added: a resumed sweep counts the held keys again.
+    await opened.store.triggers.setHeldKeys(created.id, 4);
     await opened.store.triggers.markLeaversSwept(created.id, true);
     await opened.store.triggers.finish(created.id, {
       outcome: "succeeded",
