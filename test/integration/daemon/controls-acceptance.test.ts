@@ -38,15 +38,6 @@ const dueOf = (h: Harness, mirror: string) =>
     mirror,
   )[0];
 
-/** Like `twoTimesSoon`, the first time at least `leadMs` ahead. */
-function twoTimesAfter(leadMs: number): { cron: string; first: Date; last: Date } {
-  let first = new Date(Math.ceil((Date.now() + leadMs) / 1000) * 1000);
-  if (first.getUTCSeconds() > 55) first = new Date(Math.ceil(first.getTime() / 60_000) * 60_000 + 1000);
-  const last = new Date(first.getTime() + 2000);
-  const cron = `${first.getUTCSeconds()},${last.getUTCSeconds()} ${first.getUTCMinutes()} ${first.getUTCHours()} * * *`;
-  return { cron, first, last };
-}
-
 describe("controls, as documented", () => {
   it("catches up no scheduled time that fell while paused, when no daemon ran and the resume came before the next start", async () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
@@ -106,7 +97,8 @@ describe("controls, as documented", () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     expect((await h.cli(["sync"])).code).toBe(0);
     expect((await h.cli(["pause", "--mirror", "main"])).code).toBe(0);
-    const soon = twoTimesSoon();
+    // Far enough ahead for the daemon started next to be running when both times fall.
+    const soon = twoTimesSoon(4000);
     setCrons(h, { incremental_cron: NEVER, full_cron: soon.cron });
     const d = await suite.daemon(h);
     await until(
@@ -205,7 +197,7 @@ describe("controls, as documented", () => {
     const h = suite.use(await createHarness({ defaults: { incremental_cron: NEVER, full_cron: NEVER } }));
     const [m1, m2] = useMirrors(h, 2) as [string, string];
     // Far enough ahead for the daemon to start and m1 to take the only slot first (checked below).
-    const soon = twoTimesAfter(10_000);
+    const soon = twoTimesSoon(10_000, 2);
     editConfig(h, (c) => {
       c.max_concurrent_mirrors = 1;
       c.mirrors = (c.mirrors as Record<string, unknown>[]).map((m) =>

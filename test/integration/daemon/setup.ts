@@ -15,11 +15,16 @@ export const EVERY_SECOND = "*/1 * * * * *";
 /** 03:00:00 on 1 January: never during a test run. */
 export const NEVER = "0 0 3 1 1 *";
 
-/** Two whole seconds of one minute, at least four seconds ahead: a full_cron falling twice soon. */
-export function twoTimesSoon(): { cron: string; first: Date; last: Date } {
-  let first = new Date(Math.ceil((Date.now() + 4000) / 1000) * 1000);
-  if (first.getUTCSeconds() > 55) first = new Date(Math.ceil(first.getTime() / 60_000) * 60_000 + 1000);
-  const last = new Date(first.getTime() + 2000);
+/**
+ * Two whole seconds of one minute, `gapSeconds` apart, the first at least `leadMs` ahead, as a
+ * 6-field cron. A second's lead is enough for times set while no process reads the config; a
+ * daemon started afterwards that must see them falling needs its start-up time as lead too.
+ */
+export function twoTimesSoon(leadMs = 1000, gapSeconds = 1): { cron: string; first: Date; last: Date } {
+  let first = new Date(Math.ceil((Date.now() + leadMs) / 1000) * 1000);
+  if (first.getUTCSeconds() > 59 - gapSeconds)
+    first = new Date(Math.ceil(first.getTime() / 60_000) * 60_000 + 1000);
+  const last = new Date(first.getTime() + gapSeconds * 1000);
   const cron = `${first.getUTCSeconds()},${last.getUTCSeconds()} ${first.getUTCMinutes()} ${first.getUTCHours()} * * *`;
   return { cron, first, last };
 }

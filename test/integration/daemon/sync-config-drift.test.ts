@@ -149,7 +149,8 @@ describe("syncmirror run with manage_sync_configs: true, drift it cannot apply",
     const before = remoteNamed(h.sim, "Wiki");
 
     writeMirrors(h, { main: wiki({ name: "Wiki 2" }) }, MANAGED);
-    h.sim.faults.inject(PUT, { kind: "delay", ms: 3000 });
+    // Held long enough for this process to create the name meanwhile: it only waits for `trigger` to exit.
+    h.sim.faults.inject(PUT, { kind: "delay", ms: 1000 });
     expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
     await until(() => h.sim.faults.pending().length === 0, "the rename on its way");
     h.sim.configs.create({ name: "Wiki 2" });

@@ -11,7 +11,7 @@ import { postgresForTests } from "../../helpers/postgres.js";
 import { setDefaults, useMirrors } from "../../helpers/replicas.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { type CuttableProxy, startCuttableProxy } from "../../helpers/tcp-proxy.js";
-import { buildOnce, editConfig, NEVER } from "../daemon/setup.js";
+import { buildOnce, editConfig, NEVER, twoTimesSoon } from "../daemon/setup.js";
 
 const available = await postgresForTests();
 
@@ -31,15 +31,6 @@ async function replica(harness: Harness, env: Record<string, string> = {}): Prom
   processes.push(d);
   await until(async () => (await d.get("/readyz")).status === 200, "the replica ready", 30_000);
   return d;
-}
-
-/** Two whole seconds `gap` apart, the first at least `aheadMs` from now, as a 6-field cron. */
-function twoTimesAhead(aheadMs: number, gap = 2): { cron: string; first: Date; last: Date } {
-  let first = new Date(Math.ceil((Date.now() + aheadMs) / 1000) * 1000);
-  if (first.getUTCSeconds() > 59 - gap) first = new Date(Math.ceil(first.getTime() / 60_000) * 60_000 + 1000);
-  const last = new Date(first.getTime() + gap * 1000);
-  const cron = `${first.getUTCSeconds()},${last.getUTCSeconds()} ${first.getUTCMinutes()} ${first.getUTCHours()} * * *`;
-  return { cron, first, last };
 }
 
 interface TriggerRow {
@@ -68,7 +59,7 @@ describe.skipIf(!available)("scheduled times falling while the mirror's pass run
   it("two replicas: the time falling during the pass is one pass after it, counted once as in_flight", async () => {
     h = await createHarness({ dialect: "postgres", sim: { docs: 20 } });
     const harness = h;
-    const soon = twoTimesAhead(6000);
+    const soon = twoTimesSoon(6000, 2);
     setDefaults(h, { incremental_cron: NEVER, full_cron: soon.cron }, { lease_seconds: 5 });
     const replicas = [await replica(h), await replica(h)];
     h.sim.runs.hold();
@@ -104,7 +95,7 @@ describe.skipIf(!available)("scheduled times falling while the mirror's pass run
     const harness = h;
     setDefaults(h, { incremental_cron: NEVER, full_cron: NEVER }, { lease_seconds: 5 });
     expect((await h.cli(["sync"])).code, "a first pass: the next sync is an incremental").toBe(0);
-    const soon = twoTimesAhead(8000);
+    const soon = twoTimesSoon(8000, 2);
     setDefaults(h, { full_cron: soon.cron });
     const d = await replica(h);
     h.sim.runs.hold();
@@ -176,7 +167,7 @@ describe.skipIf(!available)("scheduled times falling while the mirror's pass run
   it("times a replica could not record (database cut off) that another ran are not run again once it reconnects", async () => {
     h = await createHarness({ dialect: "postgres", sim: { docs: 20 } });
     const harness = h;
-    const soon = twoTimesAhead(6000, 3);
+    const soon = twoTimesSoon(6000, 3);
     setDefaults(h, { incremental_cron: NEVER, full_cron: soon.cron }, { lease_seconds: 2 });
     proxy = await startCuttableProxy(h.databaseUrl as string);
     const network = proxy;
@@ -226,7 +217,7 @@ describe.skipIf(!available)("scheduled times falling while the mirror's pass run
     h = await createHarness({ dialect: "postgres", sim: { docs: 10 } });
     const harness = h;
     const names = useMirrors(h, 3);
-    const soon = twoTimesAhead(7000, 3);
+    const soon = twoTimesSoon(7000, 3);
     setDefaults(h, { incremental_cron: NEVER, full_cron: soon.cron }, { lease_seconds: 5 });
     editConfig(h, (config) => {
       config.max_concurrent_mirrors = 1;

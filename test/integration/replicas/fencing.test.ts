@@ -18,7 +18,7 @@ const available = process.env.SYNCMIRROR_POSTGRES_AVAILABLE === "1";
 const EVERY_TWO_SECONDS = "*/2 * * * * *";
 const EXPORT = "GET /sync-task/{sync_id}/export";
 const TRIGGER = "POST /sync-task";
-const LEASE_SECONDS = 5;
+const LEASE_SECONDS = 2;
 const ERROR = 50;
 
 let h: Harness | undefined;

@@ -11,10 +11,9 @@ import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
 import { setDefaults } from "../../helpers/replicas.js";
 import { triggerPosts } from "../../helpers/requests.js";
 import { createTwins, type Twins } from "../../helpers/twins.js";
-import { buildOnce, NEVER } from "../daemon/setup.js";
+import { buildOnce, EVERY_SECOND, NEVER } from "../daemon/setup.js";
 
 const available = process.env.SYNCMIRROR_POSTGRES_AVAILABLE === "1";
-const EVERY_TWO_SECONDS = "*/2 * * * * *";
 const EXPORT = "GET /sync-task/{sync_id}/export";
 
 let twins: Twins | undefined;
@@ -46,9 +45,9 @@ interface TriggerSpan {
 
 describe.skipIf(!available)("replicas on one PostgreSQL database", () => {
   it("runs each scheduled time on exactly one replica and never two passes of a mirror at once", async () => {
-    twins = await createTwins({ dialect: "postgres", sim: { docs: 40 } });
-    const h = twins.hurt;
-    setDefaults(h, { incremental_cron: EVERY_TWO_SECONDS, full_cron: NEVER });
+    const h = await createHarness({ dialect: "postgres", sim: { docs: 40 } });
+    harnesses.push(h);
+    setDefaults(h, { incremental_cron: EVERY_SECOND, full_cron: NEVER });
     const replicas = [await replica(h), await replica(h), await replica(h)];
     await until(
       () => h.query("SELECT 1 FROM triggers WHERE state = 'done'").length >= 4,
@@ -114,7 +113,7 @@ describe.skipIf(!available)("replicas on one PostgreSQL database", () => {
     const reference = await clean.sync();
     expect(reference.outcome, reference.message).toBe("succeeded");
 
-    setDefaults(hurt, { incremental_cron: EVERY_TWO_SECONDS, full_cron: NEVER }, { lease_seconds: 5 });
+    setDefaults(hurt, { incremental_cron: EVERY_SECOND, full_cron: NEVER }, { lease_seconds: 5 });
     // Not waited for ready: it may be killed at its crash point before a look would see it.
     const doomed = await startDaemon(hurt, { SYNCMIRROR_CRASH_AT: "between-pages:2" });
     const died = await doomed.exited;

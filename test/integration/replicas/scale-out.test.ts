@@ -25,6 +25,8 @@ import { buildOnce, NEVER, twoTimesSoon } from "../daemon/setup.js";
 
 const available = await postgresForTests();
 const LEASE_SECONDS = 2;
+/** Longer than the lease, for the replica whose heartbeat must not wait on its polls. */
+const POLL_SECONDS = 3;
 
 const harnesses: Harness[] = [];
 const processes: CliProcess[] = [];
@@ -422,7 +424,7 @@ describe.skipIf(!available)("scale-out on PostgreSQL, from outside", () => {
 
   it("keeps a replica alive in /status, and `trigger` leaves the pass to it, with a lease shorter than its poll interval", async () => {
     const h = await harness({ sim: { docs: 20 } });
-    setDefaults(h, { poll_initial_seconds: 5, poll_max_seconds: 5 });
+    setDefaults(h, { poll_initial_seconds: POLL_SECONDS, poll_max_seconds: POLL_SECONDS });
     const d = await replica(h);
     await until(() => d.logs().some((l) => l.msg === "daemon started"), "the replica started");
     const startedAt = Date.now();
@@ -431,7 +433,7 @@ describe.skipIf(!available)("scale-out on PostgreSQL, from outside", () => {
     await until(async () => {
       const replicas = JSON.parse((await d.get("/status")).body).replicas as unknown[];
       if (replicas.length === 0) gone.push(Date.now() - startedAt);
-      return Date.now() - startedAt > 6000;
+      return Date.now() - startedAt > (POLL_SECONDS + 1) * 1000;
     }, "one poll interval and more to pass");
     expect(gone, "moments /status listed no live replica").toEqual([]);
     const asked = await h.cli(["trigger", "--mirror", "main"]);

@@ -144,7 +144,8 @@ describe.skipIf(!available)("due-time scheduling across replicas", () => {
     h = await createHarness({ dialect: "postgres", sim: { docs: 20 } });
     const harness = h;
     const mirrors = useMirrors(h, 2);
-    setDefaults(h, { incremental_cron: NEVER, full_cron: NEVER }, { lease_seconds: 5 });
+    // Short: the wrapped replica's death is seen only once its lease expires.
+    setDefaults(h, { incremental_cron: NEVER, full_cron: NEVER }, { lease_seconds: 2 });
     editConfig(h, (config) => {
       config.max_concurrent_mirrors = 1;
     });
