@@ -206,7 +206,10 @@ describe.skipIf(onPostgres)(
         rmSync(`${harness.dbPath}-wal`, { force: true });
         rmSync(`${harness.dbPath}-shm`, { force: true });
         writeFileSync(harness.dbPath, "");
-        const runs = await Promise.all(Array.from({ length: 6 }, () => harness.cli(["status", "--json"])));
+        // `changes` migrates as it opens; status and check leave a file holding no mirror untouched.
+        const runs = await Promise.all(
+          Array.from({ length: 6 }, () => harness.cli(["changes", "--after", "0"])),
+        );
         for (const r of runs) expect(r.stderr, `round ${round}`).toBe("");
         expect(runs.map((r) => r.code)).toEqual(runs.map(() => 0));
         expect(harness.query("SELECT count(*) AS n FROM __drizzle_migrations")).toEqual([
