@@ -29,6 +29,7 @@ import { withMirrorLease } from "./mirror-lease.js";
 import { reconcileDeps, runOwedPass } from "./mirror-pass.js";
 import { createIoLogger, createRuntime, type Runtime } from "./runtime.js";
 import { createScheduler, type Scheduler } from "./scheduler.js";
+import { isDatabaseError } from "./store/store.js";
 import type { LeaseHolder } from "./store/types.js";
 import {
   followPasses,
@@ -130,9 +131,6 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
       if (io.signal.aborted) return;
       runtime = await openWhenFree(config, io, log, metrics);
       if (runtime === undefined) return;
-      // Ready only once the gauges are back: the first scrape after ready shows the stored state.
-      await restoreMetrics(runtime, metrics, managed);
-      await warnRetired(runtime);
       const rt = runtime;
       const beat = () =>
         rt.store.replicas.beat(
@@ -146,10 +144,25 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
           },
           config.database.leaseSeconds,
         );
+      /** A start-up step on the database; false when a stop came first. Ready again once one passes. */
+      const onDatabase = async (step: () => Promise<void>): Promise<boolean> => {
+        const passed = await retryWhileUnreachable(step, io.signal, log, () => {
+          connected = false;
+        });
+        if (passed) connected = true;
+        return passed && !io.signal.aborted;
+      };
+      // Ready only once the gauges are back: the first scrape after ready shows the stored state.
       // Alive on the database before ready: a `trigger` sent once /readyz answers leaves its pass
       // to this daemon (which takes it once its schedules start) instead of running it itself.
-      await beat();
-      connected = true;
+      if (
+        !(await onDatabase(async () => {
+          await restoreMetrics(rt, metrics, managed);
+          await beat();
+        }))
+      )
+        return;
+      if (!(await onDatabase(() => warnRetired(rt)))) return;
       pruning = await startHistoryPruning({
         store: rt.store,
         keepDays: config.history.keepDays,
@@ -171,9 +184,12 @@ export function createDaemon(config: Config, io: CommandIo, options: { log?: Log
         metrics,
       });
       scheduler = sched;
-      if (config.manageSyncConfigs) await applyAtStart(rt, holder, startupApplyOwed, io.signal);
-      if (io.signal.aborted) return;
-      await checkBindings(config, rt.store);
+      if (
+        config.manageSyncConfigs &&
+        !(await onDatabase(() => applyAtStart(rt, holder, startupApplyOwed, io.signal)))
+      )
+        return;
+      if (!(await onDatabase(() => checkBindings(config, rt.store)))) return;
       await sched.start();
       const passes = followPasses(rt.store, rt.metrics, mirrors);
       watcher = setInterval(() => {
@@ -247,6 +263,40 @@ async function openWhenFree(
         return undefined;
       }
     }
+  }
+}
+
+/**
+ * Runs a start-up step, again while the database does not answer: it was opened, then lost (a
+ * failover, the network) before the daemon finished starting. Not ready meanwhile, rather than exit
+ * and leave the passes to a supervisor's restart loop. False when a stop came first.
+ */
+async function retryWhileUnreachable(
+  step: () => Promise<void>,
+  signal: AbortSignal,
+  log: Logger,
+  onUnreachable: () => void,
+): Promise<boolean> {
+  let waitMs = 1000;
+  for (;;) {
+    try {
+      await step();
+      return true;
+    } catch (error) {
+      if (signal.aborted) return false;
+      if (!isDatabaseError(error)) throw error;
+      onUnreachable();
+      log.warn(
+        { err: error.message, retry_in_ms: waitMs },
+        "database unreachable while starting; retrying (not ready)",
+      );
+    }
+    try {
+      await sleepTimer(waitMs, undefined, { signal });
+    } catch {
+      return false;
+    }
+    waitMs = Math.min(waitMs * 2, UNAVAILABLE_RETRY_MAX_MS);
   }
 }
 

@@ -71,7 +71,8 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page from the keyboard
     await poll(() => card.locator(".message").textContent(), "the failure under the buttons").toBe(
       "trigger failed: the daemon did not answer (is it running, and reachable from this browser?)",
     );
-    expect(await page.locator("#notice").textContent()).toBe(
+    // The reply is shown before the page's reload after the control, which sets the notice.
+    await poll(() => page.locator("#notice").textContent(), "the notice above the cards").toBe(
       "Could not read the daemon: the daemon did not answer (is it running, and reachable from this browser?)",
     );
     expect(await card.count(), "what it last read stays, under the notice").toBe(1);
