@@ -93,7 +93,9 @@ function writeConfig(harness: Harness, configs: Record<FixtureMirror, string>): 
           ? { url_env: "SYNCMIRROR_TEST_MIRROR_DATABASE_URL" }
           : { path: harness.dbPath },
       http: { listen: "127.0.0.1:0" },
-      defaults: { poll_initial_seconds: 0.01, poll_max_seconds: 0.05 },
+      // The passes in flight started when the fixture was made; the run timeout counts from then,
+      // and the upgrade modelled comes moments after the old release stopped.
+      defaults: { poll_initial_seconds: 0.01, poll_max_seconds: 0.05, run_timeout_minutes: 10_000_000 },
       // No mass-delete guard on dry: a dry run resumed as a real pass would delete what it held.
       mirrors: MIRRORS.map((mirror) => ({
         name: mirror,
