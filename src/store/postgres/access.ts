@@ -62,6 +62,16 @@ const REVOCABLE_KEYS_SQL = `SELECT count(DISTINCT a.key)::int AS n
    AND a.server_instance_id = p.server AND a.last_seen_at < p.snapshot_at
    AND a.missed_full_count >= $5::int - 1`;
 
+// Each pair's rows from $4 on, each key once however many users hold it. DISTINCT in a subquery,
+// not count(DISTINCT): the planner can then deduplicate by hash, in the parallel workers too, where
+// count(DISTINCT) sorted every row in one process and spilled it to disk (a full pass's count over
+// 60,000 keys held by five users: 344 ms that way, 150 ms this way).
+export const KEYS_SEEN_SINCE_SQL = `SELECT count(*)::int AS n FROM (
+    SELECT DISTINCT a.key
+      FROM unnest($1::text[], $2::text[], $3::text[]) AS p(mirror, user_email, server_instance_id)
+      JOIN resource_access a ON a.mirror = p.mirror AND a.user_email = p.user_email
+       AND a.server_instance_id = p.server_instance_id AND a.last_seen_at >= $4::timestamptz) AS seen`;
+
 // The distinct pairs by walking the pair index from one pair to the next (a lookup per pair),
 // where DISTINCT read every access row of the mirror: 0.3 ms instead of 15 ms on 20,000 rows.
 const PAIRS_WITH_ACCESS_SQL = `WITH RECURSIVE p AS (
@@ -233,10 +243,7 @@ export function createAccessRepo({ db, client }: Conn): AccessRepo {
 
     async countKeysSeenSince(pairs, since) {
       const row = await queryOne<{ n: number }>(client, {
-        text: `SELECT count(DISTINCT a.key)::int AS n
-                 FROM unnest($1::text[], $2::text[], $3::text[]) AS p(mirror, user_email, server_instance_id)
-                 JOIN resource_access a ON a.mirror = p.mirror AND a.user_email = p.user_email
-                  AND a.server_instance_id = p.server_instance_id AND a.last_seen_at >= $4::timestamptz`,
+        text: KEYS_SEEN_SINCE_SQL,
         values: [
           pairs.map((p) => p.mirror),
           pairs.map((p) => p.userEmail),

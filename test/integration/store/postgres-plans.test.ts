@@ -7,7 +7,7 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KEYS_WITH_ACCESS_SQL } from "../../../src/store/postgres/access.js";
+import { KEYS_SEEN_SINCE_SQL, KEYS_WITH_ACCESS_SQL } from "../../../src/store/postgres/access.js";
 import { PAGE_SQL, readChanges } from "../../../src/store/postgres/feed.js";
 import { createTestDatabase, postgresForTests } from "../../helpers/postgres.js";
 
@@ -18,6 +18,7 @@ interface PlanNode {
   "Node Type": string;
   "Relation Name"?: string;
   "Subplan Name"?: string;
+  "Group Key"?: string[];
   Plans?: PlanNode[];
 }
 
@@ -124,5 +125,21 @@ describe.runIf(await postgresForTests())("PostgreSQL plans on tables not yet ana
       expect(used.filter((n) => n.endsWith("on resource_access")).length).toBeGreaterThan(0);
     }
     expect(await plan(KEYS_WITH_ACCESS_SQL, [asked])).not.toContain("Seq Scan on resource_access");
+  });
+
+  it("counts the keys a pass saw from rows already made distinct by a plan node, not by count(DISTINCT)'s sort", async () => {
+    // count(DISTINCT) has no such node: it sorts inside the aggregate, in one process (access.ts).
+    const users = Array.from({ length: USERS }, (_, u) => `u${u + 1}@example.com`);
+    const top = await explain(KEYS_SEEN_SINCE_SQL, [
+      users.map(() => "m"),
+      users,
+      users.map(() => "srv"),
+      new Date(0).toISOString(),
+    ]);
+    const below = nodes(top).slice(1);
+    const distinct = below.filter(
+      (n) => n["Node Type"] === "Unique" || (n["Group Key"] ?? []).some((k) => k.endsWith(".key")),
+    );
+    expect(distinct.length, "a node below the count making the keys distinct").toBeGreaterThan(0);
   });
 });
