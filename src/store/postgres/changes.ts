@@ -24,7 +24,7 @@ import { pgText } from "./pg-values.js";
  * as the largest transaction's changes, to be scanned by every later one).
  */
 const PENDING = "syncmirror_pending_changes";
-/** Run on every new connection of the pool, before anything else on it. */
+/** Run on a connection before its first transaction (`beginOn` in postgres-store.ts). */
 export const CREATE_PENDING_SQL = `CREATE TEMPORARY TABLE IF NOT EXISTS ${PENDING} (
   n bigint GENERATED ALWAYS AS IDENTITY, key text NOT NULL, op text NOT NULL,
   at timestamptz NOT NULL, mirror text NOT NULL, sync_id text NOT NULL

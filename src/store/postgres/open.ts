@@ -20,6 +20,8 @@ const MIGRATIONS_DIR = migrationsDir("postgres");
 /** Any fixed number, the same in every syncmirror: the advisory lock held while migrating. */
 export const MIGRATION_LOCK = 0x5_9c_4d_11;
 const CONNECT_TIMEOUT_MS = 10_000;
+const IDLE_TIMEOUT_MS = 5 * 60_000;
+const KEEPALIVE_DELAY_MS = 30_000;
 
 /** Server and network states a later attempt may get past: the daemon retries these. */
 const UNAVAILABLE_CODES = new Set([
@@ -149,7 +151,16 @@ export function createPool(url: string, poolSize: number, naming: Naming): pg.Po
   // Pipelining: statements issued together (a page's writes, the commit with its changes' publishing) go
   // out together and share one round trip; each still has its own Sync, so one failing fails only
   // itself and, inside a transaction, every later one until the rollback.
-  return new pg.Pool({ ...clientConfig(url), max: poolSize, pipeline: true });
+  // Idle connections are kept for minutes, not pg's default 10 s: passes further apart than that
+  // (a daemon's schedules, minutes apart) each opened the pool's connections again, cold (a new
+  // backend, its catalog caches empty): an incremental pass of the model walk's mirror 11 s after
+  // the one before took 158 ms on loopback, 119 ms on the connections kept.
+  return new pg.Pool({
+    ...clientConfig(url),
+    max: poolSize,
+    pipeline: true,
+    idleTimeoutMillis: IDLE_TIMEOUT_MS,
+  });
 }
 
 /** How every connection of the store is opened (the pool's, and the one that LISTENs). */
@@ -158,6 +169,9 @@ export function clientConfig(url: string): pg.ClientConfig {
     connectionString: url,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     keepAlive: true,
+    // A connection idle for minutes (`IDLE_TIMEOUT_MS`) sends keepalives, so a firewall or load
+    // balancer between here and the server does not drop it as idle, and a dead peer is noticed.
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
     application_name: "syncmirror",
     // Times are read back as text and turned into ISO strings: one zone keeps that exact. No JIT:
     // every statement here is a few index probes or a page's writes, and on tables not yet

@@ -104,6 +104,28 @@ describe.runIf(await postgresForTests())("opening the PostgreSQL store", () => {
     }
   });
 
+  it("makes the temporary table of pending changes only on a connection that runs a transaction", async () => {
+    const pendingTables = async () =>
+      (
+        await rows<{ n: number }>(
+          database.url,
+          "SELECT count(*)::int AS n FROM pg_class WHERE relname = 'syncmirror_pending_changes'",
+        )
+      )[0]?.n;
+    const store = await open(database.url);
+    try {
+      // Issued together: the pool opens its second connection for them.
+      await Promise.all([store.mirrors.get("main"), store.runs.newestCreatedAt("main"), store.ping()]);
+      expect(await pendingTables()).toBe(0);
+      await store.transaction((tx) =>
+        tx.resources.writeAll([resource("pending")], null, "2026-11-26T00:00:00.000Z"),
+      );
+      expect(await pendingTables()).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("names the env var, never the URL or its password, when the database does not exist", async () => {
     const url = new URL(database.url);
     url.pathname = "/syncmirror_no_such_database";
