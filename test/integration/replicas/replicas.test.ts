@@ -93,7 +93,10 @@ describe.skipIf(!available)("replicas on one PostgreSQL database", () => {
       "a pass that committed two pages and has more to come",
       30_000,
     );
-    const holder = pair.find((d) => d.logs().some((l) => l.msg === "triggered")) as DaemonProcess;
+    const holder = await until(
+      () => pair.find((d) => d.logs().some((l) => l.msg === "triggered")),
+      "the holder's log line saying it triggered",
+    );
     const other = pair.find((d) => d !== holder) as DaemonProcess;
     const stopped = await holder.stop("SIGTERM");
     expect(stopped.code, holder.stderr()).toBe(0);

@@ -124,7 +124,11 @@ describe.skipIf(!available)("scale-out on PostgreSQL, from outside", () => {
     const h = await harness({ sim: { docs: 20 } });
     const [a, b] = [await replica(h), await replica(h)];
     await passWaitingOnRuns(h, a);
-    const runner = a.logs().some((l) => l.msg === "triggered") ? a : (b as DaemonProcess);
+    // The service saw the POST before the runner's log line about it may have been read.
+    const runner = await until(
+      () => [a, b].find((d) => d?.logs().some((l) => l.msg === "triggered")),
+      "the runner's log line saying it triggered",
+    );
     const idle = runner === a ? (b as DaemonProcess) : a;
     const holderName = `${hostname()}:${runner.child.pid}`;
 
