@@ -124,7 +124,7 @@ async function ingestEdits(h: Harness): Promise<void> {
   const preEdit = contentHashes(h);
   editEverything(h);
   const next = await h.cli(["sync"]);
-  expect(next.code, next.stderr).toBe(0);
+  expect(next.code, `${next.stdout}${next.stderr}`).toBe(0);
   const postEdit = contentHashes(h);
   expect([...preEdit].filter(([key, hash]) => postEdit.get(key) === hash)).toEqual([]);
 }
