@@ -242,27 +242,23 @@ async function openWhenFree(
   log: Logger,
   metrics: Metrics,
 ): Promise<Runtime | undefined> {
-  let unavailableMs = 1000;
+  const unavailable = unavailableBackoff();
   for (;;) {
-    let waitMs = LOCK_RETRY_MS;
+    let waitMs: number;
     try {
       return await createRuntime(config, io, { lock: true, retriedBy: "next pass", log, metrics });
     } catch (error) {
       if (error instanceof DatabaseLockedError) {
+        waitMs = LOCK_RETRY_MS;
         log.warn({ err: error.message }, "database locked by another process; waiting (not ready)");
       } else if (error instanceof DatabaseUnavailableError) {
-        waitMs = unavailableMs;
-        unavailableMs = Math.min(unavailableMs * 2, UNAVAILABLE_RETRY_MAX_MS);
+        waitMs = unavailable();
         log.warn({ err: error.message, retry_in_ms: waitMs }, "database unreachable; retrying (not ready)");
       } else {
         throw error;
       }
-      try {
-        await sleepTimer(waitMs, undefined, { signal: io.signal });
-      } catch {
-        return undefined;
-      }
     }
+    if (!(await pause(waitMs, io.signal))) return undefined;
   }
 }
 
@@ -277,7 +273,7 @@ async function retryWhileUnreachable(
   log: Logger,
   onUnreachable: () => void,
 ): Promise<boolean> {
-  let waitMs = 1000;
+  const unavailable = unavailableBackoff();
   for (;;) {
     try {
       await step();
@@ -286,17 +282,33 @@ async function retryWhileUnreachable(
       if (signal.aborted) return false;
       if (!isDatabaseError(error)) throw error;
       onUnreachable();
+      const waitMs = unavailable();
       log.warn(
         { err: error.message, retry_in_ms: waitMs },
         "database unreachable while starting; retrying (not ready)",
       );
+      if (!(await pause(waitMs, signal))) return false;
     }
-    try {
-      await sleepTimer(waitMs, undefined, { signal });
-    } catch {
-      return false;
-    }
-    waitMs = Math.min(waitMs * 2, UNAVAILABLE_RETRY_MAX_MS);
+  }
+}
+
+/** Each call the next wait while the database does not answer: 1 s, doubling up to 30 s. */
+function unavailableBackoff(): () => number {
+  let nextMs = 1000;
+  return () => {
+    const waitMs = nextMs;
+    nextMs = Math.min(nextMs * 2, UNAVAILABLE_RETRY_MAX_MS);
+    return waitMs;
+  };
+}
+
+/** False when the stop came first. */
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await sleepTimer(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -55,12 +55,14 @@ const REVOCABLE_EACH_SQL = `SELECT (
     AS p(mirror, user_email, server, snapshot_at, i)
   ORDER BY p.i`;
 
-// The keys of REVOCABLE_EACH_SQL's rows over all the pairs, each once however many users hold it.
-const REVOCABLE_KEYS_SQL = `SELECT count(DISTINCT a.key)::int AS n
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS p(mirror, user_email, server, snapshot_at)
-  JOIN resource_access a ON a.mirror = p.mirror AND a.user_email = p.user_email
-   AND a.server_instance_id = p.server AND a.last_seen_at < p.snapshot_at
-   AND a.missed_full_count >= $5::int - 1`;
+// The keys of REVOCABLE_EACH_SQL's rows over all the pairs, each once however many users hold it,
+// made distinct in a subquery for the reason KEYS_SEEN_SINCE_SQL gives.
+export const REVOCABLE_KEYS_SQL = `SELECT count(*)::int AS n FROM (
+    SELECT DISTINCT a.key
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) AS p(mirror, user_email, server, snapshot_at)
+      JOIN resource_access a ON a.mirror = p.mirror AND a.user_email = p.user_email
+       AND a.server_instance_id = p.server AND a.last_seen_at < p.snapshot_at
+       AND a.missed_full_count >= $5::int - 1) AS revocable`;
 
 // Each pair's rows from $4 on, each key once however many users hold it. DISTINCT in a subquery,
 // not count(DISTINCT): the planner can then deduplicate by hash, in the parallel workers too, where

@@ -7,7 +7,11 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KEYS_SEEN_SINCE_SQL, KEYS_WITH_ACCESS_SQL } from "../../../src/store/postgres/access.js";
+import {
+  KEYS_SEEN_SINCE_SQL,
+  KEYS_WITH_ACCESS_SQL,
+  REVOCABLE_KEYS_SQL,
+} from "../../../src/store/postgres/access.js";
 import { PAGE_SQL, readChanges } from "../../../src/store/postgres/feed.js";
 import { createTestDatabase, postgresForTests } from "../../helpers/postgres.js";
 
@@ -127,19 +131,28 @@ describe.runIf(await postgresForTests())("PostgreSQL plans on tables not yet ana
     expect(await plan(KEYS_WITH_ACCESS_SQL, [asked])).not.toContain("Seq Scan on resource_access");
   });
 
-  it("counts the keys a pass saw from rows already made distinct by a plan node, not by count(DISTINCT)'s sort", async () => {
-    // count(DISTINCT) has no such node: it sorts inside the aggregate, in one process (access.ts).
-    const users = Array.from({ length: USERS }, (_, u) => `u${u + 1}@example.com`);
-    const top = await explain(KEYS_SEEN_SINCE_SQL, [
-      users.map(() => "m"),
-      users,
-      users.map(() => "srv"),
-      new Date(0).toISOString(),
-    ]);
-    const below = nodes(top).slice(1);
-    const distinct = below.filter(
-      (n) => n["Node Type"] === "Unique" || (n["Group Key"] ?? []).some((k) => k.endsWith(".key")),
-    );
-    expect(distinct.length, "a node below the count making the keys distinct").toBeGreaterThan(0);
-  });
+  const users = Array.from({ length: USERS }, (_, u) => `u${u + 1}@example.com`);
+  const future = new Date(Date.now() + 86_400_000).toISOString();
+  it.each([
+    [
+      "a pass saw",
+      KEYS_SEEN_SINCE_SQL,
+      [users.map(() => "m"), users, users.map(() => "srv"), new Date(0).toISOString()],
+    ],
+    [
+      "a held sweep would revoke",
+      REVOCABLE_KEYS_SQL,
+      [users.map(() => "m"), users, users.map(() => "srv"), users.map(() => future), 1],
+    ],
+  ])(
+    "counts the keys %s from rows already made distinct by a plan node, not by count(DISTINCT)'s sort",
+    async (_, sql, values) => {
+      // count(DISTINCT) has no such node: it sorts inside the aggregate, in one process (access.ts).
+      const below = nodes(await explain(sql as string, values as unknown[])).slice(1);
+      const distinct = below.filter(
+        (n) => n["Node Type"] === "Unique" || (n["Group Key"] ?? []).some((k) => k.endsWith(".key")),
+      );
+      expect(distinct.length, "a node below the count making the keys distinct").toBeGreaterThan(0);
+    },
+  );
 });
