@@ -28,7 +28,8 @@ export class ConfigError extends SyncmirrorError {
     options?: { cause?: unknown },
   ) {
     super(
-      `${file}: invalid config:\n${issues.map((i) => `  - ${i.path || "(root)"}: ${i.message}`).join("\n")}`,
+      // One line however many issues: log collectors and `2>&1 | tail -1` keep all of it.
+      `${file}: invalid config: ${issues.map((i) => `${i.path || "(root)"}: ${i.message}`).join("; ")}`,
       options,
     );
   }

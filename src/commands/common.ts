@@ -46,12 +46,12 @@ export function parseCommandArgs<O extends Options>(
         tokens: true,
       });
     } catch (cause) {
-      throw new UsageError(`${parseArgsMessage(name, cause as Error)}\n${usageHint(name)}`, { cause });
+      throw new UsageError(`${parseArgsMessage(name, cause as Error)} ${usageHint(name)}`, { cause });
     }
   };
   const { values, positionals, tokens } = parse();
   const repeated = repeatedOption(tokens, all);
-  if (repeated !== undefined) throw new UsageError(`--${repeated}: given more than once\n${usageHint(name)}`);
+  if (repeated !== undefined) throw new UsageError(`--${repeated}: given more than once ${usageHint(name)}`);
   return { values, positionals };
 }
 
@@ -83,9 +83,15 @@ function repeatedOption(
 export function parseArgsMessage(name: CommandName, error: Error): string {
   const option = /^Option '(--[\w-]+)/.exec(error.message)?.[1];
   const noValue = /argument missing|argument is ambiguous/.test(error.message);
-  if ((error as NodeJS.ErrnoException).code !== "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" || !option || !noValue)
-    return error.message;
-  return `${option} needs a value: ${flagUsage(name, option) ?? `${option} VALUE`}`;
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && option && noValue)
+    return `${option} needs a value: ${flagUsage(name, option) ?? `${option} VALUE`}`;
+  const unknown = /^Unknown option '([^']*)'/.exec(error.message)?.[1];
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && unknown) return `unknown option ${unknown}`;
+  const extra = /^Unexpected argument '([^']*)'/.exec(error.message)?.[1];
+  if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL" && extra !== undefined)
+    return `unexpected argument "${extra}": syncmirror ${name} takes options only`;
+  return (error.message.split("\n")[0] as string).replace(/^./, (c) => c.toLowerCase());
 }
 
 /**

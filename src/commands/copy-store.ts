@@ -15,7 +15,7 @@ export const copyStore: Command = (args, io) =>
     const { values } = parseCommandArgs("copy-store", args, { from: { type: "string" } });
     if (values.from === undefined || values.from === "")
       throw new UsageError(
-        `--from SQLITE_PATH is required: the SQLite mirror to copy\n${usageHint("copy-store")}`,
+        `--from SQLITE_PATH is required: the SQLite mirror to copy ${usageHint("copy-store")}`,
       );
     const config = loadCommandConfig(values.config, io);
     const from = resolve(values.from);

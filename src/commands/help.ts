@@ -351,9 +351,9 @@ export function flagUsage(name: CommandName, option: string): string | undefined
   return HELP[name].flags.map(([flag]) => flag).find((flag) => flag.startsWith(`${option} `));
 }
 
-/** The usage line and where the rest is, for a usage error. */
+/** The usage line and where the rest is, for the end of a usage error's one line. */
 export function usageHint(name: CommandName): string {
-  return `usage: ${HELP[name].usage}\n(syncmirror ${name} --help lists every option)`;
+  return `(usage: ${HELP[name].usage}; syncmirror ${name} --help lists every option)`;
 }
 
 export function formatOverview(): string {

@@ -70,7 +70,7 @@ export const simulate: Command = async (args, io) => {
     if (output.postgres && !output.printConfig) throw new Error("--postgres goes with --print-config");
   } catch (error) {
     io.stderr.write(
-      `syncmirror simulate: ${error instanceof Error ? parseArgsMessage("simulate", error) : String(error)}\n${usageHint("simulate")}\n`,
+      `syncmirror simulate: ${error instanceof Error ? parseArgsMessage("simulate", error) : String(error)} ${usageHint("simulate")}\n`,
     );
     return 2;
   }

@@ -43,7 +43,7 @@ const TABLE: readonly Row[] = [
     cls: errors.ConfigError,
     code: "CONFIG_INVALID",
     args: ["cfg.yaml", [{ path: "api.base_url", message: "is required" }]],
-    fields: { file: "cfg.yaml", message: "cfg.yaml: invalid config:\n  - api.base_url: is required" },
+    fields: { file: "cfg.yaml", message: "cfg.yaml: invalid config: api.base_url: is required" },
   },
   { cls: errors.ConfigExistsError, code: "CONFIG_EXISTS", args: ["my.yaml"], fields: { file: "my.yaml" } },
   plain(errors.UsageError, "USAGE"),

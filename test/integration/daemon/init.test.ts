@@ -147,7 +147,7 @@ describe("syncmirror init", () => {
         { ...env, SYNCMIRROR_API_TOKEN: "wrong-token" },
         /--simulator .*was rejected \(401/,
       ],
-      [["init", "--force"], env, /Unknown option '--force'/],
+      [["init", "--force"], env, /unknown option --force /],
     ];
     for (const [args, caseEnv, message] of cases) {
       const r = await run([...args, "--config", "x.yaml"], caseEnv, dir);

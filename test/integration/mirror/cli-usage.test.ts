@@ -83,7 +83,7 @@ describe("syncmirror usage", () => {
     const r = await cli(["simulate", "--docs", "-1"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(
-      /^syncmirror simulate: --docs must be an integer from 0 to 10000000, got "-1"\n/,
+      /^syncmirror simulate: --docs must be an integer from 0 to 10000000, got "-1" \(usage: [^\n]*\)\n$/,
     );
   });
 

@@ -50,7 +50,7 @@ describe("first-run errors", () => {
     const r = await h.cli(["run"], { [TOKEN_ENV]: "", LOG_LEVEL: "info" });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      `syncmirror: ${h.configPath}: invalid config:\n  - api.token_env: environment variable ${TOKEN_ENV} is set but empty: export the platform access token in it\n`,
+      `syncmirror: ${h.configPath}: invalid config: api.token_env: environment variable ${TOKEN_ENV} is set but empty: export the platform access token in it\n`,
     );
   });
 
@@ -68,7 +68,7 @@ describe("first-run errors", () => {
       const r = await h.cli([command], { [TOKEN_ENV]: broken, LOG_LEVEL: "info" });
       expect(r.code, `${command}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toBe(
-        `syncmirror: ${h.configPath}: invalid config:\n  - api.token_env: environment variable ${TOKEN_ENV} holds a line break or another control character inside the token, which no HTTP header can carry: export the token alone in it\n`,
+        `syncmirror: ${h.configPath}: invalid config: api.token_env: environment variable ${TOKEN_ENV} holds a line break or another control character inside the token, which no HTTP header can carry: export the token alone in it\n`,
       );
       expect(`${r.stdout}${r.stderr}`).not.toContain("second-line-4f2a9c");
     }

@@ -174,6 +174,7 @@ describe("config fuzzing", () => {
     const { stdout, stderr } = out();
     expect(code, stderr).toBe(2);
     expect(stderr).toContain(h.configPath);
+    expect(stderr.trimEnd().split("\n"), "one line, however many issues").toHaveLength(1);
     for (const s of c.says) expect(stderr).toContain(s);
     expect(stdout).toBe("");
     expect(`${stdout}${stderr}`).not.toContain(h.sim.token);
