@@ -279,7 +279,7 @@ export const HELP: Readonly<Record<CommandName, CommandHelp>> = {
   },
   problems: {
     summary:
-      "open problems: rejected rows, failed or incomplete sources, skipped pairs, held sweeps, sync configs not applied",
+      "open problems: rejected rows, failed or incomplete sources, skipped pairs, held sweeps, declared sync configs an apply failed on",
     usage: "syncmirror problems [--mirror NAME] [--limit N] [--json] [--config FILE]",
     flags: [
       ["--mirror NAME", "only this mirror's problems (default: every mirror)"],
