@@ -86,8 +86,20 @@ const LOADERS: Record<CommandName, () => Promise<Command>> = {
   forget: async () => (await import("./commands/forget.js")).forget,
 };
 
+/**
+ * `syncmirror --config FILE status` as `syncmirror status --config FILE`: the command comes first
+ * in SPEC, but a global option before it is how many CLIs are typed.
+ */
+function commandFirst(argv: string[]): string[] {
+  const [first, second, third, ...rest] = argv;
+  if (first === "--config" && second !== undefined && third !== undefined)
+    return [third, first, second, ...rest];
+  if (first?.startsWith("--config=") && second !== undefined) return [second, first, ...argv.slice(2)];
+  return argv;
+}
+
 async function main(argv: string[]): Promise<number> {
-  const [name, ...args] = argv;
+  const [name, ...args] = commandFirst(argv);
   if (name === undefined) {
     process.stderr.write(formatOverview());
     return 2;

@@ -68,6 +68,17 @@ describe("bad usage", () => {
     }
     expect(existsSync(join(dir, "x.yaml"))).toBe(false);
   });
+
+  it("reads --config given before the command as given after it", async () => {
+    for (const args of [
+      ["--config", join(dir, "none.yaml"), "status"],
+      [`--config=${join(dir, "none.yaml")}`, "status"],
+    ]) {
+      const r = await cli(args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toMatch(/^syncmirror: .*none\.yaml: invalid config: \(root\): no such file/);
+    }
+  });
 });
 
 describe("init", () => {
