@@ -76,7 +76,9 @@ describe("bad usage", () => {
     ]) {
       const r = await cli(args);
       expect(r.code, args.join(" ")).toBe(2);
-      expect(r.stderr, args.join(" ")).toMatch(/^syncmirror: .*none\.yaml: invalid config: \(root\): no such file/);
+      expect(r.stderr, args.join(" ")).toMatch(
+        /^syncmirror: .*none\.yaml: invalid config: \(root\): no such file/,
+      );
     }
   });
 });
