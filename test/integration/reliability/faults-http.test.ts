@@ -142,7 +142,7 @@ describe("HTTP faults a pass recovers from on its own", () => {
     expect(hurt.sim.faults.pending(), "every injected fault was used").toEqual([]);
     const [method, route] = c.route.split(" ") as [string, string];
     const faulted = await counterValue(hurt.metrics.apiRequests, { method, route, code: c.code });
-    expect(faulted).toBeGreaterThanOrEqual(c.fault.times ?? 1);
+    expect(faulted).toBe((c.fault.times ?? 1) + (c.andThen ? (c.andThen.times ?? 1) : 0));
     // A refusal before any work (429, 503) is retried on the trigger; a POST that may have acted
     // is POSTed again only once the run list shows it created nothing.
     const refusedPosts =
