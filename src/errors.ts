@@ -20,6 +20,11 @@ export interface ConfigIssue {
   message: string;
 }
 
+/** Every issue on one line, each named by its key path. */
+export function issuesLine(issues: readonly ConfigIssue[]): string {
+  return issues.map((i) => `${i.path || "(root)"}: ${i.message}`).join("; ");
+}
+
 export class ConfigError extends SyncmirrorError {
   readonly code = "CONFIG_INVALID" as const;
   constructor(
@@ -29,7 +34,7 @@ export class ConfigError extends SyncmirrorError {
   ) {
     super(
       // One line however many issues: log collectors and `2>&1 | tail -1` keep all of it.
-      `${file}: invalid config: ${issues.map((i) => `${i.path || "(root)"}: ${i.message}`).join("; ")}`,
+      `${file}: invalid config: ${issuesLine(issues)}`,
       options,
     );
   }

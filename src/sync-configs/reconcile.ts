@@ -1,7 +1,8 @@
 /**
  * The daemon's own apply (`manage_sync_configs: true`), one declared mirror at a time, under the
  * mirror's lease: at start-up, and before a pass when the declaration changed since it was last
- * applied (or its last apply failed). It never adopts and never prunes. What it cannot apply (a
+ * applied (or its last apply failed) or the service's copy no longer matches it (edited upstream,
+ * by hand or by another tool: the file is the source of truth). It never adopts and never prunes. What it cannot apply (a
  * user who left the project, a name taken, a server renamed away) is logged, counted in
  * `syncmirror_sync_config_apply_errors_total`, shown by `syncmirror_sync_config_drift` and stored
  * as the record's `last_error`; it never stops the daemon or another mirror.
@@ -11,7 +12,13 @@
  * giving back access the operator took away.
  */
 import type { Config, MirrorConfig } from "../config.js";
-import { AbortedError, ConfigError, SyncConfigNotAppliedError, SyncmirrorError } from "../errors.js";
+import {
+  AbortedError,
+  ConfigError,
+  issuesLine,
+  SyncConfigNotAppliedError,
+  SyncmirrorError,
+} from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import type { BoundMirror } from "../sync/context.js";
@@ -35,19 +42,24 @@ export interface ReconcileDeps extends ApplyDeps {
   startupApplyOwed?: Set<string>;
 }
 
-/** Resolves `"deferred"` when a change waits for the mirror's trigger in flight to end. */
+/**
+ * Resolves `"deferred"` when a change waits for the mirror's trigger in flight to end. `always`
+ * plans against the service even for a declaration applied as it is; `checkUpstream` does so too,
+ * but only between passes: an edit upstream found under a pass in flight waits for the next pass.
+ */
 export async function reconcileMirror(
   mirror: DeclaredMirror,
   deps: ReconcileDeps,
-  options: { always: boolean },
+  options: { always: boolean; checkUpstream?: boolean },
 ): Promise<"deferred" | undefined> {
   const { store, log, metrics } = deps;
   const labels = { mirror: mirror.name };
   const record = await store.syncConfigs.find(mirror.name);
   const unchanged = record?.appliedHash === declarationHash(mirror.declared) && record.lastError === null;
   const always = options.always || (deps.startupApplyOwed?.has(mirror.name) ?? false);
-  if (unchanged && !always) return;
-  if (await store.triggers.findInFlight(mirror.name)) {
+  const inFlight = () => store.triggers.findInFlight(mirror.name);
+  if (unchanged && !always && (!options.checkUpstream || (await inFlight()))) return;
+  if (await inFlight()) {
     if (always) deps.startupApplyOwed?.add(mirror.name);
     log.info(labels, "the declared sync config is applied once the pass in flight ends");
     return "deferred";
@@ -65,7 +77,16 @@ export async function reconcileMirror(
   } catch (error) {
     // A stop (or a lease lost) is no drift: the apply runs again at the next start or pass.
     if (!(error instanceof SyncmirrorError) || error instanceof AbortedError) throw error;
-    const message = error instanceof ConfigError ? issuesLine(error) : error.message;
+    if (unchanged && !always && !(error instanceof ConfigError)) {
+      // Only a look at the service, which did not answer: nothing is known to differ, and the pass
+      // (which meets the same service) says what is wrong with it.
+      log.warn(
+        { ...labels, err: error.message },
+        "could not compare the declared sync config with the service's",
+      );
+      return;
+    }
+    const message = error instanceof ConfigError ? issuesLine(error.issues) : error.message;
     return failed(mirror.name, deps, message, false);
   }
 }
@@ -89,7 +110,7 @@ async function reconcileAsFiled(
     return failed(
       mirror.name,
       deps,
-      `${error.file} no longer loads (${issuesLine(error)}): nothing was changed upstream and the mirror syncs with its sync config as applied; fix the file (\`syncmirror plan\` names each error)`,
+      `${error.file} no longer loads (${issuesLine(error.issues)}): nothing was changed upstream and the mirror syncs with its sync config as applied; fix the file (\`syncmirror plan\` names each error)`,
       false,
     );
   }
@@ -102,7 +123,7 @@ async function reconcileAsFiled(
       `${config.file} no longer declares a sync config for mirror ${mirror.name}: nothing was changed upstream and the running daemon syncs it with its sync config as applied; declare it again, or restart the daemon to take the file's mirrors (\`syncmirror apply --prune\` deletes a config no mirror declares)`,
       false,
     );
-  return reconcileMirror(current, { ...deps, config }, { always: false });
+  return reconcileMirror(current, { ...deps, config }, { always: false, checkUpstream: true });
 }
 
 /** Logged, counted, shown as drift, and (unless `apply` did it) stored as the record's error: a problem. */
@@ -123,10 +144,6 @@ async function failed(
   deps.metrics.syncConfigDrift.set(labels, 1);
   deps.log.error({ ...labels, err: message }, "the declared sync config could not be applied");
   return undefined;
-}
-
-function issuesLine(error: ConfigError): string {
-  return error.issues.map((i) => `${i.path || "(root)"}: ${i.message}`).join("; ");
 }
 
 /**

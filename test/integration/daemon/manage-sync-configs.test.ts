@@ -1,6 +1,7 @@
 /**
  * `manage_sync_configs: true`: the daemon applies declared sync configs at start-up and before a
- * pass whose declaration is not applied; what it cannot apply is logged, counted, recorded and
+ * pass whose declaration is not applied or whose config the service no longer holds as declared
+ * (edited or deleted upstream); what it cannot apply is logged, counted, recorded and
  * shown as drift, and never stops another mirror. A change, a rename too, waits for the pass left in
  * flight, and the pass after it is full. Before a pass the declaration is the one the file holds
  * then: an edit is applied (or kept, when `apply` ran beside the daemon), never undone; a file that
@@ -30,6 +31,22 @@ async function started(h: Harness, env?: Record<string, string>): Promise<Daemon
   const d = await suite.daemon(h, env ? { env } : {});
   await until(() => d.logs().some((l) => l.msg === "daemon started"), "the daemon started");
   return d;
+}
+
+/** A daemon managing the declared mirror `main`, past its first pass (asked for, no schedule). */
+async function afterFirstPass(options: { maxAttempts?: number } = {}) {
+  const h = suite.use(
+    await createHarness({
+      sim: DECLARED_SIM,
+      ...options,
+      defaults: { incremental_cron: NEVER, full_cron: NEVER },
+    }),
+  );
+  writeMirrors(h, { main: wiki() }, { manage_sync_configs: true });
+  const d = await started(h);
+  expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+  await until(() => passes(h).length === 1, "the first pass");
+  return { h, d };
 }
 
 describe("syncmirror run with manage_sync_configs: true", () => {
@@ -190,25 +207,56 @@ describe("syncmirror run with manage_sync_configs: true", () => {
     expect((await d.stop()).code).toBe(0);
   });
 
-  it("creates the config again before the next pass once a pass found it deleted upstream", async () => {
-    const h = suite.use(
-      await createHarness({ sim: DECLARED_SIM, defaults: { incremental_cron: NEVER, full_cron: NEVER } }),
-    );
-    writeMirrors(h, { main: wiki() }, { manage_sync_configs: true });
-    const d = await started(h);
+  it("puts back an upstream edit made while it runs before the next pass, which is full", async () => {
+    const { h, d } = await afterFirstPass();
     expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
-    await until(() => passes(h).length === 1, "the first pass");
+    await until(() => passes(h).length === 2, "a pass with the file and the service agreeing");
+    // Someone widens the config in the service's UI under the running daemon; the file is unchanged.
+    const { id } = remoteNamed(h.sim, "Wiki");
+    await replaceSyncConfig(h.sim, id, {
+      user_emails: ["user1@example.com", "user2@example.com", "user3@example.com"],
+    });
+    h.sim.requests.length = 0;
+
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 3, "the pass after the edit");
+    const routes = h.sim.requests.map((r) => `${r.method} ${r.route}`);
+    expect(routes.indexOf(PUT), "the edit put back before the next trigger").toBeGreaterThanOrEqual(0);
+    expect(routes.indexOf(PUT)).toBeLessThan(routes.indexOf("POST /sync-task"));
+    expect(remoteNamed(h.sim, "Wiki").user_emails).toEqual(["user1@example.com", "user2@example.com"]);
+    expect(passes(h).map((p) => p.mode)).toEqual(["full", "incremental", "full"]);
+    expect(passes(h)[2]?.outcome).toBe("succeeded");
+    expect(visibleKeys(h, "user3@example.com")).toEqual([]);
+    expect(await d.metric("syncmirror_sync_config_drift", { mirror: "main" })).toBe(0);
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("takes a service that does not answer its look before a pass as no drift: the pass goes on", async () => {
+    const { h, d } = await afterFirstPass({ maxAttempts: 1 });
+    h.sim.faults.inject("GET /sync-configs/{id}", { kind: "500", times: Number.POSITIVE_INFINITY });
+
+    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    await until(() => passes(h).length === 2, "the pass after the failed look");
+    expect(passes(h)[1]).toEqual({ mode: "incremental", outcome: "succeeded" });
+    expect(
+      d.logs().some((l) => l.msg === "could not compare the declared sync config with the service's"),
+    ).toBe(true);
+    expect(await d.metric("syncmirror_sync_config_drift", { mirror: "main" })).toBe(0);
+    expect(await d.metric("syncmirror_sync_config_apply_errors_total", { mirror: "main" })).toBe(0);
+    expect(managedRow(h)?.last_error).toBeNull();
+    expect((await d.stop()).code).toBe(0);
+  });
+
+  it("creates the config again before the next pass once it was deleted upstream", async () => {
+    const { h, d } = await afterFirstPass();
     const gone = remoteNamed(h.sim, "Wiki").id;
     h.sim.configs.remove(gone);
 
     expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
-    await until(() => passes(h).length === 2, "the pass that finds it gone");
-    expect(passes(h)[1]?.outcome).toBe("failed");
-    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
-    await until(() => passes(h).length === 3, "the pass after it");
+    await until(() => passes(h).length === 2, "the pass after the delete");
     const again = remoteNamed(h.sim, "Wiki");
     expect(again.id).not.toBe(gone);
-    expect(passes(h)[2]).toEqual({ mode: "full", outcome: "succeeded" });
+    expect(passes(h)[1]).toEqual({ mode: "full", outcome: "succeeded" });
     expect(managedRow(h)).toMatchObject({ sync_config_id: again.id, last_error: null });
     expect((await d.stop()).code).toBe(0);
   });
