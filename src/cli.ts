@@ -36,6 +36,18 @@ const stop = (signal: NodeJS.Signals) => {
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
 /**
+ * SIGHUP, whose default is to end the process on the spot: a one-shot command's terminal hung up,
+ * so it stops as on SIGTERM. The daemon is sent it by operators who expect a reload: it already
+ * reads the declared sync configs before each pass and needs a restart for anything else, so it
+ * says so and keeps running rather than die without its drain.
+ */
+process.on("SIGHUP", () => {
+  if (command !== "run") return stop("SIGHUP");
+  const msg =
+    "SIGHUP received and ignored: the daemon reads the declared sync configs again before each pass; restart it (SIGTERM drains) to apply any other change to the config file";
+  process.stderr.write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg })}\n`);
+});
+/**
  * Commands whose work is their output. When their reader closes the pipe early (`syncmirror
  * changes ... | head -c 100`) it took what it wanted: the command stops as on a signal, cleans up
  * (demo removes its directory) and exits quietly. Any other command changes something (a pass, a

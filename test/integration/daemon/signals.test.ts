@@ -89,3 +89,36 @@ describe("sync --json stopped by a signal", () => {
     expect(triggerPosts(h)).toBe(1);
   });
 });
+
+/**
+ * SIGHUP ends a process on the spot unless handled: the daemon keeps running and says what a
+ * reload would need; a one-shot command whose terminal hung up stops as on SIGTERM.
+ */
+describe("SIGHUP", () => {
+  it("run: keeps running and serving, says a restart applies the config; SIGTERM then exits 0", async () => {
+    const h = suite.use(await createHarness());
+    const d = await suite.daemon(h);
+    await until(() => d.logs().some((l) => l.msg === "daemon started"), "the daemon started");
+    d.child.kill("SIGHUP");
+    const said = await until(
+      () => d.logs().find((l) => String(l.msg).startsWith("SIGHUP received and ignored")),
+      "the daemon's answer to SIGHUP",
+    );
+    expect(said.level).toBe(40);
+    expect((await d.get("/healthz")).status).toBe(200);
+    expect(d.child.exitCode).toBeNull();
+    expect(await d.stop("SIGTERM")).toMatchObject({ code: 0, signal: null });
+  });
+
+  it("sync: stops as on SIGTERM, exit 1; the next sync resumes its trigger, one POST", async () => {
+    const h = suite.use(await createHarness({ sim: { lifecycle: "manual" } }));
+    const p = spawnCli(["sync", "--json", "--config", h.configPath], h.env);
+    await until(() => triggerPosts(h) === 1, "the trigger POST answered");
+    const exit = await p.stop("SIGHUP");
+    expect(exit, p.stderr()).toMatchObject({ code: 1, signal: null });
+    expect(JSON.parse(p.stdout()).error.message).toContain("SIGHUP received");
+    h.sim.runs.finishAll();
+    expect((await h.cli(["sync"])).code).toBe(0);
+    expect(triggerPosts(h)).toBe(1);
+  });
+});
