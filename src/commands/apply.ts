@@ -9,7 +9,7 @@ import { createLeaseHolder } from "../lease-holder.js";
 import { withMirrorLease } from "../mirror-lease.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import { isDatabaseError } from "../store/store.js";
-import { type ApplyFlags, type ApplyResult, applyEntry } from "../sync-configs/apply.js";
+import { type ApplyFlags, type ApplyResult, applyEntry, upToDate } from "../sync-configs/apply.js";
 import { formatApply } from "../sync-configs/format.js";
 import { type PlanEntry, planSyncConfigs } from "../sync-configs/plan.js";
 import type { Command } from "./command.js";
@@ -81,6 +81,8 @@ async function applyLeased(
     return { taken: true as const, value: refused(error.message) };
   });
   if (leased.taken) return leased.value;
+  const settled = upToDate(entry, (await store.mirrors.get(entry.mirror))?.syncConfigId);
+  if (settled) return settled;
   const holder = (await store.leases.holders()).get(entry.mirror)?.holderName ?? "another process";
   return refused(`${holder} is running this mirror's pass: nothing was changed; apply again once it ends`);
 }

@@ -185,6 +185,33 @@ async function create(want: DesiredSyncConfig, deps: ApplyDeps): Promise<SyncCon
   }
 }
 
+/**
+ * Nothing for `applyEntry` to do, upstream or in the database: the service holds the declaration,
+ * and the record says so for the config the mirror is bound to (`boundId`). Such an entry needs
+ * no lease: `apply` beside a pass in flight reports it up to date instead of refusing it.
+ */
+export function upToDate(e: PlanEntry, boundId: string | undefined): ApplyResult | undefined {
+  const settled =
+    e.action === "none" &&
+    e.changes.length === 0 &&
+    e.problem === null &&
+    e.needs === null &&
+    e.takenFrom === null &&
+    e.syncConfigId !== null &&
+    e.record?.syncConfigId === e.syncConfigId &&
+    e.record.appliedHash === e.desired?.hash &&
+    e.record.lastError === null &&
+    boundId === e.syncConfigId;
+  if (!settled) return undefined;
+  return {
+    mirror: e.mirror,
+    done: "unchanged",
+    message: describeDone("unchanged", e, false),
+    syncConfigId: e.syncConfigId,
+    fullOwed: false,
+  };
+}
+
 function describeDone(done: ApplyDone, e: PlanEntry, fullOwed: boolean): string {
   const what = `sync config "${e.name}" (${e.syncConfigId})`;
   const fields = e.changes.map((c) => c.field).join(", ");

@@ -5,6 +5,7 @@
  * must not change under it (not even its name), and drift between the file and the service that `check` reports.
  */
 import { describe, expect, it } from "vitest";
+import { type CliProcess, spawnCli, until } from "../../helpers/daemon.js";
 import {
   declaredSuite,
   managedRow,
@@ -13,6 +14,7 @@ import {
   wiki,
   writeMirrors,
 } from "../../helpers/declared-configs.js";
+import { onPostgres } from "../../helpers/dialect.js";
 import type { Harness } from "../../helpers/mirror-harness.js";
 import { createTestApi } from "../../helpers/simulator.js";
 
@@ -118,6 +120,37 @@ describe("declared sync configs: passes", () => {
     expect(JSON.parse(next.stdout).mirrors[0]).toMatchObject({ mode: "full", outcome: "succeeded" });
     expect(accessOn(github)).toBe(0);
   });
+
+  // Another process running the mirror's pass holds its lease: only PostgreSQL lets `apply` open
+  // the database beside it (a SQLite mirror is one process's).
+  it.runIf(onPostgres)(
+    "beside another process's pass: an apply with nothing to change is up to date (exit 0), a change is refused (exit 1)",
+    async () => {
+      h = await declaredHarness();
+      expect((await h.cli(["apply"])).code).toBe(0);
+      // The pass waits on a run list that answers late, holding the mirror's lease meanwhile.
+      h.sim.faults.inject("GET /sync-task", { kind: "delay", ms: 60_000, times: Number.POSITIVE_INFINITY });
+      const pass: CliProcess = spawnCli(["sync", "--config", h.configPath], h.env);
+      try {
+        await until(
+          () => h.query("SELECT 1 FROM leases WHERE mirror = 'main' AND released_at IS NULL").length === 1,
+          "the pass holding the mirror's lease",
+        );
+        const same = await h.cli(["apply"]);
+        expect(same.code, same.stdout).toBe(0);
+        expect(same.stdout).toMatch(/sync config "Wiki" \(.*\) is up to date/);
+
+        writeMirrors(h, { main: wiki({ instructions: "Only the wiki." }) });
+        const changed = await h.cli(["apply"]);
+        expect(changed.code).toBe(1);
+        expect(changed.stdout).toContain("is running this mirror's pass: nothing was changed");
+        expect(remoteNamed(h.sim, "Wiki").instructions).toBe("Collect the wiki.");
+      } finally {
+        await pass.stop("SIGTERM");
+        h.sim.faults.clear();
+      }
+    },
+  );
 
   it("refuses a rename alone under a pass in flight too, and makes the next pass a full one", async () => {
     h = await declaredHarness();
