@@ -2,8 +2,8 @@
  * The feed's page and a sweep's access lookups reach their rows through the indexes on a table
  * nobody has analyzed yet (a cold mirror read while autovacuum is behind or off): a plan that
  * sorts or reads the whole table costs a page or a batch time in proportion to the table, which
- * at a mirror's size is seconds (measured in bench/RESULTS.md, Scale). Read from the plans, not
- * from timings.
+ * at a mirror's size is seconds (measured in bench/RESULTS.md, Scale). A sweep's revocations
+ * must not read a pair's rows once for each of them. Read from the plans, not from timings.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,6 +11,8 @@ import {
   KEYS_SEEN_SINCE_SQL,
   KEYS_WITH_ACCESS_SQL,
   REVOCABLE_KEYS_SQL,
+  REVOKE_PAIR_SQL,
+  SWEEP_MISSED_SQL,
 } from "../../../src/store/postgres/access.js";
 import { PAGE_SQL, readChanges } from "../../../src/store/postgres/feed.js";
 import { createTestDatabase, postgresForTests } from "../../helpers/postgres.js";
@@ -23,6 +25,7 @@ interface PlanNode {
   "Relation Name"?: string;
   "Subplan Name"?: string;
   "Group Key"?: string[];
+  "Actual Loops"?: number;
   Plans?: PlanNode[];
 }
 
@@ -155,4 +158,36 @@ describe.runIf(await postgresForTests())("PostgreSQL plans on tables not yet ana
       expect(distinct.length, "a node below the count making the keys distinct").toBeGreaterThan(0);
     },
   );
+
+  it("sweeps and revokes a pair's keys reading its rows a bounded number of times, not once per row it holds", async () => {
+    // The plan as run (ANALYZE), rolled back: how often each scan of resource_access ran.
+    const loops = async (sql: string, values: unknown[]) => {
+      await client.query("BEGIN");
+      try {
+        const { rows } = await client.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
+          values,
+        );
+        const top = rows[0]?.["QUERY PLAN"][0].Plan as PlanNode;
+        return nodes(top)
+          .filter((n) => n["Relation Name"] === "resource_access")
+          .map((n) => n["Actual Loops"] ?? 0);
+      } finally {
+        await client.query("ROLLBACK");
+      }
+    };
+    const pair = ["m", "u1@example.com", "srv"];
+    const past = new Date(0).toISOString();
+    // Nothing missed, then 100 keys revoked at the threshold, then a pair's 100 keys revoked: a
+    // scan may run once, or once per key removed (a lookup by key), never once per row the user holds.
+    for (const [sql, values, removed] of [
+      [SWEEP_MISSED_SQL, [...pair, past, 1, 100], 0],
+      [SWEEP_MISSED_SQL, [...pair, future, 1, 100], 100],
+      [REVOKE_PAIR_SQL, [...pair, 100], 100],
+    ] as const) {
+      const ran = await loops(sql, [...values]);
+      expect(ran.length, "scans of resource_access").toBeGreaterThan(0);
+      expect(Math.max(...ran), `${sql.slice(0, 40)}... removing ${removed}`).toBeLessThanOrEqual(removed + 1);
+    }
+  });
 });
