@@ -14,7 +14,10 @@ import {
   REVOKE_PAIR_SQL,
   SWEEP_MISSED_SQL,
 } from "../../../src/store/postgres/access.js";
+import { CREATE_PENDING_SQL, createChangeRepo } from "../../../src/store/postgres/changes.js";
+import type { Conn } from "../../../src/store/postgres/connection.js";
 import { PAGE_SQL, readChanges } from "../../../src/store/postgres/feed.js";
+import type { AccessRepo } from "../../../src/store/store.js";
 import { createTestDatabase, postgresForTests } from "../../helpers/postgres.js";
 
 const KEYS = 20_000;
@@ -188,6 +191,41 @@ describe.runIf(await postgresForTests())("PostgreSQL plans on tables not yet ana
       const ran = await loops(sql, [...values]);
       expect(ran.length, "scans of resource_access").toBeGreaterThan(0);
       expect(Math.max(...ran), `${sql.slice(0, 40)}... removing ${removed}`).toBeLessThanOrEqual(removed + 1);
+    }
+  });
+
+  it("records a batch of changes of distinct keys in one statement, each replacing its key's change in its scope", async () => {
+    const sent: string[] = [];
+    const counting = {
+      query: (config: pg.QueryConfig) => {
+        sent.push(config.name ?? config.text);
+        return client.query(config);
+      },
+    } as unknown as Conn["client"];
+    const repo = createChangeRepo({ client: counting } as Conn, () => {}, {} as AccessRepo);
+    await client.query(CREATE_PENDING_SQL);
+    await client.query("BEGIN");
+    try {
+      const at = "2026-11-29T10:00:00.000Z";
+      // k-1 and k-2 have an upsert in scope s: the delete replaces it, the access keeps its op.
+      await repo.recordAll([
+        { key: "k-1", op: "delete", at, mirror: "m", scope: "s" },
+        { key: "k-2", op: "access", at, mirror: "m", scope: "s" },
+        { key: "none-before", op: "delete", at, mirror: "m", scope: "s" },
+      ]);
+      expect(sent).toHaveLength(1);
+      const pending = await client.query("SELECT key, op FROM syncmirror_pending_changes ORDER BY n");
+      expect(pending.rows).toEqual([
+        { key: "k-1", op: "delete" },
+        { key: "k-2", op: "upsert" },
+        { key: "none-before", op: "delete" },
+      ]);
+      const left = await client.query(
+        "SELECT key FROM changes WHERE key IN ('k-1', 'k-2', 'k-3') ORDER BY key",
+      );
+      expect(left.rows).toEqual([{ key: "k-3" }]);
+    } finally {
+      await client.query("ROLLBACK");
     }
   });
 });
