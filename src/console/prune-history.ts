@@ -33,16 +33,25 @@ export async function pruneHistory(
 ): Promise<Pruned> {
   const before = new Date(now.getTime() - keepDays * DAY_MS).toISOString();
   let passes = 0;
-  const kept = await store.transaction((tx) => tx.history.prunedNever());
-  for (;;) {
+  let problems = 0;
+  let kept: number[] = [];
+  for (let first = true; ; first = false) {
     await yieldToEvents();
-    if (signal?.aborted) return { passes, problems: 0 };
-    const n = await store.transaction((tx) => tx.history.prune(before, PRUNE_BATCH, kept));
-    passes += n;
-    if (n < PRUNE_BATCH) break;
+    if (signal?.aborted) return { passes, problems };
+    // The first batch goes with the read of what is kept and the stale problems, issued at once:
+    // the usual round, after a pass, with nothing to delete, is one transaction (two round trips
+    // on PostgreSQL), where it took three.
+    const batch = await store.transaction(async (tx) => {
+      const [keep, stale] = first
+        ? await Promise.all([tx.history.prunedNever(), tx.problems.pruneStale(before)])
+        : [kept, 0];
+      return { keep, stale, n: await tx.history.prune(before, PRUNE_BATCH, keep) };
+    });
+    kept = batch.keep;
+    problems += batch.stale;
+    passes += batch.n;
+    if (batch.n < PRUNE_BATCH) return { passes, problems };
   }
-  const problems = await store.transaction((tx) => tx.problems.pruneStale(before));
-  return { passes, problems };
 }
 
 /**

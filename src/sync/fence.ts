@@ -41,7 +41,7 @@ const READS: Reads = {
   schedules: ["find", "list", "lock"],
   replicas: ["live"],
   controls: ["list"],
-  history: ["list"],
+  history: ["list", "errors"],
   problems: ["list", "countByKind"],
   approvals: ["pending", "allowance"],
 };

@@ -24,20 +24,27 @@ export async function applyRevocations(
 ): Promise<Revocations> {
   const at = ctx.now().toISOString();
   let deleted = 0;
-  // In batches (a few round trips each on PostgreSQL), each key once: a user who leaves takes all
-  // of their keys at once.
+  // In batches, each key once: a user who leaves takes all of their keys at once. What does not
+  // need another's answer is issued with it (one round trip on PostgreSQL, whose server runs them
+  // in the order they were sent): the lock with the first batch's read, which it still precedes,
+  // and the tombstones with the changes: a revoking pair's transaction takes eight, not nine (ten
+  // when a key became a tombstone).
   const distinct = [...new Set(keys)];
-  if (distinct.length > 0) await tx.resources.lockTombstones();
   for (let from = 0; from < distinct.length; from += REVOKE_BATCH) {
     const batch = distinct.slice(from, from + REVOKE_BATCH);
-    const states = await tx.resources.findStates(batch);
+    const [, states] = await Promise.all([
+      from === 0 ? tx.resources.lockTombstones() : undefined,
+      tx.resources.findStates(batch),
+    ]);
     const live = batch.filter((key) => states.get(key)?.deletedAt === null);
     const seen = await tx.access.keysWithAccess(live);
     const gone = live.filter((key) => !seen.has(key));
-    await tx.resources.tombstoneAll(gone, at);
-    await tx.changes.recordAll(
-      live.map((key) => ({ key, op: seen.has(key) ? "access" : "delete", at, mirror, scope })),
-    );
+    await Promise.all([
+      tx.resources.tombstoneAll(gone, at),
+      tx.changes.recordAll(
+        live.map((key) => ({ key, op: seen.has(key) ? "access" : "delete", at, mirror, scope })),
+      ),
+    ]);
     deleted += gone.length;
   }
   return { revoked: keys.length, deleted };

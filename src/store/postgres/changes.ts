@@ -60,11 +60,40 @@ const APPEND_SQL = `WITH replaced AS (
     FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[]) WITH ORDINALITY AS t(k, o, a, m, s, n)
     ORDER BY n`;
 
+/**
+ * The end of a statement that records the changes its `wanted` CTE lists (columns k, op and n,
+ * their order, and any its caller names in `c`), each replacing its key's change in its scope, its
+ * op as `replacingOp` says (`keptOps`: PRIOR_OP_KEPT as data), appended in order. `c` gives each
+ * change's scope, time and mirror as SQL over `w`, a wanted row. The priors join assumes one row
+ * per (scope, key): a batch that repeats one takes the stepwise path (PRIORS, then APPEND).
+ */
+const REPLACE_AND_APPEND = (c: { scope: string; at: string; mirror: string; keptOps: string }) => `prior AS (
+    SELECT c.seq AS id, false AS pending, c.op, w.n FROM wanted w CROSS JOIN LATERAL (${PRIOR_OF(c.scope, "w.k")}) c
+    UNION ALL
+    SELECT p.n, true, p.op, w.n FROM wanted w JOIN ${PENDING} p ON p.sync_id = ${c.scope} AND p.key = w.k
+  ), replacing AS (
+    SELECT w.*, CASE WHEN (p.op || '>' || w.op) = ANY(${c.keptOps}) THEN p.op ELSE w.op END AS kept_op
+      FROM wanted w LEFT JOIN prior p ON p.n = w.n
+  ), replaced AS (
+    DELETE FROM changes WHERE seq IN (SELECT id FROM prior WHERE NOT pending)
+  ), replaced_pending AS (
+    DELETE FROM ${PENDING} WHERE n IN (SELECT id FROM prior WHERE pending)
+  )
+  INSERT INTO ${PENDING} (key, op, at, mirror, sync_id)
+  SELECT w.k, w.kept_op, ${c.at}, ${c.mirror}, ${c.scope} FROM replacing w ORDER BY w.n`;
+
+// A batch of changes whose (scope, key)s are each their own (revocations: distinct keys of one
+// scope) in one statement: one round trip where PRIORS then APPEND took two.
+const RECORD_DISTINCT = "syncmirror_changes_record_distinct";
+const RECORD_DISTINCT_SQL = `WITH wanted AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[])
+      WITH ORDINALITY AS t(k, op, a, m, s, n)
+  ), ${REPLACE_AND_APPEND({ scope: "w.s", at: "w.a", mirror: "w.m", keptOps: "$6::text[]" })}`;
+
 // A page's sightings in one statement: the access upsert of `access.ts` (SEE_ALL), then a change
-// for each row the page wrote or whose user had no access before, replacing its key's change in
-// the scope (its op as `replacingOp` says: PRIOR_OP_KEPT as data), appended in row order.
-// Only for rows that are each their own (mirror, user, key): ON CONFLICT and the priors join
-// assume one row per key; a page that repeats one takes the stepwise path.
+// for each row the page wrote or whose user had no access before, in row order. Only for rows
+// that are each their own (mirror, user, key): ON CONFLICT and the priors join assume one row per
+// key; a page that repeats one takes the stepwise path.
 const RECORD_SEEN = "syncmirror_changes_record_seen";
 const RECORD_SEEN_SQL = `WITH seen AS (
     INSERT INTO resource_access (mirror, user_email, key, server_instance_id, source, last_seen_at, missed_full_count)
@@ -78,20 +107,7 @@ const RECORD_SEEN_SQL = `WITH seen AS (
       FROM unnest($1::text[], $2::text[], $3::text[], $7::boolean[]) WITH ORDINALITY AS t(m, u, k, w, n)
       LEFT JOIN seen ON seen.mirror = t.m AND seen.user_email = t.u AND seen.key = t.k
      WHERE t.w OR seen.inserted
-  ), prior AS (
-    SELECT c.seq AS id, false AS pending, c.op, w.n FROM wanted w CROSS JOIN LATERAL (${PRIOR_OF("$10", "w.k")}) c
-    UNION ALL
-    SELECT p.n, true, p.op, w.n FROM wanted w JOIN ${PENDING} p ON p.sync_id = $10 AND p.key = w.k
-  ), replacing AS (
-    SELECT w.k, CASE WHEN (p.op || '>' || w.op) = ANY($11::text[]) THEN p.op ELSE w.op END AS op, w.n
-      FROM wanted w LEFT JOIN prior p ON p.n = w.n
-  ), replaced AS (
-    DELETE FROM changes WHERE seq IN (SELECT id FROM prior WHERE NOT pending)
-  ), replaced_pending AS (
-    DELETE FROM ${PENDING} WHERE n IN (SELECT id FROM prior WHERE pending)
-  )
-  INSERT INTO ${PENDING} (key, op, at, mirror, sync_id)
-  SELECT k, op, $8::timestamptz, $9, $10 FROM replacing ORDER BY n`;
+  ), ${REPLACE_AND_APPEND({ scope: "$10", at: "$8::timestamptz", mirror: "$9", keptOps: "$11::text[]" })}`;
 
 const scopedId = (scope: string, key: string) => `${scope}\n${key}`;
 
@@ -132,6 +148,22 @@ export function createChangeRepo(
     async recordAll(changes) {
       if (changes.length === 0) return;
       const keys = changes.map((c) => pgText(c.key));
+      if (new Set(changes.map((c, i) => scopedId(c.scope, keys[i] as string))).size === changes.length) {
+        await client.query({
+          name: RECORD_DISTINCT,
+          text: RECORD_DISTINCT_SQL,
+          values: [
+            keys,
+            changes.map((c) => c.op),
+            changes.map((c) => c.at),
+            changes.map((c) => c.mirror),
+            changes.map((c) => c.scope),
+            PRIOR_OP_KEPT,
+          ],
+        });
+        onRecorded();
+        return;
+      }
       const { rows: priors } = await client.query<{
         id: string;
         pending: boolean;

@@ -49,6 +49,7 @@ const READS = new Set([
   "replicas.live",
   "controls.list",
   "history.list",
+  "history.errors",
   "problems.list",
   "problems.countByKind",
   "approvals.pending",
@@ -87,6 +88,9 @@ describe.each(await storeDialects())("a fenced store: $name", (dialect) => {
       (await pass.triggers.get(trigger.id)).finishedAt,
       "reads still work; nothing was written",
     ).toBeNull();
+    // Read by settle beside the trigger: a transaction of its own (and, on PostgreSQL, a connection
+    // made ready for writes) would only have cost round trips.
+    expect(await pass.history.errors(trigger.id)).toEqual([]);
     expect((await store.mirrors.get(mirror))?.lastOutcome ?? null).toBeNull();
   });
 

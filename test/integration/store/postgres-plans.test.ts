@@ -2,8 +2,8 @@
  * The feed's page and a sweep's access lookups reach their rows through the indexes on a table
  * nobody has analyzed yet (a cold mirror read while autovacuum is behind or off): a plan that
  * sorts or reads the whole table costs a page or a batch time in proportion to the table, which
- * at a mirror's size is seconds (measured in bench/RESULTS.md, Scale). Read from the plans, not
- * from timings.
+ * at a mirror's size is seconds (measured in bench/RESULTS.md, Scale). A sweep's revocations
+ * must not read a pair's rows once for each of them. Read from the plans, not from timings.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,8 +11,13 @@ import {
   KEYS_SEEN_SINCE_SQL,
   KEYS_WITH_ACCESS_SQL,
   REVOCABLE_KEYS_SQL,
+  REVOKE_PAIR_SQL,
+  SWEEP_MISSED_SQL,
 } from "../../../src/store/postgres/access.js";
+import { CREATE_PENDING_SQL, createChangeRepo } from "../../../src/store/postgres/changes.js";
+import type { Conn } from "../../../src/store/postgres/connection.js";
 import { PAGE_SQL, readChanges } from "../../../src/store/postgres/feed.js";
+import type { AccessRepo } from "../../../src/store/store.js";
 import { createTestDatabase, postgresForTests } from "../../helpers/postgres.js";
 
 const KEYS = 20_000;
@@ -23,6 +28,7 @@ interface PlanNode {
   "Relation Name"?: string;
   "Subplan Name"?: string;
   "Group Key"?: string[];
+  "Actual Loops"?: number;
   Plans?: PlanNode[];
 }
 
@@ -155,4 +161,71 @@ describe.runIf(await postgresForTests())("PostgreSQL plans on tables not yet ana
       expect(distinct.length, "a node below the count making the keys distinct").toBeGreaterThan(0);
     },
   );
+
+  it("sweeps and revokes a pair's keys reading its rows a bounded number of times, not once per row it holds", async () => {
+    // The plan as run (ANALYZE), rolled back: how often each scan of resource_access ran.
+    const loops = async (sql: string, values: unknown[]) => {
+      await client.query("BEGIN");
+      try {
+        const { rows } = await client.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
+          values,
+        );
+        const top = rows[0]?.["QUERY PLAN"][0].Plan as PlanNode;
+        return nodes(top)
+          .filter((n) => n["Relation Name"] === "resource_access")
+          .map((n) => n["Actual Loops"] ?? 0);
+      } finally {
+        await client.query("ROLLBACK");
+      }
+    };
+    const pair = ["m", "u1@example.com", "srv"];
+    const past = new Date(0).toISOString();
+    // Nothing missed, then 100 keys revoked at the threshold, then a pair's 100 keys revoked: a
+    // scan may run once, or once per key removed (a lookup by key), never once per row the user holds.
+    for (const [sql, values, removed] of [
+      [SWEEP_MISSED_SQL, [...pair, past, 1, 100], 0],
+      [SWEEP_MISSED_SQL, [...pair, future, 1, 100], 100],
+      [REVOKE_PAIR_SQL, [...pair, 100], 100],
+    ] as const) {
+      const ran = await loops(sql, [...values]);
+      expect(ran.length, "scans of resource_access").toBeGreaterThan(0);
+      expect(Math.max(...ran), `${sql.slice(0, 40)}... removing ${removed}`).toBeLessThanOrEqual(removed + 1);
+    }
+  });
+
+  it("records a batch of changes of distinct keys in one statement, each replacing its key's change in its scope", async () => {
+    const sent: string[] = [];
+    const counting = {
+      query: (config: pg.QueryConfig) => {
+        sent.push(config.name ?? config.text);
+        return client.query(config);
+      },
+    } as unknown as Conn["client"];
+    const repo = createChangeRepo({ client: counting } as Conn, () => {}, {} as AccessRepo);
+    await client.query(CREATE_PENDING_SQL);
+    await client.query("BEGIN");
+    try {
+      const at = "2026-11-29T10:00:00.000Z";
+      // k-1 and k-2 have an upsert in scope s: the delete replaces it, the access keeps its op.
+      await repo.recordAll([
+        { key: "k-1", op: "delete", at, mirror: "m", scope: "s" },
+        { key: "k-2", op: "access", at, mirror: "m", scope: "s" },
+        { key: "none-before", op: "delete", at, mirror: "m", scope: "s" },
+      ]);
+      expect(sent).toHaveLength(1);
+      const pending = await client.query("SELECT key, op FROM syncmirror_pending_changes ORDER BY n");
+      expect(pending.rows).toEqual([
+        { key: "k-1", op: "delete" },
+        { key: "k-2", op: "upsert" },
+        { key: "none-before", op: "delete" },
+      ]);
+      const left = await client.query(
+        "SELECT key FROM changes WHERE key IN ('k-1', 'k-2', 'k-3') ORDER BY key",
+      );
+      expect(left.rows).toEqual([{ key: "k-3" }]);
+    } finally {
+      await client.query("ROLLBACK");
+    }
+  });
 });

@@ -5,6 +5,7 @@
  * exactly one full pass, and retention that never prunes what the sync logic reads.
  */
 import { describe, expect, it } from "vitest";
+import { pruneHistory } from "../../../src/console/prune-history.js";
 import type { PassError, ProblemSighting } from "../../../src/store/console-types.js";
 import type { Store } from "../../../src/store/store.js";
 import { storeDialects, useStore } from "../../helpers/store-dialects.js";
@@ -295,6 +296,21 @@ describe.each(await storeDialects())("store contract, console: $name", (dialect)
 
   describe("retention", () => {
     const own = useStore(dialect);
+
+    it("runs a round with nothing to prune, as after most passes, in one transaction", async () => {
+      const { store } = own;
+      let transactions = 0;
+      const counting: Store = {
+        ...store,
+        transaction: (fn) => {
+          transactions++;
+          return store.transaction(fn);
+        },
+      };
+      await store.problems.record([sighting(`m-${uid()}`, { at: T3 })]);
+      expect(await pruneHistory(counting, 36_500, new Date())).toEqual({ passes: 0, problems: 0 });
+      expect(transactions).toBe(1);
+    });
 
     it("prunes old finished passes with their runs and errors, never what the sync logic reads", async () => {
       const { store } = own;
