@@ -20,13 +20,18 @@ const controller = new AbortController();
  * any other command was interrupted (exit 1). What was not committed is rolled back by the database.
  */
 const STOP_DEADLINE_MS = 9000;
+/** A line as the commands' pino logger writes it (pino is not loaded yet when a signal comes). */
+const logLine = (level: number, msg: string) =>
+  process.stderr.write(`${JSON.stringify({ level, time: Date.now(), pid: process.pid, msg })}\n`);
 // Commands log the stop themselves: stderr carries JSON log lines only (docs/operations.md#logs).
 const stop = (signal: NodeJS.Signals) => {
   if (controller.signal.aborted) return;
   controller.abort(new AbortedError(`${signal} received`));
   setTimeout(() => {
-    const msg = `still stopping ${STOP_DEADLINE_MS / 1000} s after ${signal}: exiting now; what was not committed is rolled back`;
-    process.stderr.write(`${JSON.stringify({ level: 50, time: Date.now(), pid: process.pid, msg })}\n`);
+    logLine(
+      50,
+      `still stopping ${STOP_DEADLINE_MS / 1000} s after ${signal}: exiting now; what was not committed is rolled back`,
+    );
     process.exit(command === "run" ? 0 : 1);
   }, STOP_DEADLINE_MS).unref();
 };
@@ -43,9 +48,10 @@ process.on("SIGINT", stop);
  */
 process.on("SIGHUP", () => {
   if (command !== "run") return stop("SIGHUP");
-  const msg =
-    "SIGHUP received and ignored: the daemon reads the declared sync configs again before each pass; restart it (SIGTERM drains) to apply any other change to the config file";
-  process.stderr.write(`${JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg })}\n`);
+  logLine(
+    40,
+    "SIGHUP received and ignored: the daemon reads the declared sync configs again before each pass; restart it (SIGTERM drains) to apply any other change to the config file",
+  );
 });
 /**
  * Commands whose work is their output. When their reader closes the pipe early (`syncmirror

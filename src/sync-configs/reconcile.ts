@@ -57,9 +57,11 @@ export async function reconcileMirror(
   const record = await store.syncConfigs.find(mirror.name);
   const unchanged = record?.appliedHash === declarationHash(mirror.declared) && record.lastError === null;
   const always = options.always || (deps.startupApplyOwed?.has(mirror.name) ?? false);
-  const inFlight = () => store.triggers.findInFlight(mirror.name);
-  if (unchanged && !always && (!options.checkUpstream || (await inFlight()))) return;
-  if (await inFlight()) {
+  // Nothing to apply as far as the database knows: at most a look at the service's copy.
+  const lookOnly = unchanged && !always;
+  if (lookOnly && !options.checkUpstream) return;
+  if (await store.triggers.findInFlight(mirror.name)) {
+    if (lookOnly) return;
     if (always) deps.startupApplyOwed?.add(mirror.name);
     log.info(labels, "the declared sync config is applied once the pass in flight ends");
     return "deferred";
@@ -77,7 +79,7 @@ export async function reconcileMirror(
   } catch (error) {
     // A stop (or a lease lost) is no drift: the apply runs again at the next start or pass.
     if (!(error instanceof SyncmirrorError) || error instanceof AbortedError) throw error;
-    if (unchanged && !always && !(error instanceof ConfigError)) {
+    if (lookOnly && !(error instanceof ConfigError)) {
       // Only a look at the service, which did not answer: nothing is known to differ, and the pass
       // (which meets the same service) says what is wrong with it.
       log.warn(

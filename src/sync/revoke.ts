@@ -27,8 +27,7 @@ export async function applyRevocations(
   // In batches, each key once: a user who leaves takes all of their keys at once. What does not
   // need another's answer is issued with it (one round trip on PostgreSQL, whose server runs them
   // in the order they were sent): the lock with the first batch's read, which it still precedes,
-  // and the tombstones with the changes: a revoking pair's transaction takes eight, not nine (ten
-  // when a key became a tombstone).
+  // and the tombstones with the changes: a batch takes three round trips, not five.
   const distinct = [...new Set(keys)];
   for (let from = 0; from < distinct.length; from += REVOKE_BATCH) {
     const batch = distinct.slice(from, from + REVOKE_BATCH);
