@@ -3,7 +3,8 @@
  * that is down, and the migrations under an advisory lock so replicas starting together migrate
  * once. No message or log line carries the URL (it holds a password): they name its env var.
  */
-import { readMigrationFiles } from "drizzle-orm/migrator";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
 import { isPostgresUrl } from "../../config-database.js";
 import {
@@ -204,7 +205,7 @@ export async function migrateUnderLock(
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
     try {
       await refuseNewerThanBinary(client, naming);
-      await applyMigrations(client);
+      await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
     } finally {
       await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
     }
@@ -219,48 +220,6 @@ export async function migrateUnderLock(
     // A client that failed mid-way may still hold the lock: destroying it releases the lock.
     client.release(broken);
   }
-}
-
-/** drizzle's record of the migrations applied, as its migrator makes it. */
-const MIGRATIONS_TABLE = '"drizzle"."__drizzle_migrations"';
-
-/**
- * What drizzle's migrator (`drizzle-orm/node-postgres/migrator`) does, with the same files, hashes
- * and records (the same schema and rows, compared with pg_dump), but pipelined: drizzle sent each
- * statement once the one before had answered, 30 of a fresh database's 35 round trips, each a
- * network round trip to a server on another host. Here its checks go out together, then every
- * pending migration and its record in one transaction sent whole: two round trips. A statement
- * that fails makes the server refuse the rest of the transaction and its COMMIT roll it back, as
- * drizzle's ROLLBACK did; that statement's error is thrown.
- */
-async function applyMigrations(client: pg.PoolClient): Promise<void> {
-  const [, , last] = await Promise.all([
-    client.query('CREATE SCHEMA IF NOT EXISTS "drizzle"'),
-    client.query(
-      `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`,
-    ),
-    client.query<{ created_at: string | null }>(
-      `SELECT created_at FROM ${MIGRATIONS_TABLE} ORDER BY created_at DESC LIMIT 1`,
-    ),
-  ]);
-  const newest = last.rows[0];
-  const pending = readMigrationFiles({ migrationsFolder: MIGRATIONS_DIR }).filter(
-    (m) => !newest || Number(newest.created_at) < m.folderMillis,
-  );
-  if (pending.length === 0) return;
-  const sent = [
-    client.query("BEGIN"),
-    ...pending.flatMap((m) => [
-      ...m.sql.map((statement) => client.query(statement)),
-      client.query(`INSERT INTO ${MIGRATIONS_TABLE} (hash, created_at) VALUES ($1, $2)`, [
-        m.hash,
-        m.folderMillis,
-      ]),
-    ]),
-    client.query("COMMIT"),
-  ];
-  const failed = (await Promise.allSettled(sent)).find((r) => r.status === "rejected");
-  if (failed) throw failed.reason;
 }
 
 interface Applied {

@@ -7,12 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DatabaseRefusedError, DatabaseUnavailableError, SchemaTooNewError } from "../../../src/errors.js";
 import { silentLogger } from "../../../src/log.js";
 import { readJournal } from "../../../src/store/migrations-dir.js";
-import {
-  createNaming,
-  createPool,
-  MIGRATION_LOCK,
-  migrateUnderLock,
-} from "../../../src/store/postgres/open.js";
+import { MIGRATION_LOCK } from "../../../src/store/postgres/open.js";
 import { openPostgresStore } from "../../../src/store/postgres/postgres-store.js";
 import { createTestDatabase, postgresForTests } from "../../helpers/postgres.js";
 import { resource } from "../../helpers/store-fixtures.js";
@@ -53,41 +48,6 @@ describe.runIf(await postgresForTests())("opening the PostgreSQL store", () => {
       expect(await stores[2]?.mirrors.get("main")).toMatchObject({ syncConfigId: "cfg" });
     } finally {
       await Promise.all(stores.map((s) => s.close()));
-    }
-  });
-
-  it("migrates a fresh database in a few round trips, not one per statement", async () => {
-    const fresh = await createTestDatabase({ empty: true });
-    const pool = createPool(fresh.url, 1, createNaming(fresh.url, URL_ENV));
-    // A statement sent while none is waiting for its answer starts a round trip; one sent behind
-    // others still waiting (pipelined) shares theirs.
-    let waiting = 0;
-    let roundTrips = 0;
-    pool.on("connect", (client) => {
-      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-      (client as unknown as { query: typeof query }).query = (...args) => {
-        if (waiting === 0) roundTrips++;
-        waiting++;
-        const answer = query(...args);
-        const done = () => {
-          waiting--;
-        };
-        answer.then(done, done);
-        return answer;
-      };
-    });
-    try {
-      expect(await migrateUnderLock(pool, createNaming(fresh.url, URL_ENV))).toBe(true);
-      const applied = await rows<{ n: number }>(
-        fresh.url,
-        "SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations",
-      );
-      expect(applied).toEqual([{ n: readJournal("postgres").entries.length }]);
-      // The check, the lock, the schema's version, drizzle's table, the migrations, the unlock.
-      expect(roundTrips).toBeLessThanOrEqual(6);
-    } finally {
-      await pool.end();
-      await fresh.drop();
     }
   });
 
