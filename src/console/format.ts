@@ -14,6 +14,12 @@ export function formatHistory(h: HistoryJson, nextCommand: (before: number) => s
   return printableLines(lines);
 }
 
+/** Who settled a pass taken over from the replica that started it. */
+function finishedElsewhere(p: PassJson): string {
+  const by = p.finished_by;
+  return by && by.instance_id !== p.replica?.instance_id ? `, finished on ${by.name}` : "";
+}
+
 function formatPass(p: PassJson): string[] {
   const outcome = p.state === "in_flight" ? "in flight" : (p.outcome ?? "unknown");
   const ended =
@@ -22,7 +28,7 @@ function formatPass(p: PassJson): string[] {
       : `ended ${p.ended_at}${p.duration_seconds === null ? "" : `, ${p.duration_seconds.toFixed(1)} s`}`;
   const lines = [
     `#${p.id} ${p.mirror} ${p.mode}${p.dry_run ? " (dry run)" : ""}: ${outcome} (started ${p.started_at}, ${ended})`,
-    `  trigger ${p.trigger_id ?? "not started"}${p.since ? `, since ${p.since}` : ""}${p.replica?.name ? `, on ${p.replica.name}` : ""}`,
+    `  trigger ${p.trigger_id ?? "not started"}${p.since ? `, since ${p.since}` : ""}${p.replica?.name ? `, on ${p.replica.name}` : ""}${finishedElsewhere(p)}`,
   ];
   if (p.message) lines.push(`  ${p.message}`);
   const k = p.keys;

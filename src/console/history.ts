@@ -20,6 +20,8 @@ export interface PassJson {
   state: "in_flight" | "done";
   /** The process that started it; null for passes recorded before replicas were named. */
   replica: { instance_id: string | null; name: string | null } | null;
+  /** The process that settled it (another than `replica` after a takeover); null while in flight. */
+  finished_by: { instance_id: string; name: string } | null;
   started_at: string;
   ended_at: string | null;
   /** From start to end, across every attempt; null while in flight. */
@@ -118,6 +120,7 @@ function passJson(r: PassRecord): PassJson {
       t.startedBy === null && t.startedByName === null
         ? null
         : { instance_id: t.startedBy, name: t.startedByName },
+    finished_by: done ? (summary?.finished_by ?? null) : null,
     started_at: t.intentAt,
     ended_at: t.finishedAt,
     duration_seconds:

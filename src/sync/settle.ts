@@ -273,6 +273,8 @@ async function closeTrigger(
   const { ctx, mirror } = pass;
   const { outcome, message } = summary;
   const at = c.at.toISOString();
+  summary.finished_by =
+    c.keepInFlight || !ctx.replica ? null : { instance_id: ctx.replica.id, name: ctx.replica.name };
   await ctx.store.transaction(async (tx) => {
     // Issued at once, in this order, the facts first (one round trip on PostgreSQL, with the
     // lease check): none needs another's answer.

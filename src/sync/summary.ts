@@ -12,6 +12,11 @@ export interface MirrorSummary {
   since: string | null;
   /** The pass finished a trigger a previous pass or process left in flight. */
   resumed: boolean;
+  /**
+   * The process that settled the pass: after a takeover, not the one that started it. Null while
+   * the trigger stays in flight, and for a process that runs without a lease holder.
+   */
+  finished_by: { instance_id: string; name: string } | null;
   /** The trigger's runs were adopted from the run list after its POST got no response. */
   adopted: boolean;
   /** Runs by upstream run status. */
@@ -84,6 +89,7 @@ export function emptySummary(mirror: string, mode: Mode): MirrorSummary {
     trigger_id: null,
     since: null,
     resumed: false,
+    finished_by: null,
     adopted: false,
     runs: {},
     sources: {},

@@ -17,7 +17,10 @@ describe("history as text", () => {
     expect(done).toMatch(
       /^#7 eng-wiki incremental: partial \(started 2026-11-25T19:03:10.419Z, ended 2026-11-25T19:04:12.840Z, 62.4 s\)$/m,
     );
-    expect(done).toContain(`trigger ${donePass.trigger_id}, since ${donePass.since}, on vm-a:5275`);
+    expect(done).toContain(
+      `trigger ${donePass.trigger_id}, since ${donePass.since}, on vm-a:5275, finished on vm-b:812`,
+    );
+    expect(running, "a pass in flight has not finished anywhere").not.toContain("finished on");
     expect(done).toContain(
       "runs: 2 completed, 1 failed; sources: 3 ok, 2 no_results; skipped: 1 not_accessible",
     );

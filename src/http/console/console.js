@@ -270,6 +270,9 @@ function passEntry(p) {
       ", ",
       p.ended_at ? ["ended ", time(p.ended_at), ` (${duration(p.duration_seconds)})`] : "not ended",
       p.replica?.name ? ` on ${p.replica.name}` : "",
+      p.finished_by && p.finished_by.instance_id !== p.replica?.instance_id
+        ? `, finished on ${p.finished_by.name}`
+        : "",
     ),
     el(
       "p",

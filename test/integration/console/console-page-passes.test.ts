@@ -66,7 +66,7 @@ describe.skipIf(CHROMIUM_PATH === undefined)("the console page's pass history", 
     expect(text).toContain("started 2026-11-25 19:03:10 UTC");
     expect(text).toContain("ended 2026-11-25 19:04:12 UTC");
     expect(text).toMatch(/1 min 2 s/);
-    expect(text).toContain("on vm-a:5275");
+    expect(text).toContain("on vm-a:5275, finished on vm-b:812");
     expect(text).toContain("resumed");
     expect(text).toContain("keys 3 new, 2 changed, 11 unchanged");
     expect(text).toContain("5 upserted, 11 unchanged, 1 rejected");

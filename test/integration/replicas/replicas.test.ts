@@ -5,6 +5,7 @@
  * single-node run.
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { HistoryJson } from "../../../src/console/history.js";
 import { type DaemonProcess, startDaemon, until } from "../../helpers/daemon.js";
 import { mirrorContents } from "../../helpers/mirror-db.js";
 import { createHarness, type Harness } from "../../helpers/mirror-harness.js";
@@ -28,6 +29,12 @@ afterEach(async () => {
 });
 
 /** A replica once ready: alive on the database, so a `trigger` sent next leaves its pass to the replicas. */
+/** `hostname:pid`, as the daemon names itself, from its own log lines. */
+function replicaName(d: DaemonProcess): string {
+  const line = d.logs()[0];
+  return `${String(line?.hostname)}:${String(line?.pid)}`;
+}
+
 async function replica(h: Harness, env: Record<string, string> = {}): Promise<DaemonProcess> {
   const d = await startDaemon(h, env);
   daemons.push(d);
@@ -108,6 +115,15 @@ describe.skipIf(!available)("replicas on one PostgreSQL database", () => {
     );
     expect(other.logs().some((l) => l.msg === "resuming the trigger left in flight")).toBe(true);
     expect(triggerPosts(h), "no second trigger POST").toBe(1);
+
+    const history = await h.cli(["history", "--mirror", "main", "--json"]);
+    expect(history.code, history.stderr).toBe(0);
+    const [pass] = (JSON.parse(history.stdout) as HistoryJson).passes;
+    expect(pass?.resumed).toBe(true);
+    expect(pass?.replica?.name, "the history names the replica that started the pass").toBe(
+      replicaName(holder),
+    );
+    expect(pass?.finished_by?.name, "and the one that finished it").toBe(replicaName(other));
   });
 
   it("finishes the trigger of a replica killed mid-export on another, with one POST, equal to a clean run", async () => {
