@@ -8,6 +8,7 @@ import { AbortedError, SyncConfigNotAppliedError, UsageError } from "../errors.j
 import { createLeaseHolder } from "../lease-holder.js";
 import { withMirrorLease } from "../mirror-lease.js";
 import { createRuntime } from "../runtime.js";
+import type { Mode } from "../store/types.js";
 import type { PassOptions, Progress } from "../sync/context.js";
 import { DRY_RUN_LIST_LIMIT } from "../sync/dry-run.js";
 import { passError } from "../sync/fail-run.js";
@@ -111,10 +112,10 @@ async function runPasses(
     const mode = options.full ? "full" : "incremental";
     // A pass that never started is `failed` with its reason as its one error, like a pass that
     // failed as a whole; no trigger row was written, so the history has no entry for it.
-    const notStarted = (mirror: string, message: string) =>
+    const notStarted = (mirror: string, message: string, as: Mode = mode) =>
       notStartedSummary(
         mirror,
-        mode,
+        as,
         passErrorJson(passError({ now: () => new Date(), replica: holder }, message)),
       );
     for (const mirror of mirrors) {
@@ -137,7 +138,8 @@ async function runPasses(
             return await syncMirror(await bindMirror(mirror, runtime.store), ctx, options);
           } catch (error) {
             if (!(error instanceof SyncConfigNotAppliedError)) throw error;
-            return notStarted(mirror.name, error.message);
+            // The first pass of a sync config created upstream is a full one, as `status` says.
+            return notStarted(mirror.name, error.message, "full");
           }
         },
       );

@@ -239,6 +239,8 @@ describe("declared sync configs: plan and apply", () => {
     expect(synced.code).toBe(1);
     expect(JSON.parse(synced.stdout).mirrors[0]).toMatchObject({
       outcome: "failed",
+      // What `status` says its first pass will be: a sync config new upstream starts with a full.
+      mode: "full",
       message: expect.stringContaining("has not been applied yet: run `syncmirror apply`"),
     });
     expect(h.sim.runs.list()).toHaveLength(0);
