@@ -5,6 +5,7 @@
  */
 import { approveSweep as approve } from "../console/approve-sweep.js";
 import { parseApproveParams } from "../console/params.js";
+import { UsageError } from "../errors.js";
 import { cliActor } from "../mirror-controls.js";
 import type { Command } from "./command.js";
 import { loadCommandConfig, parseCommandArgs, printFromStore, withErrors } from "./common.js";
@@ -15,6 +16,8 @@ export const approveSweep: Command = (args, io) =>
       mirror: { type: "string" },
       json: { type: "boolean", default: false },
     });
+    // Worded as pause, resume and trigger word it, and said before the config is read.
+    if (values.mirror === undefined) throw new UsageError("approve-sweep needs --mirror NAME");
     const config = loadCommandConfig(values.config, io);
     const { mirror } = parseApproveParams(
       { mirror: values.mirror },

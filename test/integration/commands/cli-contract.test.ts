@@ -45,6 +45,9 @@ describe("bad usage", () => {
     // One value only: the last one, taken silently, would pause one mirror of the two named.
     [["pause", "--mirror", "a", "--mirror", "b"], "syncmirror: --mirror: given more than once"],
     [["approve-sweep", "--mirror", "a", "--mirror=a"], "syncmirror: --mirror: given more than once"],
+    // Each control says the same of a missing mirror, before any config is read.
+    [["pause"], "syncmirror: pause needs --mirror NAME"],
+    [["approve-sweep", "--json"], "syncmirror: approve-sweep needs --mirror NAME"],
     [["history", "--limit", "5", "--json", "--limit", "50"], "syncmirror: --limit: given more than once"],
     [["status", "--config", "a.yaml", "--config", "x.yaml"], "syncmirror: --config: given more than once"],
   ];
