@@ -1,7 +1,7 @@
 /** Sync configs: validation of create/replace bodies, storage, and the shapes they are read back in. */
 import { formatOffsetIso } from "./clock.js";
 import { HttpError, invalid, notFound, requireObject } from "./http-error.js";
-import { isAccessible } from "./people.js";
+import { type AuthStatus, isAccessible } from "./people.js";
 import type { ConfigRecord, SimState } from "./state.js";
 
 export const MAX_SERVERS_PER_CONFIG = 10;
@@ -99,8 +99,10 @@ export function configUsers(state: SimState, record: ConfigRecord): { email: str
 }
 
 /**
- * GET /sync-configs/{id}/access items. A server paused in the config is `not_syncable` for every
- * user, as the trigger skips it.
+ * GET /sync-configs/{id}/access items. A user who left the project is `not_authenticated` on every
+ * server (the service's example shows them so): their grants no longer count, and the trigger skips
+ * them before looking at any server. Otherwise a server paused in the config is `not_syncable`,
+ * as the trigger skips it.
  */
 export function accessItems(state: SimState, record: ConfigRecord) {
   return configUsers(state, record).map(({ email, user }) => {
@@ -109,19 +111,17 @@ export function accessItems(state: SimState, record: ConfigRecord) {
       user_email: email,
       project_user: projectUser,
       servers: record.serverIds.map((serverId) => {
-        const server = state.serverById(serverId);
-        const status =
-          server && !record.unavailable.has(serverId)
-            ? state.people.authOf(user, server.index)
-            : "not_syncable";
-        return {
-          server_instance_id: serverId,
-          auth_status: status,
-          accessible: projectUser && isAccessible(status),
-        };
+        const status = projectUser ? authStatusIn(state, record, user, serverId) : "not_authenticated";
+        return { server_instance_id: serverId, auth_status: status, accessible: isAccessible(status) };
       }),
     };
   });
+}
+
+function authStatusIn(state: SimState, record: ConfigRecord, user: number, serverId: string): AuthStatus {
+  const server = state.serverById(serverId);
+  if (!server || record.unavailable.has(serverId)) return "not_syncable";
+  return state.people.authOf(user, server.index);
 }
 
 function validateFields(

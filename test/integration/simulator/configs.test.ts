@@ -242,12 +242,37 @@ describe("access check", () => {
         ]),
       });
     });
-    expect(byUser.get("user8@example.com")).toMatchObject({
+    expect(byUser.get("user8@example.com")).toEqual({
+      user_email: "user8@example.com",
+      project_user: false,
+      servers: sim.servers.map(({ server_instance_id }) => ({
+        server_instance_id,
+        auth_status: "not_authenticated",
+        accessible: false,
+      })),
+    });
+  });
+
+  it("reports every server of a user who left the project as not_authenticated, whatever their auth was", async () => {
+    const { sim, api } = await startTestSimulator();
+    sim.people.joinProject("user3@example.com");
+    const [notion, paused] = sim.servers.map((s) => s.server_instance_id);
+    const config = sim.configs.create({ userEmails: ["user1@example.com", "user3@example.com"] });
+    sim.configs.setServerAvailable(config, paused ?? "", false);
+    sim.people.leaveProject("user3@example.com");
+    const { body } = await api.get(`/sync-configs/${config}/access`);
+    expect(body.items[1]).toEqual({
+      user_email: "user3@example.com",
       project_user: false,
       servers: [
-        { server_instance_id: notion, auth_status: "authenticated", accessible: false },
-        expect.objectContaining({ accessible: false }),
+        { server_instance_id: notion, auth_status: "not_authenticated", accessible: false },
+        { server_instance_id: paused, auth_status: "not_authenticated", accessible: false },
       ],
+    });
+    expect(body.items[0].servers[0]).toEqual({
+      server_instance_id: notion,
+      auth_status: "authenticated",
+      accessible: true,
     });
   });
 
