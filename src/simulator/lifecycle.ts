@@ -68,12 +68,12 @@ export function continueRun(state: SimState, run: RunRecord, body: unknown): voi
   }
   const at = state.clock.tick();
   for (const source of targets) {
+    source.continues.push({ message, atMs: at, finishedAtMs: source.completedAtMs ?? at });
     source.status = "RUNNING";
     source.completedAtMs = null;
     source.error = null;
     source.snapshot = null;
     source.forcedExportStatus = null;
-    source.continues.push({ message, atMs: at });
   }
 }
 

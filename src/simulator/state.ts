@@ -52,7 +52,8 @@ export interface SourceRecord {
   /** Export status forced by an outcome; otherwise derived from what was included. */
   forcedExportStatus: ExportStatus | null;
   snapshot: Snapshot | null;
-  continues: { message: string; atMs: number }[];
+  /** Each continue: its message, when it came, and when the attempt it resumed had finished. */
+  continues: { message: string; atMs: number; finishedAtMs: number }[];
 }
 
 export interface RunRecord {

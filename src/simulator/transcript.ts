@@ -44,41 +44,76 @@ export function transcriptPage(state: SimState, run: RunRecord, query: Query) {
   };
 }
 
-/** The conversation so far: one round per attempt (the first, then one per continue message). */
+type Draft = Omit<Message, "sequence_number" | "created_at">;
+
+/**
+ * The conversation so far: one round per attempt (the first, then one per continue message), each
+ * stamped within its attempt: from its start (or the continue) to its finish, or to now while it
+ * runs, so no message is written after its source finished or in the future.
+ */
 function messagesOf(state: SimState, run: RunRecord, source: SourceRecord): Message[] {
   if (source.status === "PENDING") return [];
-  const startMs = source.startedAtMs ?? run.createdAtMs;
-  const messages: Message[] = [];
-  const add = (role: Message["role"], type: Message["message_type"], content: string) =>
-    messages.push({
-      sequence_number: messages.length + 1,
-      role,
-      message_type: type,
-      content,
-      created_at: formatOffsetIso(startMs + messages.length * 1000),
-    });
   const tool = `${source.server.source_type}-search`;
   const toolCalls = 2 + (sourceHash(state, source) % 8);
-  add("user", "text", run.instructions);
-  add("assistant", "text", `I'll start by searching ${source.server.server_name}.`);
-  const rounds = source.continues.length + 1;
-  for (let round = 0; round < rounds; round++) {
-    const last = round === rounds - 1;
-    if (last && source.status === "RUNNING") break;
-    for (let i = 0; i < toolCalls; i++) {
-      add("assistant", "tool_call", JSON.stringify({ tool, arguments: { query: `page ${i + 1}` } }));
-      add("tool", "tool_result", `Found ${3 + ((i * 7) % 11)} results.`);
+  const messages: Message[] = [];
+  for (let round = 0; round <= source.continues.length; round++) {
+    const resumedBy = source.continues[round - 1];
+    const stoppedFor = source.continues[round];
+    const fromMs = resumedBy?.atMs ?? source.startedAtMs ?? run.createdAtMs;
+    const finishedMs = stoppedFor?.finishedAtMs ?? source.completedAtMs;
+    const opening: Draft[] = resumedBy
+      ? [{ role: "user", message_type: "text", content: resumedBy.message }]
+      : [
+          { role: "user", message_type: "text", content: run.instructions },
+          {
+            role: "assistant",
+            message_type: "text",
+            content: `I'll start by searching ${source.server.server_name}.`,
+          },
+        ];
+    const work: Draft[] = [];
+    if (finishedMs !== null) {
+      for (let i = 0; i < toolCalls; i++) {
+        const call = JSON.stringify({ tool, arguments: { query: `page ${i + 1}` } });
+        work.push({ role: "assistant", message_type: "tool_call", content: call });
+        work.push({
+          role: "tool",
+          message_type: "tool_result",
+          content: `Found ${3 + ((i * 7) % 11)} results.`,
+        });
+      }
+      work.push(closingMessage(source, stoppedFor !== undefined));
     }
-    if (!last) {
-      add("assistant", "text", "I stopped early: out of iterations.");
-      add("user", "text", source.continues[round]?.message ?? "");
-    } else if (source.status === "FAILED") {
-      add("assistant", "error", source.error ?? "failed");
-    } else if (source.status === "INCOMPLETE") {
-      add("assistant", "text", "I stopped early: out of iterations.");
-    } else {
-      add("assistant", "text", `Done: included ${source.snapshot?.included ?? 0} resources.`);
+    const stamps = roundStamps(opening.length, work.length, fromMs, finishedMs ?? state.clock.nowMs());
+    for (const [i, draft] of [...opening, ...work].entries()) {
+      messages.push({
+        sequence_number: messages.length + 1,
+        ...draft,
+        created_at: formatOffsetIso(stamps[i] ?? fromMs),
+      });
     }
   }
   return messages;
+}
+
+function closingMessage(source: SourceRecord, continued: boolean): Draft {
+  if (!continued && source.status === "FAILED")
+    return { role: "assistant", message_type: "error", content: source.error ?? "failed" };
+  if (continued || source.status === "INCOMPLETE")
+    return { role: "assistant", message_type: "text", content: "I stopped early: out of iterations." };
+  const included = source.snapshot?.included ?? 0;
+  return { role: "assistant", message_type: "text", content: `Done: included ${included} resources.` };
+}
+
+/**
+ * Times for one round within [fromMs, toMs]. The opening messages come a millisecond apart from the
+ * round's start, so they read the same while it runs and after; the work is spread evenly up to
+ * the finish, the closing message at the finish itself. Distinct whenever the span allows.
+ */
+function roundStamps(opening: number, work: number, fromMs: number, toMs: number): number[] {
+  const stamps = Array.from({ length: opening }, (_, i) => Math.min(fromMs + i, toMs));
+  const lastOpeningMs = stamps[opening - 1] ?? fromMs;
+  for (let j = 1; j <= work; j++)
+    stamps.push(lastOpeningMs + Math.round(((toMs - lastOpeningMs) * j) / work));
+  return stamps;
 }

@@ -78,3 +78,54 @@ describe("GET /sync-task/{id}/transcript", () => {
     expect((await api.get(path, { source: "notion", cursor: "bogus" })).status).toBe(400);
   });
 });
+
+describe("transcript times", () => {
+  interface Stamped {
+    content: string;
+    created_at: string;
+  }
+  const times = (messages: Stamped[]) => messages.map((m) => Date.parse(m.created_at));
+  const increasing = (ms: number[]) => ms.every((t, i) => i === 0 || t > (ms[i - 1] ?? t));
+
+  it("stamps messages in order within each attempt: never after its finish, nor after now while it runs", async () => {
+    const { sim, api } = await startTestSimulator({
+      lifecycle: "manual",
+      clock: { start: new Date("2026-05-01T00:00:00Z"), stepMs: 0 },
+    });
+    sim.setOutcome({}, { task: "INCOMPLETE", times: 1 });
+    const config = sim.configs.create({ serverIds: [sim.servers[0]?.server_instance_id ?? ""] });
+    const syncId = (await trigger(api, config)).runs[0].sync_id;
+    const read = async (): Promise<Stamped[]> =>
+      (await api.get(`/sync-task/${syncId}/transcript`, { limit: 100 })).body.messages;
+    const source = () => sim.runs.get(syncId).sources[0] as { started_at: string; completed_at: string };
+
+    sim.runs.advance(syncId);
+    const startedMs = Date.parse(source().started_at);
+    expect(times(await read()).every((t) => t >= startedMs && t <= sim.clock.now().getTime())).toBe(true);
+
+    sim.clock.advance(60_000);
+    sim.runs.advance(syncId);
+    const firstFinishMs = Date.parse(source().completed_at);
+    const first = times(await read());
+    expect(first.length).toBeGreaterThan(5);
+    expect(first.every((t) => t >= startedMs && t <= firstFinishMs)).toBe(true);
+    expect(increasing(first)).toBe(true);
+
+    sim.clock.advance(5_000);
+    const continuedMs = sim.clock.now().getTime();
+    await api.post(`/sync-task/${syncId}/continue`, { message: "go on" });
+    const resumed = times((await read()).slice(first.length));
+    expect(resumed).toEqual([continuedMs]);
+
+    sim.clock.advance(60_000);
+    sim.runs.advance(syncId);
+    const whole = await read();
+    const finalMs = Date.parse(source().completed_at);
+    expect(times(whole).slice(0, first.length)).toEqual(first);
+    expect(whole[first.length]?.content).toBe("go on");
+    const second = times(whole.slice(first.length));
+    expect(second[0]).toBe(continuedMs);
+    expect(second.every((t) => t <= finalMs)).toBe(true);
+    expect(increasing(times(whole))).toBe(true);
+  });
+});
