@@ -99,7 +99,11 @@ async function serve(options: SimulatorFlags, output: OutputFlags, io: CommandIo
     `project_id: ${sim.projectId}`,
     ...configIds.map((id) => `sync_config_id: ${id}`),
     `users: ${sim.users.length}, servers: ${sim.servers.length}, docs: ${options.docs}, latency: ${options.latencyMs} ms (ready in ${startMs} ms)`,
-    `admin: ${new URL(sim.baseUrl).origin}/_sim (POST /docs/edit-random {fraction}, GET|DELETE /requests; same token)`,
+    `admin: ${new URL(sim.baseUrl).origin}/_sim, same token (docs/reference/cli.md, \`simulate\` admin routes):`,
+    "  POST /docs/edit-random {fraction, seed?}, POST /docs/remove-random {fraction, seed?}",
+    "  POST /outcomes {task, error?, user?, server_instance_id?, times?}",
+    '  POST /faults {route: "GET /projects" or "*", kind: "503", times?, ...}, GET|DELETE /faults',
+    "  POST /premium {enabled, status?}, POST /cannot-start {detail}, GET|DELETE /requests",
     `try: curl -H "Authorization: Bearer ${sim.token}" ${sim.baseUrl}/projects`,
   ];
   io.stdout.write(

@@ -1,3 +1,5 @@
+import type { z } from "zod";
+
 /** An error answer of the simulated service: status plus the `detail` body (string or object). */
 export class HttpError extends Error {
   constructor(
@@ -30,4 +32,25 @@ export function requireObject(body: unknown): Record<string, unknown> {
     throw invalid(["body"], "Input should be a valid dictionary or object", "dict_type", body);
   }
   return body as Record<string, unknown>;
+}
+
+/** The JSON body as `schema` reads it; otherwise FastAPI's 422, one entry per issue at its place. */
+export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  const result = schema.safeParse(requireObject(body));
+  if (result.success) return result.data;
+  throw new HttpError(
+    422,
+    result.error.issues.map((issue) => {
+      const path = issue.path.map((key) => (typeof key === "symbol" ? String(key) : key));
+      const input = path.reduce<unknown>(
+        (value, key) =>
+          typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined,
+        body,
+      );
+      const loc = ["body", ...path];
+      return input === undefined
+        ? { type: "missing", loc, msg: "Field required" }
+        : { type: issue.code, loc, msg: issue.message, input };
+    }),
+  );
 }

@@ -15,8 +15,9 @@
  * only `runs.advance()` / `runs.finishAll()` move them. `runs.hold()` freezes both.
  * What a source collects is fixed when it finishes (see `setOutcome`).
  *
- * Another process (`syncmirror simulate` driven by `npm run bench`) reaches a few test controls
- * through the `/_sim` routes of admin.ts, outside the API prefix and behind the same token.
+ * Another process (`npm run bench`, or a user trying the daemon by hand against `syncmirror
+ * simulate`) reaches the test controls through the `/_sim` routes of admin.ts, outside the API
+ * prefix and behind the same token.
  */
 import { randomBytes } from "node:crypto";
 import { createAdminRoutes } from "./admin.js";
@@ -79,9 +80,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const logLimit = options.requestLogLimit ?? DEFAULT_LOG_LIMIT;
   const token = options.token ?? randomBytes(24).toString("base64url");
   const docs = createDocsApi(state);
+  const routes = createRoutes(state, faults);
   const server = await listen(
     {
-      routes: createRoutes(state, faults),
+      routes,
       faults,
       token,
       nowMs: clock.nowMs,
@@ -89,7 +91,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         requests.push(entry);
         if (requests.length > logLimit) requests.splice(0, requests.length - logLimit);
       },
-      admin: createAdminRoutes(state, docs, requests),
+      admin: createAdminRoutes({ state, docs, requests, faults, apiRoutes: routes }),
       latencyMs: positiveInt(options.latencyMs ?? 0, "latencyMs", 0),
     },
     options.port ?? 0,
@@ -118,8 +120,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       state.outcomes.length = 0;
     },
     setPremium(enabled, refusal) {
-      state.premium = enabled;
-      state.premiumRefusalStatus = refusal?.status ?? 403;
+      state.setPremium(enabled, refusal?.status);
     },
     renameServer(serverId, names) {
       const server = state.serverById(serverId);

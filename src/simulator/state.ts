@@ -124,6 +124,12 @@ export class SimState {
     return randomUuid(this.passIds);
   }
 
+  /** Background Sync on or off for the tenant; off, create, replace and trigger answer `refusalStatus`. */
+  setPremium(enabled: boolean, refusalStatus: 403 | 409 = 403): void {
+    this.premium = enabled;
+    this.premiumRefusalStatus = refusalStatus;
+  }
+
   nextSeq(): number {
     return ++this.seq;
   }

@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import type { CommandIo } from "../../../src/commands/command.js";
@@ -39,6 +40,36 @@ describe("syncmirror simulate", () => {
     controller.abort();
     expect(await exit).toBe(0);
     await expect(fetch(`${baseUrl}/projects`)).rejects.toThrow();
+  });
+
+  it("lists every /_sim admin route in its banner, as docs/reference/cli.md does", async () => {
+    const { io, controller, stdout, out } = testIo();
+    const exit = simulate([], io);
+    while (!out().includes("try: curl")) await once(stdout, "data");
+    const banner = out().slice(out().indexOf("admin: "), out().indexOf("try: curl"));
+    // "GET|DELETE /requests" names two routes.
+    const listed = [...banner.matchAll(/\b([A-Z]+(?:\|[A-Z]+)*) (\/[\w/-]+)/g)].flatMap(([, methods, path]) =>
+      (methods ?? "").split("|").map((method) => `${method} ${path}`),
+    );
+    const docs = readFileSync("docs/reference/cli.md", "utf8");
+    const documented = docs.slice(docs.indexOf("## `simulate` admin routes"));
+    for (const route of [
+      "POST /docs/edit-random",
+      "POST /docs/remove-random",
+      "POST /outcomes",
+      "POST /faults",
+      "GET /faults",
+      "DELETE /faults",
+      "POST /premium",
+      "POST /cannot-start",
+      "GET /requests",
+      "DELETE /requests",
+    ]) {
+      expect(listed).toContain(route);
+      expect(documented, route).toContain(`\`${route.replace(" /", " /_sim/")}`);
+    }
+    controller.abort();
+    expect(await exit).toBe(0);
   });
 
   it("follows the wall clock so runs get current created_at times", async () => {
