@@ -539,6 +539,9 @@ function configIssues(issue: z.core.$ZodIssue): { path: string; message: string 
  */
 function issueMessage(issue: z.core.$ZodIssue): string {
   if (issue.code !== "invalid_type") return issue.message;
+  // A list, a bare string or a binary file where the config's sections belong.
+  if (issue.path.length === 0)
+    return `the file holds ${issue.message.replace(/^.*received /, "a YAML ")}, not the config's sections (api:, mirrors:, ...): write it as config/syncmirror.example.yaml shows, or run syncmirror init`;
   if (issue.expected === "int") return "must be a whole number, not a fraction";
   if (/received undefined$/.test(issue.message)) return `is required (expected ${issue.expected})`;
   // `api:` with nothing under it is null in YAML.

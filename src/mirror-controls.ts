@@ -115,7 +115,7 @@ function describe(r: ControlRequest, s: MirrorSchedule, changed: boolean, runnin
       const due = s.due as Due;
       const paused = s.paused ? ` ${r.mirror} is paused, but a requested pass runs anyway.` : "";
       const after = runningOn ? ` It follows the pass running on ${runningOn}.` : "";
-      return `${aPass(due.mode)} of ${r.mirror} is due (since ${due.since}): the first replica with a free slot starts it.${paused}${after}`;
+      return `${aPass(due.mode)} of ${r.mirror} has been due since ${due.since}: the first replica with a free slot starts it.${paused}${after}`;
     }
   }
 }

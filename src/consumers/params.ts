@@ -3,8 +3,8 @@
  * (`changes`, `search`): one zod schema each, so both refuse the same input with the same words.
  */
 import { z } from "zod";
-import { UsageError } from "../errors.js";
-import { refusedQueryProblem } from "./search-terms.js";
+import { SearchQueryError, UsageError } from "../errors.js";
+import { emptyQueryProblem, refusedQueryProblem } from "./search-terms.js";
 
 export const FEED_MAX_LIMIT = 1000;
 export const FEED_MAX_WAIT_SECONDS = 60;
@@ -115,11 +115,16 @@ export function parseSearchParams(
   mirrors: readonly string[],
   names: ParamNames = {},
 ): SearchParams {
-  return checkMirror(
+  const params = checkMirror(
     parse(SearchParams, raw, { user: "is required: search always runs as one user" }, names),
     mirrors,
     names,
   );
+  // Well-formed parameters, but a query the index cannot search: the same error as a query it
+  // cannot parse (`SEARCH_QUERY_INVALID`), not a usage error.
+  const empty = emptyQueryProblem(params.q);
+  if (empty) throw new SearchQueryError(`${names.q ?? "q"}: ${empty}`);
+  return params;
 }
 
 /**

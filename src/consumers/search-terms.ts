@@ -64,13 +64,19 @@ const WORD = /[\p{L}\p{N}\p{M}_]+/gu;
 const ONE_LETTER_PREFIX = /(?<![\p{L}\p{N}\p{M}_])[\p{L}\p{N}\p{M}_]\*/u;
 
 /**
- * Why the query is refused before it reaches the index, or undefined: it has nothing to search for
- * (one index answered such a query with nothing, the other refused it), or it would cost the
+ * Why a query with nothing to search for is not a valid search query, or undefined: one index
+ * answered such a query with nothing, the other refused it.
+ */
+export function emptyQueryProblem(query: string): string | undefined {
+  return WORD_CHAR.test(query) ? undefined : `the search query is not valid: ${nothingToSearchFor(query)}`;
+}
+
+/**
+ * Why the query is refused before it reaches the index, or undefined: it would cost the
  * database too much. Hundreds of words, or a few one-letter prefixes, took seconds to minutes to
  * answer, and on SQLite held every other request of the daemon meanwhile.
  */
 export function refusedQueryProblem(query: string): string | undefined {
-  if (!WORD_CHAR.test(query)) return `the search query is not valid: ${nothingToSearchFor(query)}`;
   if ((query.match(WORD)?.length ?? 0) > MAX_QUERY_WORDS)
     return `must hold at most ${MAX_QUERY_WORDS} words (each repeat counts): search for fewer`;
   if (ONE_LETTER_PREFIX.test(query))

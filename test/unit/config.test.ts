@@ -341,6 +341,15 @@ describe("config", () => {
       );
     }
     expect(issuesOf(`${laughs.join("\n")}\n`)[0]?.message).toMatch(/^YAML: .*alias/i);
+    // A list or a bare word where the sections belong: what it is, and how to write one that works.
+    expect(issuesOf("- a\n- b\n")).toEqual([
+      {
+        path: "",
+        message:
+          "the file holds a YAML array, not the config's sections (api:, mirrors:, ...): write it as config/syncmirror.example.yaml shows, or run syncmirror init",
+      },
+    ]);
+    expect(issuesOf("hello\n")[0]?.message).toMatch(/^the file holds a YAML string, .*syncmirror init$/);
     expect(issuesOf(`api:\n${base.slice(base.indexOf("mirrors:"))}`)).toContainEqual({
       path: "api",
       message: "is empty (expected object)",

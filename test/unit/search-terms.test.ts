@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { parseSearchParams } from "../../src/consumers/params.js";
 import { quotePunctuatedTerms } from "../../src/consumers/search-terms.js";
-import { UsageError } from "../../src/errors.js";
+import { SearchQueryError, UsageError } from "../../src/errors.js";
 import { toTsquery } from "../../src/store/postgres/search-query.js";
 
 describe("quotePunctuatedTerms", () => {
@@ -56,11 +56,13 @@ describe("what a search query may ask for", () => {
   });
 
   // SQLite's index took `""` and an emoji as queries that find nothing; PostgreSQL's refused them.
-  it("refuses a query with no letter or digit in it, on every store alike", () => {
-    for (const query of ['""', "😀", '"" ""'])
+  it("refuses a query with no letter or digit in it, on every store alike, as an invalid query", () => {
+    for (const query of ['""', "😀", '"" ""', "!!!"]) {
+      expect(() => q(query), query).toThrow(SearchQueryError);
       expect(() => q(query), query).toThrow(
         `q: the search query is not valid: ${JSON.stringify(query)} holds no letter or digit to search for`,
       );
+    }
   });
 
   it("refuses a prefix of one letter, and takes two", () => {

@@ -352,6 +352,9 @@ describe("bad input", () => {
       const res = await get(d, path);
       expect(res.status, path).toBe(400);
       expect(res.json.error.message, path).toMatch(message);
+      // A query the index cannot search, however it fails, is one code (docs/errors.md).
+      if (/search query is not valid/.test(String(message)))
+        expect(res.json.error.code, path).toBe("SEARCH_QUERY_INVALID");
       expect(res.text, path).not.toMatch(/sqlite|fts5|syntax error|no such/i);
       expect(res.text).not.toContain(HTTP_TOKEN);
     }

@@ -113,7 +113,10 @@ describe("controls, as documented", () => {
       due: unknown;
     };
     expect(resumed.due).toBeNull();
-    expect((await h.cli(["trigger", "--mirror", "main"])).code).toBe(0);
+    const asked = await h.cli(["trigger", "--mirror", "main"]);
+    expect(asked.code).toBe(0);
+    // When it became due, worded so that it is not read as the `since` the pass will send.
+    expect(asked.stdout).toMatch(/^an incremental pass of main has been due since \d{4}-\d\d-\d\dT[^ ]+Z: /);
     await until(() => triggers(h).filter((t) => t.state === "done").length === 2, "the requested pass");
     expect(triggers(h)).toHaveLength(2);
     expect(triggers(h)[1]).toMatchObject({ mode: "incremental", due_reason: "requested" });
