@@ -102,7 +102,7 @@ const triggerIsUnsafe: UnsafeCall = {
   retryStatus: isRefusedBeforeWork,
   outcomeUnknown: (reason: string, fields: ApiErrorFields, cause?: unknown, abandoned?: boolean) =>
     new TriggerOutcomeUnknownError(
-      `POST /sync-task may have reached the service but gave no usable answer (${reason}): runs may have been created, so it is not repeated; adopt the runs the run list shows for this sync config`,
+      `POST /sync-task may have reached the service but gave no usable answer (${reason}): runs may have been created, so it is not repeated blindly: the runs the run list shows for this sync config are adopted, and the trigger is sent again only if it shows none`,
       fields,
       { cause, abandoned: abandoned ?? false },
     ),

@@ -13,6 +13,7 @@ import type { ProblemSighting } from "../store/console-types.js";
 import type { StoreOps } from "../store/store.js";
 import type { PairRef, RunSource, SkippedPairRecord, Trigger } from "../store/types.js";
 import type { MirrorPass } from "./context.js";
+import { passError } from "./fail-run.js";
 import { decideLeavers, type LeavingPair, problemsEndedBy, skippedListComplete } from "./leavers.js";
 import { sourceSucceeded } from "./outcome.js";
 import { problemSubject } from "./problem-subject.js";
@@ -387,7 +388,7 @@ function reportHeld({ ctx, mirror }: MirrorPass, pair: PairRef, swept: HeldSweep
 async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRuns): Promise<void> {
   const { ctx } = pass;
   const { store } = ctx;
-  const { leaving, leaversUnknown, unlisted } = await findLeavingPairs(pass, trigger, read);
+  const { leaving, accessCheckError, unlisted } = await findLeavingPairs(pass, trigger, read);
   const at = ctx.now().toISOString();
   if (unlisted.length > 0) {
     // A pair first seen here counts its grace from this trigger's runs, as a listed one does: on
@@ -400,7 +401,29 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRun
     );
   }
   await revokeLeaving(pass, trigger, leaving, at);
-  await store.triggers.markLeaversSwept(trigger.id, leaversUnknown);
+  await markLeaversSwept(pass, trigger, accessCheckError);
+}
+
+/**
+ * The leavers done, with the access check's failure (the reason the pass is `partial`) kept among
+ * the pass's errors in the same transaction: a pass resumed after a crash before it records it
+ * once, when it asks again.
+ */
+async function markLeaversSwept(pass: MirrorPass, trigger: Trigger, accessCheckError: string | null) {
+  const { ctx } = pass;
+  await ctx.store.transaction(async (tx) => {
+    await Promise.all([
+      tx.triggers.markLeaversSwept(trigger.id, accessCheckError !== null),
+      accessCheckError === null
+        ? undefined
+        : tx.history.addErrors(trigger.id, [
+            passError(
+              ctx,
+              `the access check failed (${accessCheckError}): users who left keep their access until the next full pass`,
+            ),
+          ]),
+    ]);
+  });
 }
 
 /**
@@ -411,10 +434,13 @@ async function sweepLeavers(pass: MirrorPass, trigger: Trigger, read: TriggerRun
  * grace ends at a full snapshot. A failed check revokes nobody.
  */
 export async function sweepLeaversOfRefusedPass(pass: MirrorPass, trigger: Trigger): Promise<void> {
-  const { leaving, leaversUnknown } = await findLeavingPairs(pass, trigger, { runs: [], sources: new Map() });
+  const { leaving, accessCheckError } = await findLeavingPairs(pass, trigger, {
+    runs: [],
+    sources: new Map(),
+  });
   const left = leaving.filter(({ reason }) => reason !== "inaccessible");
   await revokeLeaving(pass, trigger, left, pass.ctx.now().toISOString());
-  await pass.ctx.store.triggers.markLeaversSwept(trigger.id, leaversUnknown);
+  await markLeaversSwept(pass, trigger, accessCheckError);
 }
 
 /**
@@ -459,24 +485,26 @@ async function revokeLeaving(
 /**
  * Pairs that lose their access, or are retired (`leavers.ts` decides). The access check is asked
  * only when the trigger's skipped list is incomplete (more than 100 skipped, or runs adopted
- * without the response); `leaversUnknown` when that check failed: nobody loses access for leaving
- * in this pass (pairs past their grace still do). Reads only, so the dry run asks the same question.
+ * without the response); `accessCheckError`, its error, when that check failed: nobody loses
+ * access for leaving in this pass (pairs past their grace still do). Reads only, so the dry run asks the same question.
  */
 export async function findLeavingPairs(
   pass: MirrorPass,
   trigger: Trigger,
   read: TriggerRuns,
-): Promise<{ leaving: LeavingPair[]; leaversUnknown: boolean; unlisted: SkippedPairRecord[] }> {
+): Promise<{ leaving: LeavingPair[]; accessCheckError: string | null; unlisted: SkippedPairRecord[] }> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
   let checked: AccessItem[] | "failed" | null = null;
+  let accessCheckError: string | null = null;
   if (!skippedListComplete(trigger.skipped, trigger.skippedCount)) {
     try {
       checked = await ctx.api.listAccess(mirror.syncConfigId, ctx.signal);
     } catch (error) {
       if (error instanceof AbortedError || ctx.signal.aborted) throw error;
+      accessCheckError = (error as Error).message;
       ctx.log.warn(
-        { err: (error as Error).message },
+        { err: accessCheckError },
         "access check failed: nobody loses access for leaving in this pass (pairs past their grace still do)",
       );
       checked = "failed";
@@ -507,7 +535,7 @@ export async function findLeavingPairs(
   });
   return {
     leaving,
-    leaversUnknown: checked === "failed",
+    accessCheckError,
     unlisted: unlistedSkips(trigger, checked, leaving),
   };
 }

@@ -515,5 +515,14 @@ describe("more than 100 skipped pairs", () => {
     expect(full.outcome).toBe("partial");
     expect(full.message).toMatch(/access check failed/);
     expect(leavers.map((u) => visibleKeys(h, u))).toEqual(before);
+    // Kept with the pass's errors, the history's too, in the service's answer's words.
+    const checkErrors = full.errors.filter((e) => e.error.startsWith("the access check failed"));
+    expect(checkErrors).toEqual([
+      expect.objectContaining({
+        sync_id: null,
+        user_email: null,
+        error: expect.stringMatching(/^the access check failed \(.*429.*\): users who left keep their access/),
+      }),
+    ]);
   });
 });
