@@ -521,7 +521,9 @@ describe("more than 100 skipped pairs", () => {
       expect.objectContaining({
         sync_id: null,
         user_email: null,
-        error: expect.stringMatching(/^the access check failed \(.*429.*\): users who left keep their access/),
+        error: expect.stringMatching(
+          /^the access check failed \(.*429.*\): users who left keep their access/,
+        ),
       }),
     ]);
   });
