@@ -66,7 +66,7 @@ export interface ProblemRepo {
 
 /**
  * `approve-sweep` (`sync/sweep-approval.ts`): the sweeps the guard holds now, approved pair by pair
- * for the next full pass that sweeps, whichever process runs it.
+ * for the next full pass that sweeps the pair, whichever process runs it.
  */
 export interface SweepApprovalRepo {
   /**
@@ -74,10 +74,14 @@ export interface SweepApprovalRepo {
    * replacing a pending approval of the mirror. Null, and nothing written, when none is held.
    */
   approve(mirror: string, a: { by: string; at: string }): Promise<SweepApproval | null>;
-  /** Approvals no pass has taken yet, by mirror. */
+  /** Approvals no pass has taken yet, by mirror; a pair's counts while its sweep is held. */
   pending(): Promise<SweepApproval[]>;
-  /** The trigger takes its mirror's pending approval, unless it took one already: one pass uses it. */
-  take(triggerRowId: number, mirror: string): Promise<void>;
+  /**
+   * The trigger takes the mirror's pending approval of each pair it sweeps, unless it took one for
+   * the pair already (a pass resumed after a crash): one pass uses each. The other pairs' stay
+   * pending for the next full pass, but those whose sweep is no longer held are dropped.
+   */
+  take(triggerRowId: number, mirror: string, sweeps: readonly PairRef[]): Promise<void>;
   /**
    * How many revocations the trigger's approval allows the pair; null when it does not cover it.
    * With `triggerRowId` null, the mirror's pending approval (what the next full pass would take).

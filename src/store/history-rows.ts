@@ -103,6 +103,15 @@ export function configErrorProblem(c: ConfigErrorColumns): Problem {
   };
 }
 
+/**
+ * A pending `sweep_approvals` row counts while its pair's sweep is held (its `held_sweep` problem
+ * open): once the sweep applied or the pair was retired it approves nothing, and the next take
+ * drops it.
+ */
+export const HELD_SWEEP_OPEN = `EXISTS (SELECT 1 FROM problems p WHERE p.mirror = sweep_approvals.mirror
+  AND p.kind = 'held_sweep' AND p.user_email = sweep_approvals.user_email
+  AND p.server_instance_id = sweep_approvals.server_instance_id)`;
+
 /** The pairs an `approve-sweep` covers: each held sweep open as a problem, up to what it held. */
 export function heldPairs(
   rows: readonly {

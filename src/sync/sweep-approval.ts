@@ -5,11 +5,15 @@
  * the trigger took covers it.
  *
  * `approve-sweep` approves, pair by pair, the sweeps held now (the open `held_sweep` problems),
- * each up to the revocations it held. It is stored in the database and taken by the next full
- * pass that sweeps, whichever process runs it, so exactly one pass uses it. In that pass a pair's
- * sweep is applied when it would revoke no more than was approved for it plus the guard's normal
- * allowance for the pair (what it would let through unapproved); a pair that would revoke more,
- * or one the approval does not name, is held as before, and approving again covers the new count.
+ * each up to the revocations it held. It is stored in the database, a row per pair, and each
+ * pair's is taken by the next full pass that sweeps the pair, whichever process runs it, so
+ * exactly one pass uses it; a pass in which the pair's source did not succeed does not sweep it
+ * and leaves its approval pending. An approval lasts as long as the held sweep it approves (the
+ * `held_sweep` problem): once that sweep applied otherwise or the pair was retired, it is dropped.
+ * In the pass that takes it a pair's sweep is applied when it would revoke no more than was
+ * approved for it plus the guard's normal allowance for the pair (what it would let through
+ * unapproved); a pair that would revoke more, or one the approval does not name, is held as
+ * before, and approving again covers the new count.
  */
 
 /** A sweep that would revoke more than this many keys (and more than the fraction) is held. */

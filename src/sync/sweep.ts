@@ -39,13 +39,15 @@ export async function sweep(pass: MirrorPass, trigger: Trigger, read: TriggerRun
 async function sweepMisses(pass: MirrorPass, trigger: Trigger, read: TriggerRuns): Promise<void> {
   const { ctx, mirror } = pass;
   const { store } = ctx;
-  // The first full pass that sweeps takes the mirror's `approve-sweep`, if any (sweep-approval.ts):
-  // in its first sweep transaction, ahead of any allowance read.
+  // The first full pass that sweeps a pair takes its `approve-sweep`, if any (sweep-approval.ts):
+  // in its first sweep transaction, ahead of any allowance read. A pair whose source did not
+  // succeed is not swept: its approval waits for the next full pass.
   let take = read.runs.some((r) => r.ingest === "done");
   const todo = runsToSweep(pass, read);
+  const sweeps = todo.flatMap((run) => run.pairs.map(({ pair }) => pair));
   const held = heldBefore(pass, read);
   if (todo.length === 0) {
-    if (take) await store.approvals.take(trigger.id, mirror.name);
+    if (take) await store.approvals.take(trigger.id, mirror.name, sweeps);
     await recordHeldKeys(pass, trigger, held);
     return;
   }
@@ -59,7 +61,7 @@ async function sweepMisses(pass: MirrorPass, trigger: Trigger, read: TriggerRuns
     const swept = await store.transaction(async (tx) => {
       // Issued at once (one round trip on PostgreSQL, with the fence check).
       const [, revocable] = await Promise.all([
-        taking ? tx.approvals.take(trigger.id, mirror.name) : undefined,
+        taking ? tx.approvals.take(trigger.id, mirror.name, sweeps) : undefined,
         tx.access.countRevocableEach(
           batch.flatMap((run) => run.pairs.map(({ pair }) => ({ pair, snapshotAt: run.snapshotAt }))),
           mirror.deleteAfterMissedFull,

@@ -1,28 +1,39 @@
 /**
  * `approve-sweep` (`../store.ts` SweepApprovalRepo) on PostgreSQL: one row per held pair, pending
- * until a full pass takes the mirror's rows.
+ * until a full pass that sweeps the pair takes it.
  */
 import { and, asc, eq, isNull, max, min, sql, sum } from "drizzle-orm";
 import type { SweepApprovalRepo } from "../console-repos.js";
 import type { SweepApproval } from "../console-types.js";
-import { heldPairs } from "../history-rows.js";
+import { HELD_SWEEP_OPEN, heldPairs } from "../history-rows.js";
 import type { PairRef } from "../types.js";
 import type { Conn } from "./connection.js";
 import { sweepApprovals as a, problems } from "./schema.js";
 
+const pendingRows = and(isNull(a.triggerRowId), sql.raw(HELD_SWEEP_OPEN));
+
 /** The pair's row of the trigger's approval; of the mirror's pending approval when `triggerRowId` is null. */
 const pairOf = (triggerRowId: number | null, pair: PairRef) =>
   and(
-    triggerRowId === null ? isNull(a.triggerRowId) : eq(a.triggerRowId, triggerRowId),
+    triggerRowId === null ? pendingRows : eq(a.triggerRowId, triggerRowId),
     eq(a.mirror, pair.mirror),
     eq(a.userEmail, pair.userEmail),
     eq(a.serverInstanceId, pair.serverInstanceId),
   );
 
-/** The mirror's pending approvals, unless this trigger took some already. */
-const TAKE_SQL = `UPDATE sweep_approvals SET trigger_row_id = $1
-  WHERE mirror = $2 AND trigger_row_id IS NULL
-    AND NOT EXISTS (SELECT 1 FROM sweep_approvals WHERE trigger_row_id = $1)`;
+/**
+ * The mirror's pending approvals of the pairs swept ($3, $4), but a pair's this trigger took
+ * already; those whose sweep is no longer held dropped (disjoint rows: one statement may not both
+ * delete and update a row).
+ */
+const TAKE_SQL = `WITH dropped AS (
+    DELETE FROM sweep_approvals WHERE mirror = $2 AND trigger_row_id IS NULL AND NOT ${HELD_SWEEP_OPEN}
+  )
+  UPDATE sweep_approvals SET trigger_row_id = $1
+  WHERE mirror = $2 AND trigger_row_id IS NULL AND ${HELD_SWEEP_OPEN}
+    AND (user_email, server_instance_id) IN (SELECT * FROM unnest($3::text[], $4::text[]))
+    AND NOT EXISTS (SELECT 1 FROM sweep_approvals t WHERE t.trigger_row_id = $1
+      AND t.user_email = sweep_approvals.user_email AND t.server_instance_id = sweep_approvals.server_instance_id)`;
 
 export function createSweepApprovalRepo({ db, client }: Conn): SweepApprovalRepo {
   const pending = (mirror?: string): Promise<SweepApproval[]> =>
@@ -35,7 +46,7 @@ export function createSweepApprovalRepo({ db, client }: Conn): SweepApprovalRepo
         at: sql<string>`${min(a.at)}`.mapWith(a.at),
       })
       .from(a)
-      .where(and(isNull(a.triggerRowId), mirror === undefined ? undefined : eq(a.mirror, mirror)))
+      .where(and(pendingRows, mirror === undefined ? undefined : eq(a.mirror, mirror)))
       .groupBy(a.mirror)
       .orderBy(asc(a.mirror));
   return {
@@ -53,10 +64,13 @@ export function createSweepApprovalRepo({ db, client }: Conn): SweepApprovalRepo
 
     pending: () => pending(),
 
-    async take(triggerRowId, mirror) {
+    async take(triggerRowId, mirror, sweeps) {
       // One statement, sent as it is called (drizzle's sends a few microtasks later, behind
       // statements called after it): it goes out with the sweep transaction's first statements.
-      await client.query({ text: TAKE_SQL, values: [triggerRowId, mirror] });
+      await client.query({
+        text: TAKE_SQL,
+        values: [triggerRowId, mirror, sweeps.map((p) => p.userEmail), sweeps.map((p) => p.serverInstanceId)],
+      });
     },
 
     async allowance(triggerRowId, pair) {

@@ -383,7 +383,7 @@ export const problems = pgTable(
 /**
  * `approve-sweep` (`sync/sweep-approval.ts`): one row per pair whose sweep the guard held, with how
  * many revocations it may apply. Pending while `trigger_row_id` is null; the next full pass that
- * sweeps takes the mirror's pending rows (sets it), so exactly one pass uses them.
+ * sweeps the pair takes its row (sets it), so exactly one pass uses it.
  */
 export const sweepApprovals = pgTable(
   "sweep_approvals",

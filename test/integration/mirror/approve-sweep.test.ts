@@ -2,7 +2,8 @@
  * docs/console-history.md, `approve-sweep`, through the real CLI on the suite's store: a sweep the
  * mass-delete guard held is a problem per pair; the approval is stored (visible before use), taken
  * by the next full pass only, which applies up to the number approved and names who approved in
- * its history entry; a pair that would revoke more than approved is held again; nothing held,
+ * its history entry; a pair that would revoke more than approved is held again; a pair that pass
+ * could not sweep (its source failed) keeps its approval for the next full pass; nothing held,
  * nothing approved (exit 1).
  */
 import { hostname, userInfo } from "node:os";
@@ -159,6 +160,47 @@ describe("approve-sweep", () => {
     const sweeps = (await json<ProblemsJson>(["problems"])).problems.filter((p) => p.kind === "held_sweep");
     expect(sweeps.map((p) => p.user_email)).toEqual([u1]);
     for (const user of others) expect(visibleKeys(h, user)).toEqual(expectedKeys(h.sim, user));
+  });
+
+  it("leaves a pair's approval pending while its source fails, for the next full pass that sweeps it", async () => {
+    h = await createHarness({ sim: { docs: 80 } });
+    await h.sync();
+    removeNotionDocs(1);
+    await h.sync({ full: true });
+    const [u1, ...others] = h.sim.users as [string, ...string[]];
+    expect(others.length).toBeGreaterThan(0);
+    const heldOf = async () =>
+      (await json<ProblemsJson>(["problems"])).problems.filter((p) => p.kind === "held_sweep");
+    const u1Rows = (await heldOf()).find((p) => p.user_email === u1)?.count ?? 0;
+    const approval = await json<ApprovalJson>(["approve-sweep", "--mirror", "main"]);
+    expect(approval.pairs).toBe(h.sim.users.length);
+
+    h.sim.setOutcome({ user: u1, server_instance_id: notionOf(h) }, { task: "FAILED", times: 1 });
+    const failed = await h.sync({ full: true });
+    expect(failed.counts.access_revoked).toBe(approval.up_to - u1Rows);
+    for (const user of others) expect(visibleKeys(h, user)).toEqual(expectedKeys(h.sim, user));
+    const history = await json<HistoryJson>(["history"]);
+    expect(history.passes[0]?.sweep_approval).toMatchObject({
+      pairs: others.length,
+      up_to: approval.up_to - u1Rows,
+      used: approval.up_to - u1Rows,
+    });
+    expect(history.pending_sweep_approvals).toEqual([
+      { mirror: "main", pairs: 1, up_to: u1Rows, by: approval.by, at: approval.at },
+    ]);
+    expect((await heldOf()).map((p) => p.user_email)).toEqual([u1]);
+
+    const applied = await h.cli(["sync", "--full", "--json"]);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(JSON.parse(applied.stdout).mirrors[0].counts).toMatchObject({
+      access_revoked: u1Rows,
+      held_revocations: 0,
+    });
+    expect(visibleKeys(h, u1)).toEqual(expectedKeys(h.sim, u1));
+    const after = await json<HistoryJson>(["history"]);
+    expect(after.pending_sweep_approvals).toEqual([]);
+    expect(after.passes[0]?.sweep_approval).toMatchObject({ pairs: 1, up_to: u1Rows, used: u1Rows });
+    expect(await heldOf()).toEqual([]);
   });
 
   it("sync --full --dry-run counts a pending approval as the next full pass would, and leaves it pending", async () => {

@@ -75,7 +75,7 @@ interface Walk {
   fraction: number;
   /** Pairs whose sweep the guard holds now, with the revocations held. */
   held: Map<string, number>;
-  /** An approve-sweep not yet taken by a full pass: the held pairs it covers. */
+  /** An approve-sweep not yet taken by a full pass that swept the pair: the held pairs it covers. */
   approval: Map<string, number> | undefined;
   /** The access the mirror should hold, with each one's misses in full snapshots in a row. */
   misses: Map<AccessId, number>;
@@ -277,7 +277,6 @@ function settleModel(
       }
     }
     const approval = w.approval;
-    w.approval = undefined;
     for (const pair of p.exported.succeeded) {
       const ids = [...misses.keys()].filter((id) => pairOf(id) === pair);
       const missed = ids.filter((id) => !p.exported.seen.has(id));
@@ -298,6 +297,10 @@ function settleModel(
       for (const id of missed) countMiss(w, id);
     }
     for (const [pair, n] of held) w.held.set(pair, n);
+    // A pair this pass did not sweep keeps its approval for the next, while its sweep stays held.
+    w.approval =
+      approval &&
+      new Map([...approval].filter(([pair]) => !p.exported.succeeded.has(pair) && w.held.has(pair)));
   }
   return { access: new Set(misses.keys()), held, heldKeys: heldKeys.size };
 }

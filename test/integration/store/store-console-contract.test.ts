@@ -276,8 +276,8 @@ describe.each(await storeDialects())("store contract, console: $name", (dialect)
 
     const taker = await createIntent(store, mirror, { intentAt: T2 });
     const next = await createIntent(store, mirror, { intentAt: T3 });
-    await store.approvals.take(taker.id, mirror);
-    await store.approvals.take(next.id, mirror);
+    await store.approvals.take(taker.id, mirror, [ann, bo]);
+    await store.approvals.take(next.id, mirror, [ann, bo]);
     expect((await store.approvals.pending()).filter((a) => a.mirror === mirror)).toEqual([]);
     expect(await store.approvals.allowance(taker.id, ann)).toBe(30);
     expect(await store.approvals.allowance(taker.id, { ...ann, serverInstanceId: "srv-2" })).toBeNull();
@@ -290,8 +290,61 @@ describe.each(await storeDialects())("store contract, console: $name", (dialect)
 
     await store.problems.record([held(ANN, 50)]);
     await store.approvals.approve(mirror, { by: "ann@host", at: T3 });
-    await store.approvals.take(taker.id, mirror);
+    await store.approvals.take(taker.id, mirror, [ann]);
     expect(await store.approvals.allowance(taker.id, ann), "a pass takes one approval").toBe(30);
+  });
+
+  it("takes the approvals of the pairs the pass sweeps, and drops those whose sweep is no longer held", async () => {
+    const { store } = opened;
+    const mirror = `m-${uid()}`;
+    const pairOf = (userEmail: string) => ({ mirror, userEmail, serverInstanceId: "srv-1" });
+    const [ann, bo, cy] = [pairOf(ANN), pairOf("bo@example.test"), pairOf("cy@example.test")];
+    await store.problems.record(
+      [ann, bo, cy].map((p, i) =>
+        sighting(mirror, {
+          kind: "held_sweep",
+          subject: `sweep-${p.userEmail}`,
+          userEmail: p.userEmail,
+          count: 10 + i,
+        }),
+      ),
+    );
+    await store.approvals.approve(mirror, { by: "ann@host", at: T1 });
+    // cy's sweep applied or cy was retired since: its approval approves nothing any more.
+    await store.problems.clearPair(cy, ["held_sweep"]);
+    const pendingOf = async () => (await store.approvals.pending()).filter((a) => a.mirror === mirror);
+    expect(await pendingOf(), "a pair's approval counts while its sweep is held").toEqual([
+      { mirror, upTo: 21, pairs: 2, by: "ann@host", at: T1 },
+    ]);
+    expect(await store.approvals.allowance(null, cy)).toBeNull();
+
+    const taker = await createIntent(store, mirror, { intentAt: T2 });
+    await store.approvals.take(taker.id, mirror, [ann, cy]);
+    expect(await store.approvals.allowance(taker.id, ann)).toBe(10);
+    expect(await store.approvals.allowance(taker.id, bo), "bo's source did not succeed").toBeNull();
+    expect(await store.approvals.allowance(taker.id, cy)).toBeNull();
+    expect(await store.approvals.allowance(null, bo), "pending for the next full pass").toBe(11);
+    expect(await pendingOf()).toEqual([{ mirror, upTo: 11, pairs: 1, by: "ann@host", at: T1 }]);
+
+    // The same trigger resumed after a crash, a new approval made in between: nothing taken twice.
+    await store.problems.record([
+      sighting(mirror, { kind: "held_sweep", subject: `sweep-${ANN}`, userEmail: ANN, count: 40 }),
+    ]);
+    await store.approvals.approve(mirror, { by: "bo@host", at: T2 });
+    await store.approvals.take(taker.id, mirror, [ann]);
+    expect(await store.approvals.allowance(taker.id, ann), "a pass takes a pair's approval once").toBe(10);
+    expect(await pendingOf()).toEqual([{ mirror, upTo: 51, pairs: 2, by: "bo@host", at: T2 }]);
+
+    // Neither a trigger whose first take found nothing to take.
+    const next = await createIntent(store, mirror, { intentAt: T3 });
+    await store.approvals.take(next.id, mirror, []);
+    await store.problems.clearPair(ann, ["held_sweep"]);
+    await store.approvals.take(next.id, mirror, [bo]);
+    expect(await store.approvals.allowance(next.id, bo)).toBe(11);
+    expect(await store.approvals.allowance(null, ann)).toBeNull();
+    expect(await pendingOf()).toEqual([]);
+    const [pass] = await store.history.list({ mirror, limit: 1 });
+    expect(pass?.sweepApproval).toMatchObject({ pairs: 1, upTo: 11, used: 0 });
   });
 
   describe("retention", () => {
