@@ -33,7 +33,7 @@ import { z } from "zod";
 import { docIdOf } from "./dataset.js";
 import type { SimulatorDocs } from "./docs-api.js";
 import type { Fault, FaultApi, PendingFault } from "./faults.js";
-import { invalid, parseBody, requireObject } from "./http-error.js";
+import { parseBody } from "./http-error.js";
 import { createRandom, hash32 } from "./random.js";
 import type { Route } from "./router.js";
 import type { RequestLogEntry } from "./server.js";
@@ -153,41 +153,34 @@ function pickRandom(state: SimState, body: unknown, salt: string): { picked: num
   return { picked: live.slice(0, count), live: live.length };
 }
 
+const editRandomBody = z.object({
+  fraction: z.number().min(0).max(1),
+  seed: z.number().int().default(1),
+});
+
 function parseEditRandom(body: unknown): { fraction: number; seed: number } {
-  const { fraction, seed = 1 } = requireObject(body);
-  if (typeof fraction !== "number" || !(fraction >= 0 && fraction <= 1)) {
-    throw invalid(["body", "fraction"], "Input should be a number from 0 to 1", "value_error", fraction);
-  }
-  if (typeof seed !== "number" || !Number.isInteger(seed)) {
-    throw invalid(["body", "seed"], "Input should be a valid integer", "int_type", seed);
-  }
-  return { fraction, seed };
+  return parseBody(editRandomBody, body);
 }
 
-const TASKS: readonly Outcome["task"][] = ["COMPLETED", "INCOMPLETE", "FAILED"];
+const outcomeBody = z.object({
+  task: z.enum(["COMPLETED", "INCOMPLETE", "FAILED"]),
+  error: z.string().optional(),
+  user: z.string().optional(),
+  server_instance_id: z.string().optional(),
+  times: z.number().int().positive().optional(),
+});
 
 function parseOutcome(body: unknown): { match: OutcomeMatch; outcome: Outcome } {
-  const { task, error, user, server_instance_id, times } = requireObject(body);
-  if (!TASKS.includes(task as Outcome["task"]))
-    throw invalid(["body", "task"], `Input should be one of ${TASKS.join(", ")}`, "enum", task);
-  const text = (name: string, value: unknown): string | undefined => {
-    if (value === undefined || typeof value === "string") return value;
-    throw invalid(["body", name], "Input should be a valid string", "string_type", value);
-  };
-  if (times !== undefined && !(typeof times === "number" && Number.isInteger(times) && times > 0))
-    throw invalid(["body", "times"], "Input should be a positive integer", "int_type", times);
+  const { task, error, user, server_instance_id, times } = parseBody(outcomeBody, body);
   const match: OutcomeMatch = {};
-  const who = text("user", user);
-  const where = text("server_instance_id", server_instance_id);
-  if (who !== undefined) match.user = who;
-  if (where !== undefined) match.server_instance_id = where;
-  const said = text("error", error);
+  if (user !== undefined) match.user = user;
+  if (server_instance_id !== undefined) match.server_instance_id = server_instance_id;
   return {
     match,
     outcome: {
-      task: task as Outcome["task"],
-      ...(said === undefined ? {} : { error: said }),
-      ...(times === undefined ? {} : { times: times as number }),
+      task,
+      ...(error === undefined ? {} : { error }),
+      ...(times === undefined ? {} : { times }),
     },
   };
 }

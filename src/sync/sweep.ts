@@ -488,7 +488,8 @@ async function revokeLeaving(
  * Pairs that lose their access, or are retired (`leavers.ts` decides). The access check is asked
  * only when the trigger's skipped list is incomplete (more than 100 skipped, or runs adopted
  * without the response); `accessCheckError`, its error, when that check failed: nobody loses
- * access for leaving in this pass (pairs past their grace still do). Reads only, so the dry run asks the same question.
+ * access for leaving in this pass (pairs past their grace still do). Reads only, so the dry run
+ * asks the same question.
  */
 export async function findLeavingPairs(
   pass: MirrorPass,
