@@ -298,7 +298,7 @@ export class LeaseLostError extends AbortedError {
     options?: { cause?: unknown },
   ) {
     super(
-      `the lease on mirror ${mirror} (epoch ${epoch}) is no longer this process's: ${why}; this pass stopped and commits nothing more, and the replica holding the lease resumes the trigger`,
+      `the lease on mirror ${mirror} (epoch ${epoch}) is no longer this process's: ${why}; this pass stopped and commits nothing more; whichever process holds the lease next resumes the trigger if it is still in flight`,
       options,
     );
   }

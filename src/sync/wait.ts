@@ -73,10 +73,14 @@ export async function waitAndIngest(
   const stopTimer = new AbortController();
   const onAbort = () => stopTimer.abort(ctx.signal.reason);
   ctx.signal.addEventListener("abort", onAbort, { once: true });
-  // On its own clock: the loop may sleep up to poll_max_seconds, or wait on one long export.
+  // On its own clock: the loop may sleep up to poll_max_seconds, or wait on one long export. A pass
+  // that is stopping (a lost lease, a shutdown) reports no progress: another process may own it now.
   const progressTicker = setInterval(() => {
+    if (ctx.signal.aborted) return;
     ctx.store.runs.ofTrigger(trigger.id).then(
-      (runs) => ctx.log.info(progressOf(runs), "progress"),
+      (runs) => {
+        if (!ctx.signal.aborted) ctx.log.info(progressOf(runs), "progress");
+      },
       () => {},
     );
   }, PROGRESS_EVERY_MS);
