@@ -304,6 +304,15 @@ export class LeaseLostError extends AbortedError {
   }
 }
 
+/**
+ * The one wording for a mirror name the config does not declare, whether it came as `--mirror`, a
+ * `mirror=` parameter or a `/v1/mirrors/{name}` path: the name, where it was looked for, and the
+ * names there are.
+ */
+export function unknownMirrorMessage(name: string, known: readonly string[], where = "the config"): string {
+  return `no mirror named "${name}" in ${where} (known: ${known.join(", ")})`;
+}
+
 /** A search query FTS5 cannot parse; the message never carries SQLite's text. */
 export class SearchQueryError extends SyncmirrorError {
   readonly code = "SEARCH_QUERY_INVALID" as const;

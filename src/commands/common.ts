@@ -15,6 +15,7 @@ import {
   SchemaTooNewError,
   SyncmirrorError,
   UsageError,
+  unknownMirrorMessage,
 } from "../errors.js";
 import { createLogger } from "../log.js";
 import { openStoreForReading } from "../store/open-store.js";
@@ -249,7 +250,11 @@ export function selectMirrors(config: Config, names: string[]): MirrorConfig[] {
     const mirror = config.mirrors.find((m) => m.name === name);
     if (!mirror) {
       throw new UsageError(
-        `no mirror named "${name}" in ${config.file} (known: ${config.mirrors.map((m) => m.name).join(", ")})`,
+        unknownMirrorMessage(
+          name,
+          config.mirrors.map((m) => m.name),
+          config.file,
+        ),
       );
     }
     return mirror;

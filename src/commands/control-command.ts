@@ -4,7 +4,7 @@
  * it: on SQLite the control is one short transaction beside it), and the reply printed.
  */
 import type { Config } from "../config.js";
-import { DatabaseLockedError, UsageError } from "../errors.js";
+import { DatabaseLockedError, UsageError, unknownMirrorMessage } from "../errors.js";
 import { createLogger } from "../log.js";
 import { applyControl, type ControlReply, cliActor } from "../mirror-controls.js";
 import { openStore } from "../store/open-store.js";
@@ -36,7 +36,11 @@ export function parseControlArgs(
   const config = loadCommandConfig(values.config, io);
   if (!config.mirrors.some((m) => m.name === values.mirror)) {
     throw new UsageError(
-      `no mirror named "${values.mirror}" in ${config.file} (known: ${config.mirrors.map((m) => m.name).join(", ")})`,
+      unknownMirrorMessage(
+        values.mirror,
+        config.mirrors.map((m) => m.name),
+        config.file,
+      ),
     );
   }
   return {

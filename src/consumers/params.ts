@@ -3,7 +3,7 @@
  * (`changes`, `search`): one zod schema each, so both refuse the same input with the same words.
  */
 import { z } from "zod";
-import { SearchQueryError, UsageError } from "../errors.js";
+import { SearchQueryError, UsageError, unknownMirrorMessage } from "../errors.js";
 import { emptyQueryProblem, refusedQueryProblem } from "./search-terms.js";
 
 export const FEED_MAX_LIMIT = 1000;
@@ -172,8 +172,6 @@ function checkMirror<T extends { mirror?: string | undefined }>(
   names: ParamNames,
 ): T {
   if (params.mirror !== undefined && !mirrors.includes(params.mirror))
-    throw new UsageError(
-      `${names.mirror ?? "mirror"}: "${params.mirror}" is not a mirror in the config (${mirrors.join(", ")})`,
-    );
+    throw new UsageError(`${names.mirror ?? "mirror"}: ${unknownMirrorMessage(params.mirror, mirrors)}`);
   return params;
 }

@@ -335,7 +335,7 @@ describe("bad input", () => {
       ["/v1/changes?after=0&wait=soon", /^wait: must be a number of seconds written in digits$/],
       ["/v1/changes?after=0&wait=1e3", /^wait: must be a number of seconds written in digits$/],
       ["/v1/changes?after=0&after=1", /after: given more than once/],
-      ["/v1/changes?after=0&mirror=nope", /mirror: "nope" is not a mirror/],
+      ["/v1/changes?after=0&mirror=nope", /^mirror: no mirror named "nope" in the config \(known: main\)$/],
       ["/v1/changes?after=0&afer=1", /^afer: unknown parameter$/],
       ["/v1/search?q=the", /user: is required/],
       [`/v1/search?user=${U1}`, /q: is required/],

@@ -194,5 +194,8 @@ describe("history", () => {
       expect(r.code, bad.join(" ")).toBe(2);
       expect(r.stderr).toMatch(/--limit|--before|--mirror/);
     }
+    // The wording every command and endpoint uses for a mirror the config does not declare.
+    const unknown = await h.cli(["history", "--mirror", "nope"]);
+    expect(unknown.stderr).toBe('syncmirror: --mirror: no mirror named "nope" in the config (known: main)\n');
   });
 });
