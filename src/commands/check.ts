@@ -34,7 +34,8 @@ export const check: Command = (args, io) =>
       retriedBy: "operator",
       maxAttempts: Math.min(config.api.maxAttempts, 3),
     });
-    io.stdout.write(`config ${config.file}: ok (${config.mirrors.length} mirror(s))\n`);
+    // "read", not "ok": declared sync configs name servers and users only the service can resolve.
+    io.stdout.write(`config ${config.file}: read (${config.mirrors.length} mirror(s))\n`);
     try {
       const database = await checkStore(config, silentLogger());
       io.stdout.write(`${database.status === "ok" ? "" : "PROBLEM "}${database.message}\n`);

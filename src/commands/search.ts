@@ -33,11 +33,21 @@ export const search: Command = (args, io) =>
       throw new UsageError("QUERY: give it once, either as --q QUERY or after the options, not both");
     const config = loadCommandConfig(values.config, io);
     const mirrors = config.mirrors.map((m) => m.name);
-    const params = parseSearchParams(
-      { user: values.user, q: values.q ?? positionals.join(" "), limit: values.limit, mirror: values.mirror },
-      mirrors,
-      CLI_NAMES,
-    );
+    let params: SearchParams;
+    try {
+      params = parseSearchParams(
+        {
+          user: values.user,
+          q: values.q ?? positionals.join(" "),
+          limit: values.limit,
+          mirror: values.mirror,
+        },
+        mirrors,
+        CLI_NAMES,
+      );
+    } catch (error) {
+      throw asUsage(error);
+    }
     if (!config.search.enabled)
       throw new UsageError(
         `search is not enabled: set search.enabled: true in ${config.file}, then run syncmirror reindex`,
@@ -57,15 +67,19 @@ export const search: Command = (args, io) =>
         } else io.stdout.write(hint ? `no results: ${hint}\n` : formatHits(found.hits));
         return 0;
       } catch (error) {
-        // Both are the caller's to fix (the query, the config): exit 2 like any bad usage.
-        if (error instanceof SearchQueryError || error instanceof SearchUnavailableError)
-          throw new UsageError(error.message, { cause: error });
-        throw error;
+        throw asUsage(error);
       } finally {
         await store.close();
       }
     });
   });
+
+/** A refused query or a search turned off is the caller's to fix: exit 2 like any bad usage. */
+function asUsage(error: unknown): unknown {
+  return error instanceof SearchQueryError || error instanceof SearchUnavailableError
+    ? new UsageError(error.message, { cause: error })
+    : error;
+}
 
 /** The CLI's names for the parameters /v1/search shares with it. */
 const CLI_NAMES = { user: "--user", q: "QUERY", limit: "--limit", mirror: "--mirror" };

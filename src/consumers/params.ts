@@ -120,10 +120,10 @@ export function parseSearchParams(
     mirrors,
     names,
   );
-  // Well-formed parameters, but a query the index cannot search: the same error as a query it
-  // cannot parse (`SEARCH_QUERY_INVALID`), not a usage error.
+  // Well-formed parameters, but a query the index cannot search: the same error, worded alike
+  // (the caller names the parameter), as a query it cannot parse (`SEARCH_QUERY_INVALID`).
   const empty = emptyQueryProblem(params.q);
-  if (empty) throw new SearchQueryError(`${names.q ?? "q"}: ${empty}`);
+  if (empty) throw new SearchQueryError(empty);
   return params;
 }
 

@@ -19,7 +19,7 @@ export interface DesiredSyncConfig {
   projectId: string;
   projectName: string;
   fields: SyncConfigFields;
-  /** Server id -> how to show it: the name the file used. */
+  /** Server id -> how to show it: the name the file used (the server's name beside an id). */
   serverLabels: Map<string, string>;
   hash: string;
 }
@@ -59,7 +59,7 @@ export async function resolveDeclarations(
           path: key,
           message: `names the same server as an earlier entry ("${serverLabels.get(match.server.server_instance_id)}")`,
         });
-      else serverLabels.set(match.server.server_instance_id, name);
+      else serverLabels.set(match.server.server_instance_id, serverLabel(name, match.server));
     });
     resolved.push({
       mirror,
@@ -159,6 +159,12 @@ export function matchServer(
   }
   const candidates = sources.map(describeServer).join(", ") || "none";
   return { problem: `no syncable server of ${where} is named "${name}"; candidates: ${candidates}` };
+}
+
+/** A declared server as a plan shows it: as the file names it, with the server's name beside an id. */
+function serverLabel(name: string, server: SyncableSource): string {
+  const known = server.server_name ?? server.display_name;
+  return name === server.server_instance_id && known ? `${known} (${name})` : name;
 }
 
 function describeServer(s: SyncableSource): string {

@@ -344,7 +344,7 @@ describe("bad input", () => {
       [`/v1/search?user=${U1}&q=AND%20OR`, /the search query is not valid/],
       [
         `/v1/search?user=${U1}&q=%2B%2B%2B`,
-        /the search query is not valid: "\+\+\+" holds no letter or digit/,
+        /^q: the search query is not valid: "\+\+\+" holds no letter or digit to search for$/,
       ],
       [`/v1/search?user=${U1}&q=(a`, /the search query is not valid/],
     ];

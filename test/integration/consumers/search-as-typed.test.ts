@@ -96,6 +96,15 @@ describe("search as typed", () => {
     const noQuery = await h.cli(["search", "--user", U1]);
     expect(noQuery.code).toBe(2);
     expect(noQuery.stderr).toBe("syncmirror: QUERY: is required\n");
+    // Nothing to search for is a refused query, exit 2 as an unclosed quote is, with or without --json.
+    for (const args of [["!!!"], ["--json", "!!!"]]) {
+      const empty = await h.cli(["search", "--user", U1, ...args]);
+      expect(empty.code, args.join(" ")).toBe(2);
+      expect(empty.stdout, args.join(" ")).toBe("");
+      expect(empty.stderr).toBe(
+        'syncmirror: the search query is not valid: "!!!" holds no letter or digit to search for\n',
+      );
+    }
   });
 
   it("says in one line that search is off, exit 2, whatever the query or the index left behind", async () => {

@@ -144,9 +144,11 @@ describe("declared sync configs: plan and apply", () => {
   it("calls an unknown or ambiguous server name a config error (exit 2) naming the key and the candidates", async () => {
     h = await declaredHarness();
     writeMirrors(h, { main: wiki({ servers: ["Team Wiki", "Gogle Drive"] }) });
-    for (const command of ["plan", "apply"]) {
+    for (const command of ["plan", "apply", "check"]) {
       const result = await h.cli([command]);
       expect(result.code).toBe(2);
+      // check's first line says the file was read, never that the config is ok.
+      expect(result.stdout).not.toMatch(/: ok\b/);
       expect(result.stderr).toContain(
         'mirrors[0].sync_config.servers[1]: no syncable server of project "Acme" is named "Gogle Drive"',
       );
@@ -161,7 +163,10 @@ describe("declared sync configs: plan and apply", () => {
     expect(ambiguous.stderr).toContain(github);
     expect(h.sim.configs.list()).toHaveLength(1);
     writeMirrors(h, { main: wiki({ servers: [github] }) });
-    expect((await h.cli(["plan"])).code).toBe(3);
+    const byId = await h.cli(["plan"]);
+    expect(byId.code).toBe(3);
+    // A server the file names by id is shown by its name too.
+    expect(byId.stdout).toContain(`+ servers: GitHub (${github})`);
   });
 
   it("plan --json with the API unreachable prints a document that says so, not empty output (exit 1)", async () => {
