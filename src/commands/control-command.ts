@@ -4,14 +4,14 @@
  * it: on SQLite the control is one short transaction beside it), and the reply printed.
  */
 import type { Config } from "../config.js";
-import { DatabaseLockedError, UsageError, unknownMirrorMessage } from "../errors.js";
+import { DatabaseLockedError, UsageError } from "../errors.js";
 import { createLogger } from "../log.js";
 import { applyControl, type ControlReply, cliActor } from "../mirror-controls.js";
 import { openStore } from "../store/open-store.js";
 import type { Store } from "../store/store.js";
 import type { Mode } from "../store/types.js";
 import type { CommandIo } from "./command.js";
-import { loadCommandConfig, parseCommandArgs, writeJson } from "./common.js";
+import { loadCommandConfig, parseCommandArgs, selectMirrors, writeJson } from "./common.js";
 import type { CommandName } from "./help.js";
 
 export interface ParsedControl {
@@ -34,15 +34,8 @@ export function parseControlArgs(
   });
   if (values.mirror === undefined) throw new UsageError(`${name} needs --mirror NAME`);
   const config = loadCommandConfig(values.config, io);
-  if (!config.mirrors.some((m) => m.name === values.mirror)) {
-    throw new UsageError(
-      unknownMirrorMessage(
-        values.mirror,
-        config.mirrors.map((m) => m.name),
-        config.file,
-      ),
-    );
-  }
+  // Refuses a mirror the config does not declare, as `sync --mirror` does.
+  selectMirrors(config, [values.mirror]);
   return {
     config,
     mirror: values.mirror,
