@@ -176,6 +176,6 @@ describe("forget", () => {
     expect(after.changes.every((c) => c.op !== "upsert" && c.access.length === 0)).toBe(true);
     const typo = await h.cli(["changes", "--mirror", "othr"]);
     expect(typo.code).toBe(2);
-    expect(typo.stderr).toContain('"othr" is not a mirror');
+    expect(typo.stderr).toContain('--mirror: no mirror named "othr" in the config (known: main)');
   });
 });
