@@ -19,10 +19,9 @@ export function describeRefusal(error: unknown, want: DesiredSyncConfig): string
   const users = (d.users ?? []).flatMap((email, i) =>
     text.includes(email.toLowerCase()) ? [`${declaredKey(d, "users", i)} (${email})`] : [],
   );
-  const servers = [...want.serverLabels].flatMap(([id, label]) =>
-    text.includes(id.toLowerCase())
-      ? [`${declaredKey(d, "servers", d.servers.indexOf(label))} (${label})`]
-      : [],
+  // One label per declared server, in the file's order: a declaration resolves whole or not at all.
+  const servers = [...want.serverLabels.keys()].flatMap((id, i) =>
+    text.includes(id.toLowerCase()) ? [`${declaredKey(d, "servers", i)} (${d.servers[i]})`] : [],
   );
   const why = `the service refused it (${error.status ?? "4xx"}${detail ? `: ${detail}` : ""})`;
   if (users.length > 0)

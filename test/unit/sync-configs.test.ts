@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { SyncableSource, SyncConfig } from "../../src/api/schemas.js";
+import { BadRequestError } from "../../src/errors.js";
 import { declarationHash } from "../../src/sync-configs/declaration-hash.js";
 import { diffSyncConfig } from "../../src/sync-configs/diff.js";
-import { matchServer } from "../../src/sync-configs/resolve.js";
+import { describeRefusal } from "../../src/sync-configs/refusal.js";
+import { type DesiredSyncConfig, matchServer } from "../../src/sync-configs/resolve.js";
 
 const source = (
   id: string,
@@ -127,5 +129,42 @@ describe("declarationHash", () => {
     expect(declarationHash(same)).toBe(declarationHash(d));
     expect(declarationHash({ ...d, instructions: "y" })).not.toBe(declarationHash(d));
     expect(declarationHash({ ...d, project: "Acme" })).not.toBe(declarationHash(d));
+  });
+});
+
+describe("describeRefusal: a 400 naming a server, said by the file's key", () => {
+  it("names the key and the file's own words of a server the file gave by id or by name", () => {
+    const declared = {
+      name: "Wiki",
+      instructions: "Collect the wiki.",
+      servers: ["Team Wiki", "s2"],
+      users: [],
+      allUsers: false,
+      project: null,
+      mirrorIndex: 1,
+    };
+    const desired = {
+      mirror: { declared },
+      serverLabels: new Map([
+        ["s1", "Team Wiki"],
+        ["s2", "GitHub (s2)"],
+      ]),
+    } as unknown as DesiredSyncConfig;
+    const refused = (serverId: string) =>
+      describeRefusal(
+        new BadRequestError("bad", {
+          method: "PUT",
+          route: "/sync-configs/{id}",
+          status: 400,
+          detail: `server ${serverId} is not syncable`,
+        }),
+        desired,
+      );
+    expect(refused("s2")).toMatch(
+      /^mirrors\[1\]\.sync_config\.servers\[1\] \(s2\): the service refused it \(400/,
+    );
+    expect(refused("s1")).toMatch(
+      /^mirrors\[1\]\.sync_config\.servers\[0\] \(Team Wiki\): the service refused it/,
+    );
   });
 });
