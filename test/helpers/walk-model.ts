@@ -15,16 +15,16 @@ export type AccessId = string;
 
 export const accessId = (user: string, key: string): AccessId => `${user}|${key}`;
 
-/** A tiny seeded PRNG (mulberry32): the walk replays exactly from its seed. */
 /**
  * The seeds a walk that checks its own coverage runs: every one on SQLite, the first on PostgreSQL.
  * Such a walk fails a seed that stops exercising any of its rules, so one seed still runs each rule
  * through PostgreSQL's SQL; the other seeds add orders of events, which the sync code decides the
- * same way on both stores. Three more seeds per walk cost the suite about 100 s of PostgreSQL time.
+ * same way on both stores. The other seeds took about 100 s of worker time on PostgreSQL.
  */
 export const seedsForStore = (seeds: readonly number[]): readonly number[] =>
   onPostgres ? seeds.slice(0, 1) : seeds;
 
+/** A tiny seeded PRNG (mulberry32): the walk replays exactly from its seed. */
 export function walkRandom(seed: number) {
   let state = seed >>> 0;
   const next = () => {
